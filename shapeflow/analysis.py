@@ -1,0 +1,106 @@
+"""The pipeline of one model: load -> graph -> shapes -> diagnostics.
+
+``analyze`` is what ``infer`` and ``lint`` share; ``optimize`` starts from its result.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Mapping, Sequence
+
+from onnx import helper
+
+from .diagnostics import Diagnostic
+from .dims import shape_to_json
+from .graph import ModelGraph, build_graph
+from .inference import Inference, Progress, infer
+from .io import LoadedModel
+from .limits import DEFAULT_LIMITS, Limits
+from .opsets import opset_map
+from .rules import LintContext, Rule, select_rules
+
+
+@dataclass
+class Analysis:
+    loaded: LoadedModel
+    graph: ModelGraph
+    inference: Inference
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+
+    @property
+    def path(self) -> str:
+        return self.loaded.path
+
+    def to_json(self) -> dict[str, object]:
+        """The ``infer --format json`` object of SPEC.md section 3."""
+        return {
+            "model": self.path,
+            "opset": opset_map(self.loaded.proto.opset_import),
+            "tensors": tensors_json(self),
+            "nodes": nodes_json(self),
+            "diagnostics": [d.to_json() for d in self.diagnostics],
+        }
+
+
+def analyze(
+    loaded: LoadedModel,
+    *,
+    dims: Mapping[str, int] | None = None,
+    limits: Limits = DEFAULT_LIMITS,
+    rules: Sequence[Rule] | None = None,
+    progress: Progress | None = None,
+) -> Analysis:
+    """Index, infer and lint one loaded model. Raises ``ShapeflowError`` for a model that cannot be
+    understood (SF002, a limit)."""
+    graph = build_graph(loaded, limits)
+    inference = infer(graph, dims, limits, progress)
+    result = Analysis(loaded, graph, inference)
+    ctx = LintContext(loaded.path, graph, inference)
+    diags: list[Diagnostic] = []
+    for rule in rules if rules is not None else select_rules():
+        diags.extend(rule.diagnostics(ctx))
+    result.diagnostics = sorted(diags, key=lambda d: d.sort_key())
+    return result
+
+
+def dtype_name(dtype: int) -> str | None:
+    """``float32``, ``int64``, ...: numpy's names, which users know; None when unknown."""
+    if not dtype:
+        return None
+    try:
+        name = helper.tensor_dtype_to_np_dtype(dtype).name
+    except Exception:
+        name = ""
+    if not name or name == "object":
+        return helper.TensorProto.DataType.Name(dtype).lower()  # type: ignore[attr-defined]
+    return name
+
+
+def tensors_json(a: Analysis) -> list[dict[str, object]]:
+    out: list[dict[str, object]] = []
+    for scope, table in zip(a.graph.scopes, a.inference.tensors):
+        for name, t in table.items():
+            out.append({
+                "name": name,
+                "graph": scope.path,
+                "dtype": dtype_name(t.dtype) if t is not None else None,
+                "shape": shape_to_json(t.shape) if t is not None else None,
+            })
+    return out
+
+
+def nodes_json(a: Analysis) -> list[dict[str, object]]:
+    out: list[dict[str, object]] = []
+    for n in a.inference.axis_nodes:
+        out.append({
+            "name": n.node,
+            "graph": n.graph,
+            "op_type": n.op_type,
+            "since_version": n.since_version,
+            "input": n.input,
+            "output": n.output,
+            "axes": list(n.normalized) if n.normalized is not None else None,
+            "input_shape": shape_to_json(n.input_shape),
+            "output_shape": shape_to_json(n.output_shape),
+        })
+    return out

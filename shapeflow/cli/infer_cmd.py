@@ -1,0 +1,62 @@
+"""``shapeflow infer``: the shapes, symbolic where they are symbolic, and the diagnostics."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import click
+
+from ..analysis import analyze
+from ..annotate import annotate
+from ..errors import EXIT_CLEAN, EXIT_FINDINGS
+from ..io import load_model, save_model
+from ..render import count_by_severity, infer_text, summary_line
+from .options import clear_progress, dim_option, limit_options, limits_from, parse_dims, progress_printer
+
+
+@click.command(epilog="""\b
+Examples:
+  shapeflow infer model.onnx
+  shapeflow infer model.onnx --format json --dim batch=1
+  shapeflow infer model.onnx -o model.shapes.onnx
+
+Exit codes: 0 no error-level finding, 1 error-level findings, 2 rejected input or usage error,
+3 internal error.""")
+@click.argument("model", type=click.Path(dir_okay=True, allow_dash=False))
+@click.option("--all", "all_tensors", is_flag=True, help="List every tensor, not only Squeeze/Unsqueeze.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write the model with inferred shapes as value_info.")
+@click.option("--force", is_flag=True, help="Overwrite OUTPUT if it exists.")
+@click.option("--in-place", is_flag=True, help="Record the shapes in MODEL itself.")
+@dim_option
+@limit_options
+def infer(model: str, all_tensors: bool, fmt: str, output: str | None, force: bool, in_place: bool,
+          dims: tuple[str, ...], **kwargs: object) -> int:
+    """Infer the shapes of MODEL and report axis errors.
+
+    Prints a table of every Squeeze and Unsqueeze (input shape, axes, output shape), then the
+    diagnostics; a one-line summary goes to stderr.
+    """
+    limits = limits_from(kwargs)
+    bindings = parse_dims(dims)
+    started = time.perf_counter()
+    loaded = load_model(model, limits)
+    result = analyze(loaded, dims=bindings, limits=limits, progress=progress_printer("inferring"))
+    clear_progress()
+    if in_place and output is None:
+        output = model
+    if output is not None:
+        annotate(result.graph, result.inference)
+        save_model(loaded.proto, output, input_path=model, force=force, in_place=in_place)
+    if fmt == "json":
+        click.echo(json.dumps(result.to_json(), indent=2))
+    else:
+        click.echo(infer_text(result, all_tensors=all_tensors))
+    counts = count_by_severity(result.diagnostics)
+    elapsed = time.perf_counter() - started
+    click.echo(f"{model}: {len(result.inference.axis_nodes)} Squeeze/Unsqueeze, {summary_line(counts)} "
+               f"({result.graph.node_count():,} nodes in {elapsed:.2f} s)", err=True)
+    code = EXIT_FINDINGS if counts["error"] else EXIT_CLEAN
+    click.get_current_context().exit(code)
+    return code

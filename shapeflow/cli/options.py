@@ -1,0 +1,89 @@
+"""Options shared by several commands, defined once."""
+
+from __future__ import annotations
+
+import sys
+from typing import Callable, TypeVar
+
+import click
+
+from ..limits import DEFAULT_LIMITS, Limits
+
+F = TypeVar("F", bound=Callable[..., object])
+
+
+def parse_dims(values: tuple[str, ...]) -> dict[str, int]:
+    """``--dim batch=1 --dim seq=128`` -> {"batch": 1, "seq": 128}."""
+    out: dict[str, int] = {}
+    for item in values:
+        name, sep, value = item.partition("=")
+        name = name.strip()
+        if not sep or not name:
+            raise click.BadParameter(f"expected NAME=VALUE, got '{item}'", param_hint="--dim")
+        try:
+            n = int(value)
+        except ValueError:
+            raise click.BadParameter(f"'{value}' is not an integer (in '{item}')", param_hint="--dim") from None
+        if n < 0:
+            raise click.BadParameter(f"a dim cannot be negative (in '{item}')", param_hint="--dim")
+        out[name] = n
+    return out
+
+
+def dim_option(fn: F) -> F:
+    return click.option("--dim", "dims", multiple=True, metavar="NAME=VALUE",
+                        help="Bind a symbolic dim everywhere (repeatable), e.g. --dim batch=1.")(fn)
+
+
+def limit_options(fn: F) -> F:
+    """--max-bytes, --max-nodes, ... (RELIABILITY.md section 1.1)."""
+    d = DEFAULT_LIMITS
+    opts = [
+        click.option("--max-bytes", type=click.IntRange(min=1), default=d.max_bytes, show_default=True,
+                     help="Refuse model files larger than this."),
+        click.option("--max-nodes", type=click.IntRange(min=1), default=d.max_nodes, show_default=True,
+                     help="Refuse models with more nodes (subgraphs included)."),
+        click.option("--max-rank", type=click.IntRange(min=1), default=d.max_rank, show_default=True,
+                     help="Refuse tensors of higher rank."),
+        click.option("--max-axes-elems", type=click.IntRange(min=1), default=d.max_axes_elems,
+                     show_default=True, help="Refuse axes lists longer than this."),
+        click.option("--max-expr-size", type=click.IntRange(min=1), default=d.max_expr_size,
+                     show_default=True, help="Refuse symbolic dims with more terms."),
+        click.option("--timeout", type=click.FloatRange(min=0.001), default=d.timeout, show_default=True,
+                     help="Seconds allowed per file."),
+    ]
+    for opt in reversed(opts):
+        fn = opt(fn)
+    return fn
+
+
+def limits_from(kwargs: dict[str, object]) -> Limits:
+    """Pop the limit options out of a command's kwargs."""
+    return Limits(
+        max_bytes=int(kwargs.pop("max_bytes")),  # type: ignore[arg-type]
+        max_nodes=int(kwargs.pop("max_nodes")),  # type: ignore[arg-type]
+        max_rank=int(kwargs.pop("max_rank")),  # type: ignore[arg-type]
+        max_axes_elems=int(kwargs.pop("max_axes_elems")),  # type: ignore[arg-type]
+        max_expr_size=int(kwargs.pop("max_expr_size")),  # type: ignore[arg-type]
+        timeout=float(kwargs.pop("timeout")),  # type: ignore[arg-type]
+    )
+
+
+def progress_printer(label: str, min_nodes: int = 20_000) -> Callable[[int, int], None] | None:
+    """Progress on stderr only when it is a terminal: pipes and CI logs stay clean."""
+    if not sys.stderr.isatty():
+        return None
+
+    def show(done: int, total: int) -> None:
+        if total >= min_nodes:
+            end = "\n" if done >= total else ""
+            sys.stderr.write(f"\r{label}: {done:,}/{total:,} nodes{end}")
+            sys.stderr.flush()
+
+    return show
+
+
+def clear_progress() -> None:
+    if sys.stderr.isatty():
+        sys.stderr.write("\r\033[K")
+        sys.stderr.flush()

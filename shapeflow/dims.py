@@ -1,0 +1,648 @@
+"""Symbolic dimensions (SPEC.md section 1).
+
+A dim is an ``int`` (known), a :class:`Sym` (an expression over named symbols) or ``None``
+(unknown). Every ``None`` is a different unknown, so nothing is ever provably equal to it.
+
+A ``Sym`` is a polynomial with integer coefficients over *atoms*. An atom is a named symbol
+(``batch``; any string read from a file is just a name, even ``"2*seq"``) or an opaque
+sub-expression the polynomial form cannot express: ``floor(E/k)`` and ``E % k`` for a
+positive int ``k``. Every result is put in one canonical form, so structurally equal expressions
+compare and hash equal and print the same text; a result without symbols is returned as an
+``int``. A ``Sym`` therefore never stands for a constant.
+
+The arithmetic is sound for every integer value of the symbols (shape *values* may be negative),
+with one allowance: a division by a symbolic divisor is simplified only where the divisor could
+be zero solely in a model that fails at run time anyway (``(batch*seq) // seq == batch``).
+
+This module is pure Python on purpose: inference, lint rules and rewrites share it, and it
+runs per node on very large graphs, so the common cases (int with int, Sym with int) take a
+short path.
+"""
+
+from __future__ import annotations
+
+import operator
+from math import gcd
+from typing import Mapping, Optional, Union
+
+__all__ = [
+    "Dim",
+    "Shape",
+    "Sym",
+    "broadcast_dim",
+    "dim_add",
+    "dim_floordiv",
+    "dim_from_text",
+    "dim_is_one",
+    "dim_max",
+    "dim_min",
+    "dim_mod",
+    "dim_mul",
+    "dim_neg",
+    "dim_sub",
+    "dim_to_json",
+    "dims_equal",
+    "format_shape",
+    "shape_to_json",
+    "substitute",
+]
+
+Dim = Union[int, "Sym", None]
+Shape = Optional[tuple[Dim, ...]]  # None = unknown rank
+
+_NAME, _FLOOR, _MOD = 0, 1, 2
+
+
+class _Atom:
+    """One factor of a monomial: a named symbol, ``floor(expr/k)`` or ``expr % k``.
+
+    ``key`` is a nested tuple of strs and ints that totally orders atoms (kind first, so
+    comparisons never meet mixed types); it is computed once because sorting and hashing use it.
+    """
+
+    __slots__ = ("kind", "name", "expr", "k", "key", "size", "_hash")
+
+    def __init__(self, kind: int, name: Optional[str], expr: Optional[Sym], k: int) -> None:
+        self.kind = kind
+        self.name = name
+        self.expr = expr
+        self.k = k
+        if expr is None:
+            self.key: tuple = (kind, name)
+            self.size = 1
+        else:
+            self.key = (kind, expr._key, k)
+            self.size = 1 + expr._size
+        self._hash = hash(self.key)
+
+    def __eq__(self, other: object) -> bool:
+        if self is other:
+            return True
+        if not isinstance(other, _Atom):
+            return NotImplemented
+        return self._hash == other._hash and self.key == other.key
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __reduce__(self) -> tuple:
+        return (_Atom, (self.kind, self.name, self.expr, self.k))
+
+
+_Mono = tuple[_Atom, ...]  # atoms sorted by key, repeated for powers; () is the constant term
+_Terms = tuple[tuple[_Mono, int], ...]
+
+
+def _atom_key(atom: _Atom) -> tuple:
+    return atom.key
+
+
+def _mono_order(mono: _Mono) -> tuple:
+    # Higher degree first, then by atoms; the constant term (degree 0) sorts last.
+    return (-len(mono), tuple(a.key for a in mono))
+
+
+def _term_order(term: tuple[_Mono, int]) -> tuple:
+    return _mono_order(term[0])
+
+
+class Sym:
+    """An immutable, hashable symbolic expression in canonical form.
+
+    Build one with :meth:`Sym.symbol` and the ``dim_*`` functions; the constructor is private.
+    """
+
+    __slots__ = ("_terms", "_key", "_hash", "_size", "_symbols", "_text")
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        raise TypeError("use Sym.symbol(name) and the dim_* functions to build a Sym")
+
+    @classmethod
+    def _make(cls, terms: _Terms) -> Sym:
+        """Wrap terms that are already canonical: sorted, no zero coefficient, not constant."""
+        self = object.__new__(cls)
+        key = tuple((tuple(a.key for a in mono), c) for mono, c in terms)
+        size = 0
+        for mono, _ in terms:
+            size += sum(a.size for a in mono) if mono else 1
+        setattr_ = object.__setattr__
+        setattr_(self, "_terms", terms)
+        setattr_(self, "_key", key)
+        setattr_(self, "_hash", hash(key))
+        setattr_(self, "_size", size)
+        setattr_(self, "_symbols", None)
+        setattr_(self, "_text", None)
+        return self
+
+    @staticmethod
+    def symbol(name: str) -> Sym:
+        """A named symbol. The name is taken verbatim: no expression is parsed out of it."""
+        if not isinstance(name, str):
+            raise TypeError(f"a symbol name must be a str, not {type(name).__name__}")
+        return Sym._make((((_Atom(_NAME, name, None, 0),), 1),))
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError("Sym is immutable")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError("Sym is immutable")
+
+    def __reduce__(self) -> tuple:
+        return (Sym._make, (self._terms,))
+
+    def __eq__(self, other: object) -> bool:
+        if self is other:
+            return True
+        if not isinstance(other, Sym):
+            return NotImplemented
+        return self._hash == other._hash and self._key == other._key
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __str__(self) -> str:
+        text = self._text
+        if text is None:
+            text = _expr_text(self, whole=True)
+            object.__setattr__(self, "_text", text)
+        return text
+
+    def __repr__(self) -> str:
+        return f"Sym({str(self)!r})"
+
+    def size(self) -> int:
+        """Number of terms and atoms (nested atoms count their inside), for --max-expr-size."""
+        return self._size
+
+    def symbols(self) -> frozenset[str]:
+        """Names of every symbol in the expression, including inside floor/mod atoms."""
+        found = self._symbols
+        if found is None:
+            names: set[str] = set()
+            for mono, _ in self._terms:
+                for atom in mono:
+                    if atom.expr is None:
+                        names.add(atom.name)  # type: ignore[arg-type]  # name atoms always have one
+                    else:
+                        names |= atom.expr.symbols()
+            found = frozenset(names)
+            object.__setattr__(self, "_symbols", found)
+        return found
+
+
+# ---------------------------------------------------------------------------------------------
+# polynomial helpers
+
+
+def _atom_sym(atom: _Atom) -> Sym:
+    return Sym._make((((atom,), 1),))
+
+
+def _from_dict(poly: dict[_Mono, int]) -> Dim:
+    """Canonicalise a mono -> coefficient mapping (consumed); a constant comes back as an int."""
+    const = poly.pop((), 0)
+    terms = [(m, c) for m, c in poly.items() if c]
+    if not terms:
+        return const
+    terms.sort(key=_term_order)
+    if const:
+        terms.append(((), const))
+    return Sym._make(tuple(terms))
+
+
+def _add_const(s: Sym, k: int) -> Dim:
+    if k == 0:
+        return s
+    terms = s._terms
+    mono, c = terms[-1]
+    if mono:
+        return Sym._make(terms + (((), k),))
+    c += k
+    # The rest is never empty: a Sym always has a non-constant term.
+    return Sym._make(terms[:-1] + (((), c),) if c else terms[:-1])
+
+
+def _scale(s: Sym, k: int) -> Dim:
+    if k == 0:
+        return 0
+    if k == 1:
+        return s
+    # Scaling keeps the order: terms are ordered by monomial only.
+    return Sym._make(tuple((m, c * k) for m, c in s._terms))
+
+
+def _add_syms(a: Sym, b: Sym) -> Dim:
+    poly = dict(a._terms)
+    for m, c in b._terms:
+        poly[m] = poly.get(m, 0) + c
+    return _from_dict(poly)
+
+
+def _mono_mul(m1: _Mono, m2: _Mono) -> _Mono:
+    if not m1:
+        return m2
+    if not m2:
+        return m1
+    return tuple(sorted(m1 + m2, key=_atom_key))
+
+
+def _mul_syms(a: Sym, b: Sym) -> Dim:
+    poly: dict[_Mono, int] = {}
+    for m1, c1 in a._terms:
+        for m2, c2 in b._terms:
+            m = _mono_mul(m1, m2)
+            poly[m] = poly.get(m, 0) + c1 * c2
+    return _from_dict(poly)
+
+
+def _mono_div(m: _Mono, d: _Mono) -> Optional[_Mono]:
+    """m / d as a monomial, or None if d does not divide m."""
+    rest = list(m)
+    for atom in d:
+        try:
+            rest.remove(atom)
+        except ValueError:
+            return None
+    return tuple(rest)
+
+
+def _exact_div(a: Sym, b: Sym) -> Dim:
+    """a / b when b is a single term dividing every term of a exactly, else None.
+
+    Only then is the polynomial quotient the floor quotient for every nonzero value of b."""
+    if len(b._terms) != 1:
+        return None
+    bm, bc = b._terms[0]
+    poly: dict[_Mono, int] = {}
+    for m, c in a._terms:
+        if c % bc:
+            return None
+        q = _mono_div(m, bm)
+        if q is None:
+            return None
+        poly[q] = c // bc
+    return _from_dict(poly)
+
+
+def _split_const(s: Sym) -> tuple[_Terms, int]:
+    terms = s._terms
+    mono, c = terms[-1]
+    if mono:
+        return terms, 0
+    return terms[:-1], c
+
+
+def _floordiv_const(s: Sym, k: int) -> Dim:
+    """floor(s / k) for an int k != 0."""
+    if k == 1:
+        return s
+    if k < 0:  # floor(s / -k) == floor(-s / k)
+        s, k = _scale(s, -1), -k  # type: ignore[assignment]  # -Sym is a Sym
+        if k == 1:
+            return s
+    var, const = _split_const(s)
+    if all(c % k == 0 for _, c in var):
+        # floor((k*P + c) / k) == P + floor(c / k) because P takes integer values.
+        return _add_const(Sym._make(tuple((m, c // k) for m, c in var)), const // k)
+    # Pull whole multiples of k out of the constant, then divide out the common factor, so
+    # equal quotients written differently ((seq + 5)//4, (2*seq + 2)//8 + 1) meet one atom.
+    q, r = divmod(const, k)
+    g = gcd(k, r, *(c for _, c in var))
+    inner_terms = tuple((m, c // g) for m, c in var)
+    if r:
+        inner_terms += (((), r // g),)
+    k //= g
+    if len(inner_terms) == 1 and inner_terms[0][1] == 1 and len(inner_terms[0][0]) == 1:
+        atom = inner_terms[0][0][0]
+        if atom.kind == _FLOOR:  # floor(floor(x/j)/k) == floor(x/(j*k)) for positive j, k
+            return _add_const(_atom_sym(_Atom(_FLOOR, None, atom.expr, atom.k * k)), q)
+    inner = Sym._make(inner_terms)
+    return _add_const(_atom_sym(_Atom(_FLOOR, None, inner, k)), q)
+
+
+def _mod_const(s: Sym, k: int) -> Dim:
+    """s % k (Python semantics: the sign of k) for an int k != 0."""
+    if k < 0:  # x % -k == -((-x) % k)
+        return dim_neg(_mod_const(_scale(s, -1), -k))  # type: ignore[arg-type]  # -Sym is a Sym
+    if k == 1:
+        return 0
+    # Only the coefficients modulo k matter, as every atom takes integer values.
+    var, const = _split_const(s)
+    const %= k
+    var = tuple((m, c % k) for m, c in var if c % k)
+    if not var:
+        return const
+    # (g*x) % (g*j) == g * (x % j): one atom for every multiple.
+    g = gcd(k, const, *(c for _, c in var))
+    inner_terms = tuple((m, c // g) for m, c in var)
+    if const:
+        inner_terms += (((), const // g),)
+    k //= g
+    if len(inner_terms) == 1 and inner_terms[0][1] == 1 and len(inner_terms[0][0]) == 1:
+        atom = inner_terms[0][0][0]
+        if atom.kind == _MOD:
+            if atom.k <= k:  # x % j lies in [0, j), so a further % k (k >= j) changes nothing
+                return _scale(_atom_sym(atom), g)
+            if atom.k % k == 0:  # (x % j) % k == x % k when k divides j
+                return dim_mul(g, _mod_const(atom.expr, k))  # type: ignore[arg-type]
+    return _scale(_atom_sym(_Atom(_MOD, None, Sym._make(inner_terms), k)), g)
+
+
+# ---------------------------------------------------------------------------------------------
+# text
+
+
+def _int_text(n: int) -> str:
+    try:
+        return str(n)
+    except ValueError:  # beyond sys.get_int_max_str_digits(); printing must not crash
+        return f"<{n.bit_length()}-bit integer>"
+
+
+def _atom_text(atom: _Atom, whole: bool) -> str:
+    if atom.kind == _NAME:
+        return atom.name  # type: ignore[return-value]  # name atoms always have one
+    expr = atom.expr
+    assert expr is not None
+    inner = _expr_text(expr, whole=False)
+    simple = len(expr._terms) == 1
+    if atom.kind == _FLOOR:
+        return f"floor({inner if simple else f'({inner})'}/{atom.k})"
+    bare = simple and expr._terms[0][1] == 1 and len(expr._terms[0][0]) == 1
+    text = f"{inner if bare else f'({inner})'} % {atom.k}"
+    # % binds like *, so it gets brackets unless it is the whole expression.
+    return text if whole else f"({text})"
+
+
+def _mono_text(mono: _Mono, whole: bool) -> str:
+    parts = []
+    i = 0
+    while i < len(mono):
+        atom = mono[i]
+        j = i + 1
+        while j < len(mono) and mono[j] == atom:
+            j += 1
+        power = j - i
+        text = _atom_text(atom, whole and len(mono) == 1)
+        parts.append(text if power == 1 else f"{text}**{power}")
+        i = j
+    return "*".join(parts)
+
+
+def _expr_text(s: Sym, whole: bool) -> str:
+    terms = s._terms
+    out = []
+    for i, (mono, c) in enumerate(terms):
+        neg = c < 0
+        mag = -c if neg else c
+        if not mono:
+            text = _int_text(mag)
+        else:
+            body = _mono_text(mono, whole and len(terms) == 1 and c == 1)
+            text = body if mag == 1 else f"{_int_text(mag)}*{body}"
+        if i == 0:
+            out.append(f"-{text}" if neg else text)
+        else:
+            out.append(f" - {text}" if neg else f" + {text}")
+    return "".join(out)
+
+
+# ---------------------------------------------------------------------------------------------
+# public arithmetic
+
+
+def _coerce(d: object) -> Dim:
+    # Accept numpy integers and the like from initializers; keep Python ints unbounded.
+    if d is None or type(d) is int or type(d) is Sym:
+        return d  # type: ignore[return-value]
+    return operator.index(d)  # type: ignore[arg-type]  # TypeError for anything else
+
+
+def dim_add(a: Dim, b: Dim) -> Dim:
+    if type(a) is int and type(b) is int:
+        return a + b
+    a, b = _coerce(a), _coerce(b)
+    if a is None or b is None:
+        return None
+    if isinstance(a, int):
+        return a + b if isinstance(b, int) else _add_const(b, a)
+    if isinstance(b, int):
+        return _add_const(a, b)
+    return _add_syms(a, b)
+
+
+def dim_neg(a: Dim) -> Dim:
+    if type(a) is int:
+        return -a
+    a = _coerce(a)
+    if a is None:
+        return None
+    if isinstance(a, int):
+        return -a
+    return _scale(a, -1)
+
+
+def dim_sub(a: Dim, b: Dim) -> Dim:
+    if type(a) is int and type(b) is int:
+        return a - b
+    return dim_add(a, dim_neg(b))
+
+
+def dim_mul(a: Dim, b: Dim) -> Dim:
+    if type(a) is int and type(b) is int:
+        return a * b
+    a, b = _coerce(a), _coerce(b)
+    if a is None or b is None:
+        return None
+    if isinstance(a, int):
+        return a * b if isinstance(b, int) else _scale(b, a)
+    if isinstance(b, int):
+        return _scale(a, b)
+    return _mul_syms(a, b)
+
+
+def dim_floordiv(a: Dim, b: Dim) -> Dim:
+    """Floor division (Python semantics). ``None`` for a zero divisor or when not expressible."""
+    if type(a) is int and type(b) is int:
+        return a // b if b else None
+    a, b = _coerce(a), _coerce(b)
+    if a is None or b is None:
+        return None
+    if isinstance(b, int):
+        if b == 0:
+            return None
+        return a // b if isinstance(a, int) else _floordiv_const(a, b)
+    # Symbolic divisor: only exact cases, which hold whenever the division can run (b != 0).
+    if isinstance(a, int):
+        return 0 if a == 0 else None
+    if a == b:
+        return 1
+    return _exact_div(a, b)
+
+
+def dim_mod(a: Dim, b: Dim) -> Dim:
+    """Remainder with the sign of the divisor (Python semantics); ``None`` for a zero divisor."""
+    if type(a) is int and type(b) is int:
+        return a % b if b else None
+    a, b = _coerce(a), _coerce(b)
+    if a is None or b is None:
+        return None
+    if isinstance(b, int):
+        if b == 0:
+            return None
+        return a % b if isinstance(a, int) else _mod_const(a, b)
+    if isinstance(a, int):
+        return 0 if a == 0 else None
+    if a == b or _exact_div(a, b) is not None:
+        return 0
+    return None
+
+
+def _const_diff(a: Union[int, Sym], b: Union[int, Sym]) -> Optional[int]:
+    """a - b when it is the same for every value of the symbols (seq + 3 vs seq), else None."""
+    if isinstance(a, int):
+        return a - b if isinstance(b, int) else None
+    if isinstance(b, int):
+        return None  # a Sym always has a non-constant term
+    var_a, const_a = _split_const(a)
+    var_b, const_b = _split_const(b)
+    return const_a - const_b if var_a == var_b else None
+
+
+def dim_min(a: Dim, b: Dim) -> Dim:
+    """The smaller of two dims when it is known which one it is, else ``None``."""
+    if type(a) is int and type(b) is int:
+        return a if a <= b else b
+    a, b = _coerce(a), _coerce(b)
+    if a is None or b is None:
+        return None
+    diff = _const_diff(a, b)
+    # Decidable only when the two differ by a constant (seq vs seq + 1).
+    if diff is None:
+        return None
+    return a if diff <= 0 else b
+
+
+def dim_max(a: Dim, b: Dim) -> Dim:
+    """The larger of two dims when it is known which one it is, else ``None``."""
+    if type(a) is int and type(b) is int:
+        return a if a >= b else b
+    a, b = _coerce(a), _coerce(b)
+    if a is None or b is None:
+        return None
+    diff = _const_diff(a, b)
+    if diff is None:
+        return None
+    return a if diff >= 0 else b
+
+
+def broadcast_dim(a: Dim, b: Dim) -> Dim:
+    """One dim of numpy broadcasting, assuming the model runs.
+
+    1 with x gives x; a known k != 1 wins (the other must be k or 1 for the model to run);
+    equal dims give themselves. Two different known ints other than 1 cannot broadcast: ``None``.
+    """
+    a, b = _coerce(a), _coerce(b)
+    if isinstance(a, int):
+        if a == 1:
+            return b
+        if isinstance(b, int) and b != 1 and b != a:
+            return None
+        return a
+    if isinstance(b, int):
+        return a if b == 1 else b
+    if a is None or b is None:
+        return None  # an unknown could be 1 or could equal the other
+    return a if a == b else None
+
+
+def dim_is_one(d: Dim) -> Optional[bool]:
+    """True if known to be 1, False if known not to be 1, None if it depends on the symbols.
+
+    A symbol is never judged != 1: ``batch`` may well be 1 at run time."""
+    if type(d) is int:
+        return d == 1
+    d = _coerce(d)
+    if isinstance(d, int):
+        return d == 1
+    return None
+
+
+def dims_equal(a: Dim, b: Dim) -> Optional[bool]:
+    """True if provably the same, False if provably different, None if unknown."""
+    a, b = _coerce(a), _coerce(b)
+    if a is None or b is None:
+        return None
+    # seq and seq + 1 differ for every value of seq; seq and 3 or batch and seq may not.
+    diff = _const_diff(a, b)
+    return None if diff is None else diff == 0
+
+
+def dim_from_text(text: str) -> Dim:
+    """A dim read from a file: a decimal int, ``None`` for an empty string, else a symbol name."""
+    if text == "":
+        return None
+    if text.isascii() and text.isdigit():
+        try:
+            return int(text)
+        except ValueError:  # more digits than int() will parse: keep it as a name
+            pass
+    return Sym.symbol(text)
+
+
+def dim_to_json(d: Dim) -> Union[int, str, None]:
+    d = _coerce(d)
+    if isinstance(d, Sym):
+        return str(d)
+    return d
+
+
+def shape_to_json(s: Shape) -> Optional[list]:
+    if s is None:
+        return None
+    return [dim_to_json(d) for d in s]
+
+
+def substitute(d: Dim, bindings: Mapping[str, int]) -> Dim:
+    """Bind symbols to ints everywhere (inside floor/mod too); a fully bound expr becomes an int."""
+    d = _coerce(d)
+    if not isinstance(d, Sym) or not bindings or d.symbols().isdisjoint(bindings):
+        return d
+    return _evaluate(d, bindings)
+
+
+def _evaluate(s: Sym, bindings: Mapping[str, int]) -> Dim:
+    total: Dim = 0
+    for mono, c in s._terms:
+        term: Dim = c
+        for atom in mono:
+            term = dim_mul(term, _evaluate_atom(atom, bindings))
+        total = dim_add(total, term)
+    return total
+
+
+def _evaluate_atom(atom: _Atom, bindings: Mapping[str, int]) -> Dim:
+    if atom.kind == _NAME:
+        if atom.name in bindings:
+            return operator.index(bindings[atom.name])  # type: ignore[index]
+        return _atom_sym(atom)
+    assert atom.expr is not None
+    inner = substitute(atom.expr, bindings)
+    if atom.kind == _FLOOR:
+        return dim_floordiv(inner, atom.k)
+    return dim_mod(inner, atom.k)
+
+
+def _dim_text(d: Dim) -> str:
+    if d is None:
+        return "?"
+    if isinstance(d, Sym):
+        return str(d)
+    return _int_text(operator.index(d))
+
+
+def format_shape(s: Shape) -> str:
+    """Human text: ``[batch, seq + 1, 4]``; ``?`` for an unknown rank or an unknown dim."""
+    if s is None:
+        return "?"
+    return "[" + ", ".join(_dim_text(d) for d in s) + "]"

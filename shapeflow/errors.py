@@ -1,0 +1,87 @@
+"""Errors that stop the processing of one input file.
+
+Everything a user can cause (an unreadable file, a malformed graph, a limit hit, a refused write)
+is a ``ShapeflowError``: the CLI prints its one-line ``str()`` and exits with ``exit_code``.
+Any other exception escaping the package is a bug (exit 3).
+"""
+
+from __future__ import annotations
+
+# Exit codes of every command (SPEC.md section 2).
+EXIT_CLEAN = 0
+EXIT_FINDINGS = 1
+EXIT_REJECTED = 2
+EXIT_INTERNAL = 3
+
+
+_CODE_NAMES = {"SF001": "model-unreadable", "SF002": "graph-invalid"}
+
+
+class ShapeflowError(Exception):
+    """A problem with the input or the request, reported in one line.
+
+    ``code`` is the diagnostic code that classifies it (``SF001`` unreadable model, ``SF002``
+    invalid graph) or ``None`` for usage and write errors.
+    """
+
+    exit_code = EXIT_REJECTED
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        file: str | None = None,
+        code: str | None = None,
+        node: str | None = None,
+        tensor: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.file = file
+        self.code = code
+        self.node = node
+        self.tensor = tensor
+
+    def __str__(self) -> str:
+        """``model.onnx: error SF001 model-unreadable: empty file (0 bytes); not an ONNX model``"""
+        prefix = f"{self.file}: " if self.file else ""
+        if self.code:
+            name = _CODE_NAMES.get(self.code, "")
+            return f"{prefix}error {self.code} {name}: {self.message}" if name else f"{prefix}error {self.code}: {self.message}"
+        return f"{prefix}error: {self.message}"
+
+
+class ModelUnreadable(ShapeflowError):
+    """SF001: the file is not a model we can read (or is unsafe to read)."""
+
+    def __init__(self, message: str, **kw: object) -> None:
+        kw.setdefault("code", "SF001")
+        super().__init__(message, **kw)  # type: ignore[arg-type]
+
+
+class GraphInvalid(ShapeflowError):
+    """SF002: the model parses but its graph is not a valid dataflow graph."""
+
+    def __init__(self, message: str, **kw: object) -> None:
+        kw.setdefault("code", "SF002")
+        super().__init__(message, **kw)  # type: ignore[arg-type]
+
+
+class LimitExceeded(ShapeflowError):
+    """A resource limit was hit; the message names the flag that raises it."""
+
+    def __init__(self, limit: str, value: object, flag: str, **kw: object) -> None:
+        super().__init__(
+            f"limit {limit} exceeded (value {value}); raise with {flag}", **kw  # type: ignore[arg-type]
+        )
+        self.limit = limit
+        self.value = value
+        self.flag = flag
+
+
+class UsageError(ShapeflowError):
+    """Bad flags or a refused output path (exit 2)."""
+
+
+class WriteError(ShapeflowError):
+    """Writing the output failed; nothing was left behind (exit 2)."""

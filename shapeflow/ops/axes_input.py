@@ -1,0 +1,95 @@
+"""Reading the ``axes`` of a Squeeze or Unsqueeze, whichever form the model uses.
+
+Below opset 13 the axes are an attribute; from 13 on they are input 1. Models in the wrong form
+exist (hand-edited, or converted between opsets badly); the facts record both so that SF108 can
+judge, and inference uses whichever is there.
+"""
+
+from __future__ import annotations
+
+import onnx
+from onnx import numpy_helper
+
+from ..errors import LimitExceeded
+from ..facts import (
+    AXES_ABSENT, AXES_ATTRIBUTE, AXES_COMPUTED, AXES_CONSTANT, AXES_EXTERNAL, AXES_INITIALIZER,
+    AXES_RUNTIME, AxesInfo,
+)
+from ..graph import INITIALIZER
+from .base import OpCall
+
+AXES_INPUT_SINCE = 13
+
+
+def read_axes(call: OpCall) -> AxesInfo:
+    attr = call.attrs.get("axes")
+    attr_present = attr is not None
+    input_present = call.has_input(1)
+    limit = call.engine.limits.max_axes_elems
+    prefer_attr = call.since < AXES_INPUT_SINCE
+    if attr_present and (prefer_attr or not input_present):
+        values = tuple(int(x) for x in attr.ints)  # type: ignore[union-attr]
+        if len(values) > limit:
+            raise _limit(call, len(values))
+        return AxesInfo(AXES_ATTRIBUTE, values, True, input_present, count=len(values))
+    if input_present:
+        return _read_input(call, attr_present, limit)
+    return AxesInfo(AXES_ABSENT, None, attr_present, False)
+
+
+def _read_input(call: OpCall, attr_present: bool, limit: int) -> AxesInfo:
+    name = call.node.input[1]
+    t = call.input(1)
+    dtype = t.dtype if t is not None else None
+    rank = t.rank if t is not None else None
+    count = _numel(t.shape) if t is not None else None
+    graph = call.engine.graph
+    where = graph.definition(call.scope, name)
+    proto: onnx.TensorProto | None = None
+    source = AXES_RUNTIME
+    if where is not None:
+        sid, producer = where
+        if producer == INITIALIZER:
+            proto = graph.scopes[sid].initializers.get(name)
+            source = AXES_INITIALIZER
+        elif producer >= 0:
+            pnode = graph.nodes[producer].proto
+            if pnode.op_type == "Constant" and graph.nodes[producer].domain == "":
+                source = AXES_CONSTANT
+                for a in pnode.attribute:
+                    if a.name == "value":
+                        proto = a.t
+    if count is not None and count > limit:
+        raise _limit(call, count)
+    if proto is not None:
+        if proto.data_location == onnx.TensorProto.EXTERNAL:
+            return AxesInfo(AXES_EXTERNAL, None, attr_present, True, dtype, rank, count)
+        # Read the proto itself: the value tracker stops at small tensors, axes lists may be longer.
+        try:
+            values = tuple(int(x) for x in numpy_helper.to_array(proto).reshape(-1).tolist())
+        except Exception:
+            values = None
+        return AxesInfo(source, values, attr_present, True, dtype, rank, count)
+    if t is not None and t.value is not None and all(type(v) is int for v in t.value):
+        if source == AXES_RUNTIME:
+            source = AXES_COMPUTED
+        return AxesInfo(source, tuple(t.value), attr_present, True, dtype, rank, count)  # type: ignore[arg-type]
+    return AxesInfo(source if source != AXES_INITIALIZER else AXES_RUNTIME, None, attr_present, True,
+                    dtype, rank, count)
+
+
+def _numel(shape: tuple | None) -> int | None:
+    if shape is None:
+        return None
+    n = 1
+    for d in shape:
+        if type(d) is not int:
+            return None
+        n *= d
+    return n
+
+
+def _limit(call: OpCall, value: int) -> LimitExceeded:
+    g = call.engine.graph
+    return LimitExceeded("max-axes-elems", value, "--max-axes-elems", file=g.path,
+                         node=g.display(call.nid))

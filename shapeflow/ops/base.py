@@ -1,0 +1,161 @@
+"""What a shape rule sees of one node, and the registry that maps ops to rules.
+
+A rule is a function ``rule(call: OpCall) -> list[TensorInfo | None]``: one entry per node output
+(None = nothing known). Rules compute and stay quiet: they never raise on a bad model, they return
+unknown. Facts that lint rules judge (the axes of a Squeeze, say) are recorded with ``call.record``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Callable, Iterable, Sequence
+
+import onnx
+from onnx import TensorProto
+
+from ..dims import Dim, Shape
+from ..tensorinfo import MAX_VALUE_ELEMS, TensorInfo
+
+if TYPE_CHECKING:
+    from ..inference import Inference
+
+Rule = Callable[["OpCall"], Sequence["TensorInfo | None"]]
+
+INT_TYPES = frozenset(
+    {
+        TensorProto.INT64, TensorProto.INT32, TensorProto.INT16, TensorProto.INT8,
+        TensorProto.UINT64, TensorProto.UINT32, TensorProto.UINT16, TensorProto.UINT8,
+        TensorProto.BOOL,
+    }
+)
+
+
+class OpCall:
+    """One node being inferred: its proto, resolved version, input infos and attribute access."""
+
+    __slots__ = ("node", "since", "inputs", "nid", "scope", "engine", "_attrs")
+
+    def __init__(self, node: onnx.NodeProto, since: int, inputs: list[TensorInfo | None],
+                 nid: int, scope: int, engine: "Inference") -> None:
+        self.node = node
+        self.since = since
+        self.inputs = inputs
+        self.nid = nid
+        self.scope = scope
+        self.engine = engine
+        self._attrs: dict[str, onnx.AttributeProto] | None = None
+
+    # -- inputs ------------------------------------------------------------------------------------
+    def input(self, i: int) -> TensorInfo | None:
+        """Input ``i``, or None when it is absent (optional input omitted or beyond the list)."""
+        return self.inputs[i] if i < len(self.inputs) else None
+
+    def has_input(self, i: int) -> bool:
+        return i < len(self.node.input) and bool(self.node.input[i])
+
+    def shape(self, i: int) -> Shape:
+        t = self.input(i)
+        return None if t is None else t.shape
+
+    def dtype(self, i: int) -> int:
+        t = self.input(i)
+        return 0 if t is None else t.dtype
+
+    def value(self, i: int) -> tuple[Dim, ...] | None:
+        t = self.input(i)
+        return None if t is None else t.value
+
+    def int_values(self, i: int) -> list[int] | None:
+        """Input ``i``'s values when every element is a known integer."""
+        v = self.value(i)
+        if v is None or not all(type(x) is int for x in v):
+            return None
+        return list(v)  # type: ignore[arg-type]
+
+    # -- attributes --------------------------------------------------------------------------------
+    @property
+    def attrs(self) -> dict[str, onnx.AttributeProto]:
+        if self._attrs is None:
+            self._attrs = {a.name: a for a in self.node.attribute}
+        return self._attrs
+
+    def has_attr(self, name: str) -> bool:
+        return name in self.attrs
+
+    def attr_int(self, name: str, default: int | None = None) -> int | None:
+        a = self.attrs.get(name)
+        return int(a.i) if a is not None and a.type == onnx.AttributeProto.INT else default
+
+    def attr_float(self, name: str, default: float | None = None) -> float | None:
+        a = self.attrs.get(name)
+        return float(a.f) if a is not None and a.type == onnx.AttributeProto.FLOAT else default
+
+    def attr_ints(self, name: str) -> list[int] | None:
+        a = self.attrs.get(name)
+        if a is None or a.type != onnx.AttributeProto.INTS:
+            return None
+        return [int(x) for x in a.ints]
+
+    def attr_tensor(self, name: str) -> onnx.TensorProto | None:
+        a = self.attrs.get(name)
+        return a.t if a is not None and a.type == onnx.AttributeProto.TENSOR else None
+
+    # -- results -----------------------------------------------------------------------------------
+    def record(self, fact: object) -> None:
+        """Keep a fact for the lint rules (see infer.AxisNode)."""
+        self.engine.record(self, fact)
+
+    def subgraph_outputs(self, attr: str) -> list[TensorInfo | None] | None:
+        return self.engine.subgraph_outputs(self.nid, attr)
+
+
+def unknown(n: int) -> list[TensorInfo | None]:
+    return [None] * n
+
+
+def same_as_input(call: OpCall) -> list[TensorInfo | None]:
+    """Elementwise unary ops: output has the input's type and shape (values are not tracked)."""
+    t = call.input(0)
+    out = None if t is None else TensorInfo(t.dtype, t.shape)
+    return [out] + [None] * (len(call.node.output) - 1)
+
+
+def numel(shape: Shape) -> int | None:
+    if shape is None:
+        return None
+    n = 1
+    for d in shape:
+        if type(d) is not int:
+            return None
+        n *= d
+    return n
+
+
+def make_value(dtype: int, shape: tuple[Dim, ...], values: Iterable[Dim]) -> TensorInfo:
+    vals = tuple(values)
+    return TensorInfo(dtype, shape, vals if len(vals) <= MAX_VALUE_ELEMS else None)
+
+
+class Registry:
+    """Shape rules keyed by (domain, op_type). Rules branch on ``call.since`` themselves, which
+    keeps every version of one op in one place."""
+
+    def __init__(self) -> None:
+        self._rules: dict[tuple[str, str], Rule] = {}
+
+    def register(self, *op_types: str, domain: str = "") -> Callable[[Rule], Rule]:
+        def deco(fn: Rule) -> Rule:
+            for op in op_types:
+                self._rules[(domain, op)] = fn
+            return fn
+
+        return deco
+
+    def get(self, domain: str, op_type: str) -> Rule | None:
+        return self._rules.get((domain, op_type))
+
+    def __contains__(self, key: tuple[str, str]) -> bool:
+        return key in self._rules
+
+
+REGISTRY = Registry()
+register = REGISTRY.register

@@ -1,0 +1,84 @@
+"""Standard ops without a rule of our own: ask onnx's per-node shape inference.
+
+Symbols cross the boundary as ``dim_param`` strings and are mapped back to the same expressions,
+so ``seq + 1`` in gives ``seq + 1`` out. Known small integer values go in as constant inputs.
+"""
+
+from __future__ import annotations
+
+import onnx
+from onnx import helper, numpy_helper
+
+from ..dims import Dim, Sym
+from ..opsets import schema
+from ..tensorinfo import TensorInfo
+from .base import OpCall
+from .constants import FLOAT_TYPES
+
+import numpy as np
+
+
+def _type_proto(t: TensorInfo, names: dict[str, Dim]) -> onnx.TypeProto:
+    tp = onnx.TypeProto()
+    tt = tp.tensor_type
+    tt.elem_type = t.dtype
+    if t.shape is not None:
+        shape = tt.shape
+        for d in t.shape:
+            dim = shape.dim.add()
+            if type(d) is int:
+                dim.dim_value = d
+            elif d is not None:
+                text = str(d)
+                names[text] = d
+                dim.dim_param = text
+    return tp
+
+
+def _from_type(tp: onnx.TypeProto, names: dict[str, Dim]) -> TensorInfo | None:
+    if tp.WhichOneof("value") != "tensor_type":
+        return None
+    tt = tp.tensor_type
+    if not tt.HasField("shape"):
+        return TensorInfo(tt.elem_type, None)
+    dims: list[Dim] = []
+    for d in tt.shape.dim:
+        which = d.WhichOneof("value")
+        if which == "dim_value":
+            dims.append(int(d.dim_value))
+        elif which == "dim_param":
+            dims.append(names.get(d.dim_param) or Sym.symbol(d.dim_param))
+        else:
+            dims.append(None)
+    return TensorInfo(tt.elem_type, tuple(dims))
+
+
+def infer_with_onnx(call: OpCall) -> list[TensorInfo | None]:
+    node = call.node
+    n_out = len(node.output)
+    if any(a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS) for a in node.attribute):
+        return [None] * n_out  # bodies are ours to infer; onnx would re-infer them without context
+    sch = schema("", node.op_type, call.since)
+    if sch is None:
+        return [None] * n_out
+    names: dict[str, Dim] = {}
+    types: dict[str, onnx.TypeProto] = {}
+    data: dict[str, onnx.TensorProto] = {}
+    for name, t in zip(node.input, call.inputs):
+        if not name or t is None:
+            continue
+        types[name] = _type_proto(t, names)
+        if t.value is not None and t.shape is not None and all(type(v) is int for v in t.value):
+            if all(type(d) is int for d in t.shape) and t.dtype not in FLOAT_TYPES:
+                try:
+                    arr = np.array(t.value, dtype=helper.tensor_dtype_to_np_dtype(t.dtype)).reshape(t.shape)
+                    data[name] = numpy_helper.from_array(arr, name)
+                except Exception:
+                    pass
+    opsets = call.engine.graph.scopes[call.scope].opsets
+    imports = [helper.make_opsetid(d, v) for d, v in opsets.items()]
+    try:
+        outs = onnx.shape_inference.infer_node_outputs(sch, node, types, data, opset_imports=imports)
+    except Exception:  # onnx refuses what it cannot infer; for us that is "unknown"
+        return [None] * n_out
+    return [_from_type(outs[o], names) if o in outs else None for o in node.output]

@@ -1,0 +1,348 @@
+"""Ops that compute, consume or rearrange shapes: Shape, Size, Gather, Slice, Concat, Reshape,
+Expand, ConstantOfShape, Range, Transpose, Flatten.
+
+These carry the *values* of shape tensors, so the Shape→Gather→Unsqueeze→Concat→Reshape chains
+that exporters write end in symbolic shapes such as ``[batch, seq, 4, 16]``.
+"""
+
+from __future__ import annotations
+
+from onnx import TensorProto
+
+from ..axes import AxisError, normalize_axis
+from ..dims import Dim, Shape, broadcast_dim, dim_add, dim_floordiv, dim_mul, dim_sub, dims_equal
+from ..tensorinfo import MAX_VALUE_ELEMS, TensorInfo
+from .base import OpCall, make_value, numel, register
+
+INT64 = TensorProto.INT64
+# An end index at least this large means "to the end" (exporters write INT64_MAX or INT32_MAX).
+_TO_END = 2**31 - 1
+
+
+@register("Shape")
+def shape(call: OpCall) -> list[TensorInfo | None]:
+    s = call.shape(0)
+    if s is None:
+        return [TensorInfo(INT64, (None,))]
+    rank = len(s)
+    start, end = 0, rank
+    if call.since >= 15:
+        start = call.attr_int("start", 0) or 0
+        end = call.attr_int("end", rank)
+        end = rank if end is None else end
+        start = min(max(start + rank if start < 0 else start, 0), rank)
+        end = min(max(end + rank if end < 0 else end, 0), rank)
+    dims = s[start:end] if end > start else ()
+    return [make_value(INT64, (len(dims),), dims)]
+
+
+@register("Size")
+def size(call: OpCall) -> list[TensorInfo | None]:
+    s = call.shape(0)
+    total: Dim = None
+    if s is not None:
+        total = 1
+        for d in s:
+            total = dim_mul(total, d)
+    return [TensorInfo(INT64, (), (total,))]
+
+
+@register("Gather")
+def gather(call: OpCall) -> list[TensorInfo | None]:
+    data, idx = call.input(0), call.input(1)
+    if data is None or data.shape is None or idx is None or idx.shape is None:
+        return [TensorInfo(data.dtype if data else 0, None)]
+    rank = len(data.shape)
+    try:
+        axis = normalize_axis(call.attr_int("axis", 0) or 0, rank)
+    except AxisError:
+        return [None]
+    out_shape = data.shape[:axis] + idx.shape + data.shape[axis + 1:]
+    value = None
+    if rank == 1 and data.value is not None and idx.value is not None:
+        n = len(data.value)
+        picked: list[Dim] = []
+        for i in idx.value:
+            if type(i) is not int or not -n <= i < n:
+                picked = []
+                break
+            picked.append(data.value[i + n if i < 0 else i])
+        if len(picked) == len(idx.value):
+            value = tuple(picked)
+    return [TensorInfo(data.dtype, out_shape, value)]
+
+
+def _slice_len(d: Dim, start: Dim, end: Dim, step: int) -> Dim:
+    """Length of ``d[start:end:step]`` with ONNX clamping; symbolic where exporters' slices allow.
+
+    With symbols, indices are taken to lie inside the dim (as in ``x[:, :seq]`` over a static
+    causal-mask buffer, or ``x[1:]``); a fixed end on a symbolic dim is ``min(end, d)``, which has no
+    exact expression, so it is unknown."""
+    if type(d) is int and type(start) is int and type(end) is int:
+        return len(range(*slice(start, end, step).indices(d)))
+    if step != 1:
+        return None
+    if type(start) is int and start < 0:
+        start = dim_add(d, start)
+    if type(end) is int:
+        if end >= _TO_END:
+            end = d
+        elif end < 0:
+            end = dim_add(d, end)
+        elif type(d) is not int:
+            return None
+    if start is None or end is None:
+        return None
+    result = dim_sub(end, start)
+    return 0 if type(result) is int and result < 0 else result
+
+
+@register("Slice")
+def slice_(call: OpCall) -> list[TensorInfo | None]:
+    data = call.input(0)
+    if data is None or data.shape is None:
+        return [TensorInfo(data.dtype if data else 0, None)]
+    rank = len(data.shape)
+    if call.since < 10:
+        starts, ends = call.attr_ints("starts"), call.attr_ints("ends")
+        axes = call.attr_ints("axes")
+        steps: list | None = None
+    else:
+        starts = list(call.value(1)) if call.value(1) is not None else None
+        ends = list(call.value(2)) if call.value(2) is not None else None
+        axes = call.int_values(3) if call.has_input(3) else None
+        steps = call.int_values(4) if call.has_input(4) else None
+        if call.has_input(3) and axes is None or call.has_input(4) and steps is None:
+            return [TensorInfo(data.dtype, (None,) * rank)]
+    if starts is None or ends is None or len(starts) != len(ends):
+        return [TensorInfo(data.dtype, (None,) * rank)]
+    if axes is None:
+        axes = list(range(len(starts)))
+    if steps is None:
+        steps = [1] * len(starts)
+    out = list(data.shape)
+    try:
+        norm_axes = [normalize_axis(a, rank) for a in axes]
+    except AxisError:
+        return [None]
+    spec: dict[int, tuple[Dim, Dim, int]] = {}
+    for a, s, e, st in zip(norm_axes, starts, ends, steps):
+        if st == 0:
+            return [None]
+        out[a] = _slice_len(data.shape[a], s, e, st)
+        spec[a] = (s, e, st)
+    value = None
+    if rank == 1 and data.value is not None and 0 in spec:
+        s, e, st = spec[0]
+        if type(s) is int and type(e) is int:
+            value = tuple(data.value[slice(s, e, st)])
+            out[0] = len(value)
+    return [TensorInfo(data.dtype, tuple(out), value)]
+
+
+@register("Concat")
+def concat(call: OpCall) -> list[TensorInfo | None]:
+    ins = call.inputs
+    known = [t for t in ins if t is not None and t.shape is not None]
+    dtype = next((t.dtype for t in ins if t is not None and t.dtype), 0)
+    if len(known) != len(ins) or not known:
+        rank = known[0].rank if known else None
+        return [TensorInfo(dtype, None if rank is None else (None,) * rank)]
+    rank = len(known[0].shape)  # type: ignore[arg-type]
+    try:
+        axis = normalize_axis(call.attr_int("axis", 0) or 0, rank)
+    except AxisError:
+        return [None]
+    out: list[Dim] = []
+    for k in range(rank):
+        if k == axis:
+            total: Dim = 0
+            for t in known:
+                total = dim_add(total, t.shape[k])  # type: ignore[index]
+            out.append(total)
+        else:
+            d = known[0].shape[k]  # type: ignore[index]
+            for t in known[1:]:
+                other = t.shape[k]  # type: ignore[index]
+                if d is None or (type(d) is not int and type(other) is int):
+                    d = other  # all must agree at run time; prefer the more precise one
+            out.append(d)
+    value = None
+    if rank == 1 and all(t.value is not None for t in known):
+        vals: list[Dim] = []
+        for t in known:
+            vals.extend(t.value)  # type: ignore[arg-type]
+        value = tuple(vals) if len(vals) <= MAX_VALUE_ELEMS else None
+    return [TensorInfo(dtype, tuple(out), value)]
+
+
+def _product(dims: list[Dim]) -> Dim:
+    total: Dim = 1
+    for d in dims:
+        total = dim_mul(total, d)
+    return total
+
+
+def _infer_minus_one(in_shape: Shape, target: list[Dim], minus_at: int) -> Dim:
+    """The -1 of a Reshape: input numel / product of the other target dims, cancelling equal
+    factors first so that ``[batch, seq, 64] -> [batch, seq, 4, -1]`` gives 16."""
+    if in_shape is None:
+        return None
+    num = list(in_shape)
+    den = [d for k, d in enumerate(target) if k != minus_at]
+    if any(d is None for d in num) or any(d is None for d in den):
+        return None
+    rest_den: list[Dim] = []
+    for d in den:
+        for k, n in enumerate(num):
+            if dims_equal(n, d) is True:
+                del num[k]
+                break
+        else:
+            rest_den.append(d)
+    divisor = _product(rest_den)
+    if type(divisor) is not int or divisor <= 0:
+        return None
+    return dim_floordiv(_product(num), divisor)
+
+
+@register("Reshape")
+def reshape(call: OpCall) -> list[TensorInfo | None]:
+    data = call.input(0)
+    dtype = data.dtype if data else 0
+    in_shape = data.shape if data else None
+    if call.since < 5:
+        target_vals = call.attr_ints("shape")
+        target: list[Dim] | None = list(target_vals) if target_vals is not None else None
+    else:
+        v = call.value(1)
+        target = list(v) if v is not None else None
+        if target is None:
+            s = call.shape(1)
+            if s is not None and len(s) == 1 and type(s[0]) is int:
+                return [TensorInfo(dtype, (None,) * s[0])]
+            return [TensorInfo(dtype, None)]
+    if target is None:
+        return [TensorInfo(dtype, None)]
+    allowzero = (call.attr_int("allowzero", 0) or 0) if call.since >= 14 else 0
+    out: list[Dim] = []
+    minus_at = -1
+    for k, t in enumerate(target):
+        if t == 0 and type(t) is int and not allowzero:
+            out.append(in_shape[k] if in_shape is not None and k < len(in_shape) else None)
+        elif t == -1 and type(t) is int:
+            minus_at = k
+            out.append(None)
+        elif type(t) is int and t < 0:
+            return [TensorInfo(dtype, None)]
+        else:
+            out.append(t)
+    if minus_at >= 0:
+        out[minus_at] = _infer_minus_one(in_shape, out, minus_at)
+    value = data.value if data is not None else None
+    return [TensorInfo(dtype, tuple(out), value)]
+
+
+def broadcast_shapes(shapes: list[Shape]) -> Shape:
+    """Multidirectional (numpy) broadcasting of several shapes."""
+    if any(s is None for s in shapes):
+        return None
+    rank = max(len(s) for s in shapes)  # type: ignore[arg-type]
+    out: list[Dim] = []
+    for k in range(rank):
+        d: Dim = 1
+        for s in shapes:
+            off = k - (rank - len(s))  # type: ignore[arg-type]
+            if off >= 0:
+                d = broadcast_dim(d, s[off])  # type: ignore[index]
+        out.append(d)
+    return tuple(out)
+
+
+@register("Expand")
+def expand(call: OpCall) -> list[TensorInfo | None]:
+    data = call.input(0)
+    dtype = data.dtype if data else 0
+    v = call.value(1)
+    if v is None:
+        s = call.shape(1)
+        if data is not None and data.shape is not None and s is not None and type(s[0]) is int:
+            return [TensorInfo(dtype, broadcast_shapes([data.shape, (None,) * s[0]]))]
+        return [TensorInfo(dtype, None)]
+    out = broadcast_shapes([data.shape if data else None, tuple(v)])
+    value = None
+    if data is not None and data.value is not None and len(data.value) == 1 and out is not None:
+        n = numel(out)
+        if n is not None and n <= MAX_VALUE_ELEMS:
+            value = data.value * n
+    return [TensorInfo(dtype, out, value)]
+
+
+@register("ConstantOfShape")
+def constant_of_shape(call: OpCall) -> list[TensorInfo | None]:
+    t = call.attr_tensor("value")
+    dtype = t.data_type if t is not None else TensorProto.FLOAT
+    v = call.value(0)
+    if v is None:
+        s = call.shape(0)
+        rank = s[0] if s is not None and len(s) == 1 and type(s[0]) is int else None
+        return [TensorInfo(dtype, None if rank is None else (None,) * rank)]
+    out = tuple(v)
+    value = None
+    n = numel(out)
+    if t is not None and n is not None and n <= MAX_VALUE_ELEMS:
+        from .constants import tensor_values  # local: constants imports base only
+
+        fill = tensor_values(t)
+        if fill is not None and len(fill) == 1:
+            value = fill * n
+    return [TensorInfo(dtype, out, value)]
+
+
+@register("Range")
+def range_(call: OpCall) -> list[TensorInfo | None]:
+    dtype = call.dtype(0)
+    start, limit, delta = (call.value(i) for i in range(3))
+    if start is None or limit is None or delta is None:
+        return [TensorInfo(dtype, (None,))]
+    s, l, d = start[0], limit[0], delta[0]
+    if type(s) is int and type(l) is int and type(d) is int and d != 0:
+        n = max(-((s - l) // d), 0)  # ceil((l - s) / d)
+        vals = tuple(range(s, l, d)) if n <= MAX_VALUE_ELEMS else None
+        return [TensorInfo(dtype, (n,), vals)]
+    if d == 1 and type(d) is int:
+        n_sym = dim_sub(l, s)
+        if type(n_sym) is int and n_sym < 0:
+            n_sym = 0
+        return [TensorInfo(dtype, (n_sym,))]
+    return [TensorInfo(dtype, (None,))]
+
+
+@register("Transpose")
+def transpose(call: OpCall) -> list[TensorInfo | None]:
+    data = call.input(0)
+    if data is None or data.shape is None:
+        return [TensorInfo(data.dtype if data else 0, None)]
+    perm = call.attr_ints("perm")
+    rank = len(data.shape)
+    if perm is None:
+        perm = list(range(rank - 1, -1, -1))
+    if sorted(perm) != list(range(rank)):
+        return [None]
+    return [TensorInfo(data.dtype, tuple(data.shape[p] for p in perm))]
+
+
+@register("Flatten")
+def flatten(call: OpCall) -> list[TensorInfo | None]:
+    data = call.input(0)
+    if data is None or data.shape is None:
+        return [TensorInfo(data.dtype if data else 0, (None, None))]
+    rank = len(data.shape)
+    axis = call.attr_int("axis", 1)
+    axis = 1 if axis is None else axis
+    if axis < 0:
+        axis += rank
+    if not 0 <= axis <= rank:
+        return [None]
+    return [TensorInfo(data.dtype, (_product(list(data.shape[:axis])), _product(list(data.shape[axis:]))))]
+

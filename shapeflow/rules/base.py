@@ -1,0 +1,114 @@
+"""Lint rule anatomy: a code, a kebab-case name, a default severity, and a docstring in four parts
+(What it does / Why is this bad / Example / Fix) from which ``shapeflow rules``, docs/rules.md and
+the SARIF rule descriptions are generated.
+
+A rule judges facts that inference recorded; it never re-infers. Each condition belongs to one rule.
+"""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, ClassVar, Iterable, Iterator
+
+from ..diagnostics import Diagnostic, Location, Severity
+from ..facts import AxisNode
+
+if TYPE_CHECKING:
+    from ..graph import ModelGraph
+    from ..inference import Inference
+
+
+@dataclass
+class LintContext:
+    """What rules see of one model."""
+
+    file: str
+    graph: "ModelGraph"
+    inference: "Inference"
+    options: dict[str, object] = field(default_factory=dict)
+
+    def axis_nodes(self, op_type: str | None = None) -> Iterator[AxisNode]:
+        for a in self.inference.axis_nodes:
+            if op_type is None or a.op_type == op_type:
+                yield a
+
+    def location_of(self, nid: int) -> Location:
+        info = self.graph.nodes[nid]
+        return Location(self.graph.scopes[info.scope].path, self.graph.display(nid), info.proto.op_type,
+                        info.since_version)
+
+
+@dataclass(frozen=True)
+class Finding:
+    """A rule's verdict on one place; the rule's metadata turns it into a Diagnostic."""
+
+    location: Location
+    message: str
+    hint: str = ""
+    severity: Severity | None = None  # overrides the rule's default (e.g. SF109 on a scalar)
+
+
+class Rule:
+    code: ClassVar[str]
+    name: ClassVar[str]
+    severity: ClassVar[Severity]
+    fixable: ClassVar[bool] = False
+
+    def check(self, ctx: LintContext) -> Iterable[Finding]:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    # -- helpers for rules --------------------------------------------------------------------------
+    @staticmethod
+    def at(a: AxisNode) -> Location:
+        return Location(a.graph, a.node, a.op_type, a.since_version)
+
+    @classmethod
+    def doc(cls) -> str:
+        return inspect.cleandoc(cls.__doc__ or "")
+
+    @classmethod
+    def summary(cls) -> str:
+        """First sentence of "What it does"."""
+        for line in cls.doc().splitlines():
+            line = line.strip()
+            if line and not line.startswith("#"):
+                return line
+        return cls.name
+
+    def diagnostics(self, ctx: LintContext) -> Iterator[Diagnostic]:
+        for f in self.check(ctx):
+            yield Diagnostic(
+                code=self.code, name=self.name, severity=f.severity or self.severity, file=ctx.file,
+                message=f.message, hint=f.hint, fixable=self.fixable, location=f.location,
+            )
+
+
+def axes_rank(a: AxisNode) -> int | None:
+    """The rank the axes of ``a`` are relative to: the input's for Squeeze, the output's for Unsqueeze."""
+    if a.input_shape is None:
+        return None
+    if a.op_type == "Unsqueeze":
+        if a.axes.values is None:
+            return None
+        return len(a.input_shape) + len(a.axes.values)
+    return len(a.input_shape)
+
+
+def in_range(axes: Iterable[int], rank: int) -> list[int]:
+    return [ax for ax in axes if -rank <= ax < rank]
+
+
+def repeated_axes(axes: tuple[int, ...], rank: int) -> list[tuple[int, list[int]]]:
+    """[(position, [raw axes naming it])] for positions named more than once (in-range axes only)."""
+    seen: dict[int, list[int]] = {}
+    for ax in in_range(axes, rank):
+        seen.setdefault(ax % rank, []).append(ax)
+    return [(p, raws) for p, raws in sorted(seen.items()) if len(raws) > 1]
+
+
+def describe_repeat(position: int, raws: list[int]) -> str:
+    if len(set(raws)) == 1:
+        return f"axis {position} repeated"
+    names = " and ".join(str(r) for r in dict.fromkeys(raws))
+    return f"axis {position} repeated ({names} both map to {position})"

@@ -1,0 +1,46 @@
+from __future__ import annotations
+
+from typing import Iterator
+
+from onnx import TensorProto
+
+from ..diagnostics import Severity
+from .base import Finding, LintContext, Rule
+
+
+class AxesBadTensor(Rule):
+    """Flags an axes input that is not a 1-D int64 tensor.
+
+    ## What it does
+    Checks the element type and rank of the axes input of Squeeze-13+ and Unsqueeze-13+. A type
+    other than int64 is an error; a scalar (rank 0) or rank-2 tensor is a warning, since
+    onnxruntime accepts it.
+
+    ## Why is this bad?
+    The spec types ``axes`` as ``tensor(int64)``: an int32 or float axes tensor fails the type
+    check and onnxruntime refuses to load the model. A scalar axes tensor works in onnxruntime but
+    not in every runtime or converter.
+
+    ## Example
+    ``Unsqueeze(x, axes)`` with ``axes`` an int32 initializer ``[0]``.
+
+    ## Fix
+    Store the axes as a 1-D int64 tensor (``numpy.array([0], dtype=numpy.int64)``).
+    """
+
+    code = "SF109"
+    name = "axes-bad-tensor"
+    severity = Severity.ERROR
+
+    def check(self, ctx: LintContext) -> Iterator[Finding]:
+        for a in ctx.axis_nodes():
+            if not a.axes.input_present:
+                continue
+            dtype, rank = a.axes.dtype, a.axes.rank
+            if dtype and dtype != TensorProto.INT64:
+                name = TensorProto.DataType.Name(dtype).lower()
+                yield Finding(self.at(a), f"axes must be int64 (got {name})",
+                              "store the axes as an int64 tensor")
+            elif rank is not None and rank != 1:
+                yield Finding(self.at(a), f"axes should be 1-D (got rank {rank}; accepted by onnxruntime)",
+                              "store the axes as a 1-D tensor", severity=Severity.WARNING)

@@ -1,0 +1,40 @@
+from __future__ import annotations
+
+from typing import Iterator
+
+from ..diagnostics import Severity
+from ..facts import AXES_ATTRIBUTE
+from .base import Finding, LintContext, Rule
+
+
+class SqueezeEmptyAxes(Rule):
+    """Flags a Squeeze whose axes tensor is empty, where onnxruntime and onnx disagree.
+
+    ## What it does
+    Reports a Squeeze-13+ whose axes input is present but holds no elements (or a Squeeze-1/11 with
+    an empty ``axes`` attribute).
+
+    ## Why is this bad?
+    onnxruntime treats empty axes like no axes and removes *every* dim of size 1; onnx's shape
+    inference keeps the shape unchanged. The model's declared shapes and its run-time shapes then
+    differ (``[1, 3, 1]`` declared, ``[3]`` computed). shapeflow follows onnxruntime, because that is
+    what runs.
+
+    ## Example
+    ``Squeeze(x: [1, 3, 1], axes=[])`` gives ``[3]`` in onnxruntime.
+
+    ## Fix
+    Name the axes to remove (``axes=[0, 2]``), or drop the node if it was meant as a no-op.
+    """
+
+    code = "SF113"
+    name = "squeeze-empty-axes"
+    severity = Severity.WARNING
+
+    def check(self, ctx: LintContext) -> Iterator[Finding]:
+        for a in ctx.axis_nodes("Squeeze"):
+            if a.axes.values is not None and len(a.axes.values) == 0:
+                form = "attribute" if a.axes.source == AXES_ATTRIBUTE else "tensor"
+                yield Finding(self.at(a), f"empty axes {form}: onnxruntime removes every 1-dim, "
+                              "onnx's shape inference keeps the shape",
+                              "list the axes to remove explicitly")

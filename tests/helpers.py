@@ -1,0 +1,97 @@
+"""Shared test helpers: build tiny models, analyze them in memory, run them in onnxruntime."""
+
+from __future__ import annotations
+
+from typing import Mapping, Sequence
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper
+
+from shapeflow.analysis import Analysis, analyze
+from shapeflow.dims import Dim, Shape, dim_to_json, substitute
+from shapeflow.io import load_model_bytes
+
+
+def analyze_model(model: onnx.ModelProto, dims: Mapping[str, int] | None = None) -> Analysis:
+    return analyze(load_model_bytes(model.SerializeToString(), "m.onnx"), dims=dims)
+
+
+def axes_node_model(op: str, shape: Sequence[object], axes: Sequence[int] | None, opset: int,
+                    *, form: str | None = None, dtype: int = TensorProto.FLOAT) -> onnx.ModelProto:
+    """One Squeeze/Unsqueeze over input ``x`` of ``shape`` (ints or symbol names).
+
+    ``form``: "attribute" or "input" (default: the opset's own form); axes None = no axes given.
+    """
+    if form is None:
+        form = "attribute" if opset < 13 else "input"
+    inits = []
+    inputs = ["x"]
+    kwargs: dict[str, object] = {}
+    if axes is not None:
+        if form == "attribute":
+            kwargs["axes"] = list(axes)
+        else:
+            inits.append(helper.make_tensor("axes", TensorProto.INT64, [len(axes)], list(axes)))
+            inputs.append("axes")
+    node = helper.make_node(op, inputs, ["y"], name="n0", **kwargs)
+    graph = helper.make_graph(
+        [node], "g", [helper.make_tensor_value_info("x", dtype, list(shape))],
+        [helper.make_tensor_value_info("y", dtype, None)], inits,
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+
+
+def ort_session(model: onnx.ModelProto):  # type: ignore[no-untyped-def]
+    ort = __import__("onnxruntime")
+    so = ort.SessionOptions()
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    so.log_severity_level = 3
+    return ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"])
+
+
+def random_inputs(model: onnx.ModelProto, bindings: Mapping[str, int], seed: int = 0) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    init_names = {t.name for t in model.graph.initializer}
+    feeds: dict[str, np.ndarray] = {}
+    for vi in model.graph.input:
+        if vi.name in init_names:
+            continue
+        tt = vi.type.tensor_type
+        shape = []
+        for d in tt.shape.dim:
+            if d.HasField("dim_value"):
+                shape.append(d.dim_value)
+            else:
+                shape.append(bindings.get(d.dim_param, 2))
+        np_dtype = helper.tensor_dtype_to_np_dtype(tt.elem_type)
+        if np.issubdtype(np_dtype, np.integer):
+            feeds[vi.name] = rng.integers(0, 2, size=shape).astype(np_dtype)
+        elif np_dtype == np.bool_:
+            feeds[vi.name] = rng.integers(0, 2, size=shape).astype(np.bool_)
+        else:
+            feeds[vi.name] = rng.standard_normal(shape).astype(np_dtype)
+    return feeds
+
+
+def bound(shape: Shape, bindings: Mapping[str, int]) -> list[Dim] | None:
+    """A shape with its symbols replaced by their values (unknown dims stay None)."""
+    if shape is None:
+        return None
+    return [substitute(d, bindings) for d in shape]
+
+
+def json_shape(shape: Shape) -> list | None:
+    return None if shape is None else [dim_to_json(d) for d in shape]
+
+
+def expose_tensors(model: onnx.ModelProto, names: Sequence[str]) -> onnx.ModelProto:
+    """A copy of ``model`` with extra graph outputs so onnxruntime reports intermediate tensors."""
+    m = onnx.ModelProto()
+    m.CopyFrom(model)
+    have = {o.name for o in m.graph.output}
+    for name in names:
+        if name not in have:
+            m.graph.output.append(onnx.ValueInfoProto(name=name))
+            have.add(name)
+    return m

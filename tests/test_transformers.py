@@ -1,0 +1,134 @@
+"""Exported-transformer graphs (GPT-2/BERT style, dynamic batch and seq): every Squeeze/Unsqueeze
+input has a known rank, its dims are as symbolic as onnxruntime's symbolic shape inference gets
+them or better, and every dim shapeflow states matches what onnxruntime computes when it runs."""
+
+from __future__ import annotations
+
+import os
+import warnings
+
+import onnx
+import pytest
+
+from helpers import analyze_model, bound, expose_tensors, ort_session, random_inputs
+from model_builders import attention_block, bert_like, gpt2_like
+from shapeflow.dims import Sym
+
+BUILDERS = {"attention": attention_block, "bert": bert_like, "gpt2": gpt2_like}
+OPSETS = (11, 13, 17, 21)
+CORPUS = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "corpus")
+
+
+def _models() -> list[tuple[str, onnx.ModelProto]]:
+    out = [(f"{name}-op{opset}", build(opset)) for name in BUILDERS for opset in OPSETS
+           for build in [BUILDERS[name]]]
+    return out
+
+
+MODELS = _models()
+
+
+def _corpus() -> list[str]:
+    if not os.path.isdir(CORPUS):
+        return []
+    return sorted(f for f in os.listdir(CORPUS) if f.endswith(".onnx"))
+
+
+@pytest.mark.parametrize("name, model", MODELS, ids=[m[0] for m in MODELS])
+def test_every_axis_input_has_known_rank(name: str, model: onnx.ModelProto) -> None:
+    a = analyze_model(model)
+    assert a.inference.axis_nodes
+    for n in a.inference.axis_nodes:
+        assert n.input_shape is not None, f"{n.node}: unknown input rank"
+        assert n.output_shape is not None, f"{n.node}: unknown output rank"
+    assert not [d for d in a.diagnostics if d.severity.value == "error"]
+
+
+def _ort_symbolic(model: onnx.ModelProto) -> dict[str, list]:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        from onnxruntime.tools.symbolic_shape_infer import SymbolicShapeInference
+
+        out = SymbolicShapeInference.infer_shapes(model, auto_merge=True, guess_output_rank=False)
+    shapes: dict[str, list] = {}
+    for vi in list(out.graph.value_info) + list(out.graph.input) + list(out.graph.output):
+        tt = vi.type.tensor_type
+        if tt.HasField("shape"):
+            shapes[vi.name] = [d.dim_value if d.HasField("dim_value") else (d.dim_param or None)
+                               for d in tt.shape.dim]
+    return shapes
+
+
+@pytest.mark.parametrize("name, model", MODELS, ids=[m[0] for m in MODELS])
+def test_as_symbolic_as_onnxruntime(name: str, model: onnx.ModelProto) -> None:
+    ours = analyze_model(model)
+    theirs = _ort_symbolic(model)
+    for n in ours.inference.axis_nodes:
+        mine = n.input_shape
+        other = theirs.get(n.input)
+        if other is None:
+            continue  # onnxruntime knows nothing here; anything we know is better
+        assert mine is not None and len(mine) == len(other), f"{n.node}: rank {mine} vs {other}"
+        for d_mine, d_other in zip(mine, other):
+            if isinstance(d_other, int):
+                assert d_mine == d_other, f"{n.node}: {mine} vs onnxruntime {other}"
+            elif d_other is not None:
+                assert d_mine is not None, f"{n.node}: {mine} less symbolic than onnxruntime {other}"
+
+
+@pytest.mark.parametrize("bindings", [{"batch": 1, "seq": 1}, {"batch": 2, "seq": 7}])
+@pytest.mark.parametrize("name, model", MODELS, ids=[m[0] for m in MODELS])
+def test_inferred_dims_hold_at_run_time(name: str, model: onnx.ModelProto, bindings: dict) -> None:
+    a = analyze_model(model)
+    names = sorted({n.input for n in a.inference.axis_nodes} | {n.output for n in a.inference.axis_nodes})
+    exposed = expose_tensors(model, names)
+    sess = ort_session(exposed)
+    results = dict(zip([o.name for o in sess.get_outputs()],
+                       sess.run(None, random_inputs(model, bindings))))
+    for tensor in names:
+        shape = bound(a.inference.shape_of(tensor), bindings)
+        actual = list(results[tensor].shape)
+        assert shape is not None and len(shape) == len(actual), tensor
+        for mine, real in zip(shape, actual):
+            assert mine is None or isinstance(mine, Sym) or mine == real, f"{tensor}: {shape} vs {actual}"
+
+
+@pytest.mark.skipif(not _corpus(), reason="shared corpus not present")
+@pytest.mark.parametrize("filename", _corpus())
+def test_corpus_exports(filename: str) -> None:
+    model = onnx.load(os.path.join(CORPUS, filename), load_external_data=False)
+    a = analyze_model(model)
+    assert all(n.input_shape is not None for n in a.inference.axis_nodes)
+    theirs = _ort_symbolic(model)
+    for n in a.inference.axis_nodes:
+        other = theirs.get(n.input)
+        if other is None:
+            continue
+        for d_mine, d_other in zip(n.input_shape, other):  # type: ignore[arg-type]
+            if isinstance(d_other, int):
+                assert d_mine == d_other
+            elif d_other is not None:
+                assert d_mine is not None
+
+
+@pytest.mark.parametrize("bindings", [{"batch": 1, "seq": 1}, {"batch": 3, "seq": 5}])
+@pytest.mark.parametrize("name, model", MODELS, ids=[m[0] for m in MODELS])
+def test_every_tensor_sound_at_run_time(name: str, model: onnx.ModelProto, bindings: dict) -> None:
+    """Differential soundness: each inferred shape of every node output is an instance of the
+    runtime shape (unknown is allowed, wrong is not)."""
+    a = analyze_model(model)
+    names = [o for node in model.graph.node for o in node.output if o]
+    sess = ort_session(expose_tensors(model, names))
+    results = dict(zip([o.name for o in sess.get_outputs()], sess.run(None, random_inputs(model, bindings))))
+    known = 0
+    for tensor in names:
+        shape = bound(a.inference.shape_of(tensor), bindings)
+        if shape is None:
+            continue
+        actual = list(results[tensor].shape)
+        assert len(shape) == len(actual), f"{tensor}: {shape} vs {actual}"
+        for mine, real in zip(shape, actual):
+            if isinstance(mine, int):
+                known += 1
+                assert mine == real, f"{tensor}: {shape} vs {actual}"
+    assert known > 0
