@@ -84,6 +84,10 @@ def normalize_axes(
     Range errors are reported before repeats (as numpy does). With ``allow_duplicates`` repeats
     are dropped instead of rejected.
     """
+    if len(axes) == 1 and type(rank) is int:  # the common case, on every node of large graphs
+        a = axes[0]
+        if type(a) is int and -rank <= a < rank:
+            return (a + rank if a < 0 else a,)
     given = [operator.index(a) for a in axes]
     normal = [normalize_axis(a, rank) for a in given]
     if allow_duplicates:

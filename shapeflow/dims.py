@@ -39,6 +39,7 @@ __all__ = [
     "dim_mod",
     "dim_mul",
     "dim_neg",
+    "dim_nonnegative",
     "dim_sub",
     "dim_to_json",
     "dims_equal",
@@ -305,7 +306,8 @@ def _floordiv_const(s: Sym, k: int) -> Dim:
         # floor((k*P + c) / k) == P + floor(c / k) because P takes integer values.
         return _add_const(Sym._make(tuple((m, c // k) for m, c in var)), const // k)
     # Pull whole multiples of k out of the constant, then divide out the common factor, so
-    # equal quotients written differently ((seq + 5)//4, (2*seq + 2)//8 + 1) meet one atom.
+    # equal quotients written differently meet one atom: (seq + 5)//4 == (seq + 1)//4 + 1 and
+    # (2*seq)//4 == seq//2.
     q, r = divmod(const, k)
     g = gcd(k, r, *(c for _, c in var))
     inner_terms = tuple((m, c // g) for m, c in var)
@@ -576,6 +578,32 @@ def dims_equal(a: Dim, b: Dim) -> Optional[bool]:
     # seq and seq + 1 differ for every value of seq; seq and 3 or batch and seq may not.
     diff = _const_diff(a, b)
     return None if diff is None else diff == 0
+
+
+def dim_nonnegative(d: Dim) -> bool:
+    """True when ``d`` is provably >= 0 for every value of its symbols, given that every named
+    symbol is a dim (>= 0): an int >= 0, or a polynomial with non-negative coefficients over names,
+    ``x % k`` atoms, and ``floor(E/k)`` atoms of non-negative ``E``.
+
+    It lets shape arithmetic decide ``Equal(Shape(x)[0], -1)`` (exporters' ``-1`` handling before
+    Reshape and Expand): a dim is never -1."""
+    if type(d) is int:
+        return d >= 0
+    if d is None:
+        return False
+    d = _coerce(d)
+    if isinstance(d, int):
+        return d >= 0
+    stack = [d]
+    while stack:
+        expr = stack.pop()
+        for mono, coeff in expr._terms:
+            if coeff < 0:
+                return False
+            for atom in mono:
+                if atom.kind == _FLOOR and atom.expr is not None:
+                    stack.append(atom.expr)
+    return True
 
 
 def dim_from_text(text: str) -> Dim:

@@ -20,7 +20,7 @@ AXES_EXTERNAL = "external"  # an initializer stored as external data (never read
 AXES_ABSENT = "absent"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class AxesInfo:
     source: str  # one of the AXES_* constants above
     values: tuple[int, ...] | None  # raw values as written (flattened), when known
@@ -31,7 +31,7 @@ class AxesInfo:
     count: int | None = None  # number of axes when known even if the values are not
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class AxisNode:
     """One Squeeze or Unsqueeze node as inference saw it."""
 

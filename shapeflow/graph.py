@@ -3,7 +3,12 @@
 One DAG node per ONNX node, in the main graph, in every If/Loop/Scan body and in every model-local
 function; an edge for every tensor a node reads from another node of its own scope, and for every
 outer-scope tensor that a subgraph reads (the edge goes to the node that owns the subgraph, which is
-where the value has to exist). Building the index also validates the structure (SF002): one producer
+where the value has to exist).
+
+The index itself (per-scope producer and consumer tables and a topological order) is built eagerly
+and is what inference walks; the networkx view, ``ModelGraph.dag``, is built from it on first use.
+On a 500k-node model networkx costs more time and memory than inference, and ``infer``/``lint``
+never need it; rewrite passes and API users get it on demand. Building the index also validates the structure (SF002): one producer
 per tensor, every read defined, no cycle, every graph output produced, no recursive functions.
 
 Everything here walks with explicit stacks and loops: a 200,000-node chain must not recurse.
@@ -53,13 +58,17 @@ class Scope:
     attr: str | None = None  # attribute of the owner node holding this body (subgraphs only)
 
 
-@dataclass
+@dataclass(slots=True)
 class NodeInfo:
     proto: onnx.NodeProto
     scope: int
     index: int
     domain: str
     since_version: int | None
+    # read from the proto once: protobuf attribute access is the main cost on large graphs
+    op_type: str = ""
+    inputs: tuple[str, ...] = ()
+    outputs: tuple[str, ...] = ()
     subscopes: list[int] = field(default_factory=list)
 
 
@@ -69,10 +78,21 @@ class ModelGraph:
     def __init__(self, loaded: LoadedModel) -> None:
         self.loaded = loaded
         self.model = loaded.proto
-        self.dag: nx.DiGraph = nx.DiGraph()
+        self._dag: nx.DiGraph | None = None
         self.scopes: list[Scope] = []
         self.nodes: list[NodeInfo] = []
         self.functions: dict[tuple[str, str], int] = {}  # (domain, name) -> scope id
+
+    @property
+    def dag(self) -> nx.DiGraph:
+        """The networkx DiGraph over node ids (built on first access, then kept)."""
+        if self._dag is None:
+            dag = nx.DiGraph()
+            dag.add_nodes_from(range(len(self.nodes)))
+            for scope in self.scopes:
+                dag.add_edges_from(scope_edges(scope))
+            self._dag = dag
+        return self._dag
 
     # -- lookups ---------------------------------------------------------------------------------
     @property
@@ -170,41 +190,51 @@ def _index_scope(g: ModelGraph, scope: Scope, limits: Limits, pending: deque) ->
 
     opsets = scope.opsets
     nodes = g.nodes
-    dag = g.dag
+    versions: dict[tuple[str, str], int | None] = {}  # one schema lookup per op type, not per node
+    graph_attrs = (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS)
     for index, node in enumerate(body.node):
         nid = len(nodes)
         if nid >= limits.max_nodes:
             raise LimitExceeded("max-nodes", f"> {limits.max_nodes}", "--max-nodes", file=file)
-        domain = canonical_domain(node.domain)
-        version = opsets.get(domain)
-        sv = since_version(domain, node.op_type, version) if version is not None else None
-        info = NodeInfo(node, scope.id, index, domain, sv)
-        nodes.append(info)
-        dag.add_node(nid)
+        op_type = node.op_type
+        domain = node.domain
+        key = (domain, op_type)
+        sv = versions.get(key, -1)
+        if sv == -1:
+            domain = canonical_domain(domain)
+            version = opsets.get(domain)
+            sv = since_version(domain, op_type, version) if version is not None else None
+            versions[key] = sv
+        else:
+            domain = canonical_domain(domain)
+        inputs = tuple(node.input)
+        outputs = tuple(node.output)
+        nodes.append(NodeInfo(node, scope.id, index, domain, sv, op_type, inputs, outputs))
         scope.nodes.append(nid)
-        for name in node.input:
+        for name in inputs:
             if name:
                 lst = consumers.get(name)
                 if lst is None:
                     consumers[name] = [nid]
                 elif lst[-1] != nid:  # a node reading one tensor twice is one reader
                     lst.append(nid)
-        for name in node.output:
+        for name in outputs:
             if not name:
                 continue
-            prev = producer.get(name)
-            if prev is not None:
-                raise GraphInvalid(_dup_message(g, scope, name, prev, nid), file=file,
+            if name in producer:
+                raise GraphInvalid(_dup_message(g, scope, name, producer[name], nid), file=file,
                                    node=g.display(nid), tensor=name)
             producer[name] = nid
-        for attr in node.attribute:
-            if attr.type == onnx.AttributeProto.GRAPH:
-                pending.append((attr.g, f"{scope.path}/{g.display(nid)}.{attr.name}", "graph",
-                                scope.id, nid, opsets))
-            elif attr.type == onnx.AttributeProto.GRAPHS:
-                for k, sub in enumerate(attr.graphs):
-                    pending.append((sub, f"{scope.path}/{g.display(nid)}.{attr.name}[{k}]", "graph",
-                                    scope.id, nid, opsets))
+        if node.attribute:
+            for attr in node.attribute:
+                if attr.type in graph_attrs:
+                    if attr.type == onnx.AttributeProto.GRAPH:
+                        pending.append((attr.g, f"{scope.path}/{g.display(nid)}.{attr.name}", "graph",
+                                        scope.id, nid, opsets))
+                    else:
+                        for k, sub in enumerate(attr.graphs):
+                            pending.append((sub, f"{scope.path}/{g.display(nid)}.{attr.name}[{k}]",
+                                            "graph", scope.id, nid, opsets))
 
 
 def _dup_message(g: ModelGraph, scope: Scope, name: str, prev: int, nid: int) -> str:
@@ -288,26 +318,27 @@ def _compute_free_names(g: ModelGraph) -> None:
                         lst.append(owner)
 
 
-def _order_scope(g: ModelGraph, scope: Scope) -> None:
-    """Add the scope's edges and find a topological order, keeping file order when it is one."""
-    position = {nid: k for k, nid in enumerate(scope.nodes)}
-    edges: list[tuple[int, int]] = []
-    in_order = True
+def scope_edges(scope: Scope) -> Iterator[tuple[int, int]]:
+    """(producer, reader) for every tensor one node of ``scope`` hands to another."""
+    producer = scope.producer
     for name, readers in scope.consumers.items():
-        p = scope.producer.get(name)
-        if p is None or p < 0:
-            continue
-        pp = position[p]
-        for r in readers:
-            edges.append((p, r))
-            if position[r] <= pp:
-                in_order = False
-    g.dag.add_edges_from(edges)
-    if in_order:
+        p = producer.get(name)
+        if p is not None and p >= 0:
+            for r in readers:
+                yield p, r
+
+
+def _order_scope(g: ModelGraph, scope: Scope) -> None:
+    """Find a topological order, keeping file order when it is one (the common case, checked in
+    one pass without building anything)."""
+    position = {nid: k for k, nid in enumerate(scope.nodes)}
+    if all(position[r] > position[p] for p, r in scope_edges(scope)):
         scope.order = list(scope.nodes)
         return
     scope.sorted_in_file = False
-    sub = g.dag.subgraph(scope.nodes)
+    sub = nx.DiGraph()
+    sub.add_nodes_from(scope.nodes)
+    sub.add_edges_from(scope_edges(scope))
     try:
         scope.order = list(nx.lexicographical_topological_sort(sub, key=lambda n: position[n]))
     except nx.NetworkXUnfeasible:

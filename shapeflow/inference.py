@@ -44,6 +44,8 @@ class Inference:
     axis_nodes: list[AxisNode] = field(default_factory=list)
     # owner node id -> {attribute: [output infos of that body]}
     subgraph_out: dict[int, dict[str, list[TensorInfo | None]]] = field(default_factory=dict)
+    # decoded constant tensors (axes) by (scope id, name), so shared initializers are read once
+    constant_cache: dict[tuple[int, str], tuple[int, ...] | None] = field(default_factory=dict, repr=False)
 
     # -- queries ---------------------------------------------------------------------------------
     def lookup(self, scope_id: int, name: str) -> TensorInfo | None:
@@ -111,16 +113,17 @@ class _Runner:
                         r.tensors[sub].get(o) if o in r.tensors[sub] else lookup(sub, o) for o in body.outputs
                     ]
             ins: list[TensorInfo | None] = []
-            for name in node.input:
+            for name in info.inputs:
                 if not name:
                     ins.append(None)
+                elif name in table:
+                    ins.append(table[name])
                 else:
-                    t = table.get(name) if name in table else lookup(sid, name)
-                    ins.append(t)
+                    ins.append(lookup(sid, name))
             outs = self._apply(info.domain, info.since_version, node, ins, nid, sid)
-            for name, t in zip(node.output, outs):
+            for name, t in zip(info.outputs, outs):
                 if name:
-                    if t is not None:
+                    if t is not None and t.shape is not None:
                         self._check_limits(t, node)
                     table[name] = t
             self.done += 1
@@ -129,10 +132,10 @@ class _Runner:
 
     def _apply(self, domain: str, since: int | None, node: onnx.NodeProto,
                ins: list[TensorInfo | None], nid: int, sid: int) -> list[TensorInfo | None]:
-        n_out = len(node.output)
+        n_out = len(self.g.nodes[nid].outputs)
         if since is None:
             return [None] * n_out  # custom domain, unknown op, or a function call: opaque
-        rule = REGISTRY.get(domain, node.op_type)
+        rule = REGISTRY.get(domain, self.g.nodes[nid].op_type)
         call = OpCall(node, since, ins, nid, sid, self.r)
         try:
             if rule is not None:
@@ -190,12 +193,10 @@ class _Runner:
 
     def _check_limits(self, t: TensorInfo, node: onnx.NodeProto) -> None:
         shape = t.shape
-        if shape is None:
-            return
-        if len(shape) > self.max_rank:
+        if len(shape) > self.max_rank:  # type: ignore[arg-type]
             raise LimitExceeded("max-rank", len(shape), "--max-rank", file=self.g.path,
                                 node=node.name or node.op_type)
-        for d in shape:
+        for d in shape:  # type: ignore[union-attr]
             if type(d) is Sym and d.size() > self.max_expr:
                 raise LimitExceeded("max-expr-size", d.size(), "--max-expr-size", file=self.g.path,
                                     node=node.name or node.op_type)

@@ -665,10 +665,7 @@ def external_data_problems(loaded: LoadedModel) -> list[ExternalDataProblem]:
     for ref in _iter_tensors(loaded.proto):
         t = ref.tensor
         name = ref.name
-
-        def add(severity: str, message: str, loc: str = "") -> None:
-            problems.append(ExternalDataProblem(name, loc, severity, f"{ref.label}: {message}"))
-
+        add = _ProblemSink(problems, ref)
         if not _is_external(t):
             if len(t.external_data):
                 add("warning", "has external_data entries but data_location is not EXTERNAL (ignored)")
@@ -713,7 +710,11 @@ def external_data_problems(loaded: LoadedModel) -> list[ExternalDataProblem]:
         full = os.path.join(base, loc)
         real = os.path.realpath(full)
         if not any(_is_within(real, r) for r in roots):
-            add("error", f"external data location {_q(loc)} resolves outside the model folder via a symlink (to {_q(real)})", loc)
+            add(
+                "error",
+                f"external data location {_q(loc)} resolves outside the model folder via a symlink (to {_q(real)})",
+                loc,
+            )
             continue
         try:
             st = os.stat(real)
@@ -745,16 +746,32 @@ def external_data_problems(loaded: LoadedModel) -> list[ExternalDataProblem]:
         extents.append((real, start, end, name))
 
     # Two tensors sharing bytes is legal to read but a sign of a crafted or broken file.
+    # Sorted by (file, offset), each extent is compared with the furthest-reaching one before
+    # it in the same file, so an extent nested inside a long one is still found.
     extents.sort()
-    for (real_a, _, end_a, name_a), (real_b, start_b, _, name_b) in zip(extents, extents[1:]):
-        if real_a == real_b and start_b < end_a:
+    reach: tuple[str, int, str] | None = None  # (file, end, tensor)
+    for real, start, end, name in extents:
+        if reach is not None and reach[0] == real and start < reach[1]:
             problems.append(
                 ExternalDataProblem(
-                    name_b, os.path.basename(real_b), "warning",
-                    f"external data of {_q(name_b)} overlaps {_q(name_a)} in the same file",
+                    name, os.path.basename(real), "warning",
+                    f"external data of {_q(name)} overlaps {_q(reach[2])} in the same file",
                 )
             )  # fmt: skip
+        if reach is None or reach[0] != real or end > reach[1]:
+            reach = (real, end, name)
     return problems
+
+
+@dataclass
+class _ProblemSink:
+    """Appends problems about one tensor, prefixed with its label."""
+
+    problems: list[ExternalDataProblem]
+    ref: _TensorRef
+
+    def __call__(self, severity: str, message: str, loc: str = "") -> None:
+        self.problems.append(ExternalDataProblem(self.ref.name, loc, severity, f"{self.ref.label}: {message}"))
 
 
 # --------------------------------------------------------------------------------------------
@@ -1032,14 +1049,17 @@ def _save_with_external_data(
             )
         model_tmp = _write_temp(out_dir, os.path.basename(out_abs), mode, model.SerializeToString())
         # data first: a model file must never point at a data file that is not there yet
-        _install_keep(data_tmp, data_path, f"output data file {_q(data_path)} exists; remove it first", shown)
+        _install(data_tmp, data_path, False, f"output data file {_q(data_path)} exists; remove it first", shown)
+        data_tmp = None
         data_created = True
         _install(model_tmp, out_abs, overwrite, f"output {_q(out)} exists; use --force", shown)
         model_tmp = None
         _fsync_dir(out_dir)
     except BaseException as exc:
         try:
-            _restore_tensors(moved, data_tmp)
+            # the bytes are read back from the data file we wrote in this run, whichever
+            # name it has by now
+            _restore_tensors(moved, data_path if data_created else data_tmp)
         except OSError:
             pass  # keep the original error; the proto may stay pointing at the lost data file
         if data_created:
@@ -1050,22 +1070,13 @@ def _save_with_external_data(
         if isinstance(exc, OSError):
             raise _write_error(exc, out_dir, shown) from None
         raise
-    _remove_quietly(data_tmp)
 
 
-def _install_keep(tmp: str, dest: str, exists_message: str, shown: str) -> None:
-    """Link ``tmp`` to ``dest`` without clobbering, keeping ``tmp`` (needed for a rollback)."""
-    try:
-        os.link(tmp, dest)
-    except FileExistsError:
-        raise UsageError(exists_message, file=shown) from None
-
-
-def _restore_tensors(moved: list[tuple[onnx.TensorProto, int, int, bool]], data_tmp: str | None) -> None:
-    """Undo the move to external data after a failed save, reading back our own temp file."""
-    if not moved or data_tmp is None:
+def _restore_tensors(moved: list[tuple[onnx.TensorProto, int, int, bool]], data_file: str | None) -> None:
+    """Undo the move to external data after a failed save."""
+    if not moved or data_file is None:
         return
-    with open(data_tmp, "rb") as fh:
+    with open(data_file, "rb") as fh:
         for t, off, length, had_location in moved:
             if not _is_external(t):
                 continue  # failed before this tensor was rewritten

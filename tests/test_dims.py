@@ -479,3 +479,14 @@ def test_common_cases_are_cheap():
         dim_add(i, i)
     assert d == seq
     assert time.perf_counter() - start < 10.0
+
+
+def test_dim_nonnegative() -> None:
+    from shapeflow.dims import dim_nonnegative
+
+    batch, seq = Sym.symbol("batch"), Sym.symbol("seq")
+    assert dim_nonnegative(3) and not dim_nonnegative(-1) and not dim_nonnegative(None)
+    assert dim_nonnegative(batch) and dim_nonnegative(dim_add(dim_mul(2, seq), 1))
+    assert dim_nonnegative(dim_mul(batch, seq)) and dim_nonnegative(dim_floordiv(seq, 4))
+    assert not dim_nonnegative(dim_sub(seq, 1))  # seq may be 0
+    assert not dim_nonnegative(dim_neg(batch))

@@ -61,7 +61,8 @@ def nested_model(depth: int) -> onnx.ModelProto:
     )
     for i in range(depth):
         node = helper.make_node("If", ["c"], [f"y{i + 1}"], then_branch=g)
-        g = helper.make_graph([node], f"g{i + 1}", [], [helper.make_tensor_value_info(f"y{i + 1}", TensorProto.FLOAT, [1])])
+        out = helper.make_tensor_value_info(f"y{i + 1}", TensorProto.FLOAT, [1])
+        g = helper.make_graph([node], f"g{i + 1}", [], [out])
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
 
 
@@ -418,7 +419,7 @@ def _raw_tensor(name: str, dtype: int, dims: list[int], raw: bytes) -> TensorPro
     return t
 
 
-def _typed_tensor(name: str, dtype: int, dims: list[int], field: str, values: list) -> TensorProto:  # type: ignore[type-arg]
+def _typed_tensor(name: str, dtype: int, dims: list[int], field: str, values: list[object]) -> TensorProto:
     t = TensorProto()
     t.name, t.data_type = name, dtype
     t.dims.extend(dims)
@@ -453,13 +454,15 @@ def test_constant_node_with_huge_dims() -> None:
     value.dims.extend([2**31, 2**31])
     m.graph.node.insert(0, helper.make_node("Constant", [], ["c"], name="big", value=value))
     err = unreadable(load_model_bytes, m.SerializeToString())
-    assert err.message == "Constant node 'big' attribute 'value' declares 4611686018427387904 elements but holds 0 bytes"
+    assert err.message == (
+        "Constant node 'big' attribute 'value' declares 4611686018427387904 elements but holds 0 bytes"
+    )
 
 
 def test_subgraph_initializer_checked() -> None:
     bad = _raw_tensor("sw", TensorProto.INT64, [2], b"\x00" * 15)
-    then = helper.make_graph([helper.make_node("Identity", ["sw"], ["t"])], "then", [],
-                             [helper.make_tensor_value_info("t", TensorProto.INT64, [2])], initializer=[bad])  # fmt: skip
+    t_out = helper.make_tensor_value_info("t", TensorProto.INT64, [2])
+    then = helper.make_graph([helper.make_node("Identity", ["sw"], ["t"])], "then", [], [t_out], initializer=[bad])
     other = helper.make_graph([helper.make_node("Identity", ["x"], ["e"])], "else", [],
                               [helper.make_tensor_value_info("e", TensorProto.INT64, [2])])  # fmt: skip
     m = make_model()
@@ -562,7 +565,9 @@ def test_load_never_opens_external_data(tmp_path: Path) -> None:
 # --------------------------------------------------------------------------------------------
 
 
-def _problems(directory: Path, entries: list[tuple[str, str]], dims: tuple[int, ...] = (3,)) -> list[ExternalDataProblem]:
+def _problems(
+    directory: Path, entries: list[tuple[str, str]], dims: tuple[int, ...] = (3,)
+) -> list[ExternalDataProblem]:
     directory.mkdir(parents=True, exist_ok=True)
     if not (directory / "w.bin").exists():
         write(directory / "w.bin", bytes(12))
@@ -663,7 +668,8 @@ def test_external_bad_offsets(tmp_path: Path, entries: list[tuple[str, str]], fr
 
 
 def test_external_unknown_and_duplicate_keys(tmp_path: Path) -> None:
-    _only(_problems(tmp_path, [("location", "w.bin"), ("__class__", "x")]), "warning", "unknown external data key '__class__'")
+    problems = _problems(tmp_path, [("location", "w.bin"), ("__class__", "x")])
+    _only(problems, "warning", "unknown external data key '__class__'")
     problems = _problems(tmp_path / "d", [("location", "w.bin"), ("location", "../x")])
     assert [p.severity for p in problems] == ["error", "error"]
     assert "external data key 'location' given 2 times" in problems[0].message
@@ -674,12 +680,27 @@ def test_external_overlap_warns(tmp_path: Path) -> None:
     write(tmp_path / "w.bin", bytes(16))
     a = external_tensor("a", [("location", "w.bin"), ("offset", "0"), ("length", "12")])
     b = external_tensor("b", [("location", "w.bin"), ("offset", "4"), ("length", "12")])
-    graph = helper.make_graph([helper.make_node("Add", ["a", "b"], ["y"])], "g", [],
-                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [3])], initializer=[a, b])  # fmt: skip
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [3])
+    graph = helper.make_graph([helper.make_node("Add", ["a", "b"], ["y"])], "g", [], [y], initializer=[a, b])
     m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
     problems = external_data_problems(load_model(write(tmp_path / "m.onnx", m.SerializeToString())))
     assert [(p.severity, p.tensor) for p in problems] == [("warning", "b")]
     assert "overlaps 'a'" in problems[0].message
+
+
+def test_external_overlap_nested_in_a_long_extent(tmp_path: Path) -> None:
+    write(tmp_path / "w.bin", bytes(64))
+    long = external_tensor("long", [("location", "w.bin"), ("offset", "0"), ("length", "48")], (12,))
+    inner = [
+        external_tensor(n, [("location", "w.bin"), ("offset", o), ("length", "12")])
+        for n, o in (("p", "4"), ("q", "20"))
+    ]
+    tail = external_tensor("tail", [("location", "w.bin"), ("offset", "48"), ("length", "12")])
+    graph = helper.make_graph([], "g", [], [], initializer=[long, *inner, tail])
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    problems = external_data_problems(load_model(write(tmp_path / "m.onnx", m.SerializeToString())))
+    assert sorted(p.tensor for p in problems) == ["p", "q"]
+    assert all("overlaps 'long'" in p.message for p in problems)
 
 
 def test_external_found_in_subgraphs_functions_and_sparse(tmp_path: Path) -> None:
@@ -1019,3 +1040,30 @@ def test_save_too_large_even_with_external_data(tmp_path: Path, monkeypatch: pyt
         save_model(m, tmp_path / "out.onnx")
     assert listing(tmp_path) == []
     assert m.SerializeToString() == before
+
+
+def test_save_without_hard_links_falls_back_to_checked_rename(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def unsupported(src: str, dst: str) -> None:
+        raise OSError(errno.EPERM, "Operation not permitted")
+
+    monkeypatch.setattr(sfio.os, "link", unsupported)
+    save_model(b"new", tmp_path / "out.onnx")
+    assert (tmp_path / "out.onnx").read_bytes() == b"new"
+    assert listing(tmp_path) == ["out.onnx"]
+    with pytest.raises(UsageError, match="exists; use --force"):
+        save_model(b"newer", tmp_path / "out.onnx")
+    assert (tmp_path / "out.onnx").read_bytes() == b"new"
+
+
+def test_save_never_clobbers_an_output_that_appears_meanwhile(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    real_link = os.link
+
+    def racing_link(src: str, dst: str) -> None:
+        Path(dst).write_bytes(b"written by someone else")  # appears after our exists-check
+        real_link(src, dst)
+
+    monkeypatch.setattr(sfio.os, "link", racing_link)
+    with pytest.raises(UsageError, match="exists; use --force"):
+        save_model(b"ours", tmp_path / "out.onnx")
+    assert (tmp_path / "out.onnx").read_bytes() == b"written by someone else"
+    assert listing(tmp_path) == ["out.onnx"]

@@ -38,7 +38,7 @@ def read_axes(call: OpCall) -> AxesInfo:
 
 
 def _read_input(call: OpCall, attr_present: bool, limit: int) -> AxesInfo:
-    name = call.node.input[1]
+    name = call.input_names[1]
     t = call.input(1)
     dtype = t.dtype if t is not None else None
     rank = t.rank if t is not None else None
@@ -64,11 +64,18 @@ def _read_input(call: OpCall, attr_present: bool, limit: int) -> AxesInfo:
     if proto is not None:
         if proto.data_location == onnx.TensorProto.EXTERNAL:
             return AxesInfo(AXES_EXTERNAL, None, attr_present, True, dtype, rank, count)
-        # Read the proto itself: the value tracker stops at small tensors, axes lists may be longer.
-        try:
-            values = tuple(int(x) for x in numpy_helper.to_array(proto).reshape(-1).tolist())
-        except Exception:
-            values = None
+        # Exporters share one axes initializer among thousands of nodes: decode it once per run.
+        cache = call.engine.constant_cache
+        key = (where[0], name)  # type: ignore[index]
+        if key in cache:
+            values = cache[key]
+        else:
+            # Read the proto itself: the value tracker stops at small tensors, axes lists may be longer.
+            try:
+                values = tuple(int(x) for x in numpy_helper.to_array(proto).reshape(-1).tolist())
+            except Exception:
+                values = None
+            cache[key] = values
         return AxesInfo(source, values, attr_present, True, dtype, rank, count)
     if t is not None and t.value is not None and all(type(v) is int for v in t.value):
         if source == AXES_RUNTIME:

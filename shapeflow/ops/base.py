@@ -50,7 +50,8 @@ class OpCall:
         return self.inputs[i] if i < len(self.inputs) else None
 
     def has_input(self, i: int) -> bool:
-        return i < len(self.node.input) and bool(self.node.input[i])
+        names = self.engine.graph.nodes[self.nid].inputs
+        return i < len(names) and bool(names[i])
 
     def shape(self, i: int) -> Shape:
         t = self.input(i)
@@ -73,9 +74,18 @@ class OpCall:
 
     # -- attributes --------------------------------------------------------------------------------
     @property
+    def input_names(self) -> tuple[str, ...]:
+        return self.engine.graph.nodes[self.nid].inputs
+
+    @property
+    def output_names(self) -> tuple[str, ...]:
+        return self.engine.graph.nodes[self.nid].outputs
+
+    @property
     def attrs(self) -> dict[str, onnx.AttributeProto]:
         if self._attrs is None:
-            self._attrs = {a.name: a for a in self.node.attribute}
+            attrs = self.node.attribute
+            self._attrs = {a.name: a for a in attrs} if attrs else {}
         return self._attrs
 
     def has_attr(self, name: str) -> bool:
@@ -116,7 +126,7 @@ def same_as_input(call: OpCall) -> list[TensorInfo | None]:
     """Elementwise unary ops: output has the input's type and shape (values are not tracked)."""
     t = call.input(0)
     out = None if t is None else TensorInfo(t.dtype, t.shape)
-    return [out] + [None] * (len(call.node.output) - 1)
+    return [out]
 
 
 def numel(shape: Shape) -> int | None:

@@ -14,7 +14,7 @@ from onnx import TensorProto
 from ..axes import AxisError, normalize_axes
 from ..dims import (
     Dim, Shape, dim_add, dim_floordiv, dim_max, dim_min, dim_mod, dim_mul, dim_neg,
-    dim_sub, dims_equal,
+    dim_nonnegative, dim_sub, dims_equal,
 )
 from ..tensorinfo import MAX_VALUE_ELEMS, TensorInfo
 from .base import OpCall, numel, register, same_as_input
@@ -132,6 +132,9 @@ def _cmp(fn: Callable[[int, int], bool]) -> Callable[[Dim, Dim], Dim]:
 
 def _equal(a: Dim, b: Dim) -> Dim:
     eq = dims_equal(a, b)
+    if eq is None and (type(a) is int and a < 0 and dim_nonnegative(b)
+                       or type(b) is int and b < 0 and dim_nonnegative(a)):
+        return 0  # a symbolic dim is never negative: Equal(batch, -1) is false
     return None if eq is None else int(eq)
 
 

@@ -53,6 +53,6 @@ def squeeze(call: OpCall) -> list[TensorInfo | None]:
     result = TensorInfo(dtype, out, value)
     g = call.engine.graph
     call.record(AxisNode(call.nid, g.scopes[call.scope].path, g.display(call.nid), "Squeeze", call.since,
-                         call.node.input[0] if call.node.input else "", call.node.output[0],
+                         call.input_names[0] if call.input_names else "", call.output_names[0],
                          in_shape, out, axes, normalized))
     return [result]

@@ -36,6 +36,6 @@ def unsqueeze(call: OpCall) -> list[TensorInfo | None]:
     value = x.value if x is not None and out is not None else None
     g = call.engine.graph
     call.record(AxisNode(call.nid, g.scopes[call.scope].path, g.display(call.nid), "Unsqueeze", call.since,
-                         call.node.input[0] if call.node.input else "", call.node.output[0],
+                         call.input_names[0] if call.input_names else "", call.output_names[0],
                          in_shape, out, axes, normalized))
     return [TensorInfo(dtype, out, value)]

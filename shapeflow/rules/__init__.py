@@ -1,13 +1,25 @@
 """The lint rules, one per file, and the registry that selects them.
 
-Codes are fixed (SPEC.md section 2): a code is never renumbered; new rules take new codes.
+Codes are fixed (SPEC.md section 2): a code is never renumbered; new rules take new codes. The
+hundreds group them: SF0xx the file and its graph, SF1xx axes and shapes, SF2xx what ``optimize``
+would rewrite.
 """
 
 from __future__ import annotations
 
 from typing import Iterable, Sequence
 
+from ..diagnostics import Diagnostic
+from ..errors import GraphInvalid as GraphInvalidError
+from ..errors import LimitExceeded as LimitExceededError
+from ..errors import ShapeflowError
 from .base import Finding, LintContext, Rule
+from .sf001_model_unreadable import ModelUnreadable
+from .sf002_graph_invalid import GraphInvalid
+from .sf003_nodes_not_sorted import NodesNotSorted
+from .sf004_unknown_operator import UnknownOperator
+from .sf005_unsupported_version import UnsupportedVersion
+from .sf006_limit_exceeded import LimitExceeded
 from .sf101_axes_out_of_range import AxesOutOfRange
 from .sf102_duplicate_axes import DuplicateAxes
 from .sf103_squeeze_duplicate_axes import SqueezeDuplicateAxes
@@ -19,14 +31,21 @@ from .sf108_axes_form_mismatch import AxesFormMismatch
 from .sf109_axes_bad_tensor import AxesBadTensor
 from .sf110_axes_not_constant import AxesNotConstant
 from .sf111_unsqueeze_empty_axes import UnsqueezeEmptyAxes
+from .sf112_shape_conflict import ShapeConflict
 from .sf113_squeeze_empty_axes import SqueezeEmptyAxes
+from .sf114_invalid_dim_value import InvalidDimValue
+from .sf201_cancelling_pair import CancellingPair
+from .sf202_mergeable_chain import MergeableChain
+from .sf203_foldable_constant import FoldableConstant
 
 ALL_RULES: tuple[type[Rule], ...] = tuple(
     sorted(
         (
+            ModelUnreadable, GraphInvalid, NodesNotSorted, UnknownOperator, UnsupportedVersion, LimitExceeded,
             AxesOutOfRange, DuplicateAxes, SqueezeDuplicateAxes, SqueezeNonUnitDim, SqueezeSymbolicDim,
             SqueezeRankUnknowable, NegativeAxesOpset1, AxesFormMismatch, AxesBadTensor, AxesNotConstant,
-            UnsqueezeEmptyAxes, SqueezeEmptyAxes,
+            UnsqueezeEmptyAxes, ShapeConflict, SqueezeEmptyAxes, InvalidDimValue,
+            CancellingPair, MergeableChain, FoldableConstant,
         ),
         key=lambda r: r.code,
     )
@@ -34,21 +53,39 @@ ALL_RULES: tuple[type[Rule], ...] = tuple(
 
 BY_CODE: dict[str, type[Rule]] = {r.code: r for r in ALL_RULES}
 
+# Rules whose verdicts come from an exception that stops the processing of a file, not from check().
+REJECTION_RULES = (ModelUnreadable, GraphInvalid, LimitExceeded)
+
 
 def rule_by_code(code: str) -> type[Rule] | None:
-    """A rule by its code (``SF104``) or name (``squeeze-non-unit-dim``)."""
+    """A rule by its code (``SF104``, any case) or name (``squeeze-non-unit-dim``)."""
     code = code.strip()
     if code.upper() in BY_CODE:
         return BY_CODE[code.upper()]
-    return next((r for r in ALL_RULES if r.name == code), None)
+    return next((r for r in ALL_RULES if r.name == code.lower()), None)
+
+
+def resolve_selector(selector: str) -> list[str]:
+    """The codes a selector names: a code prefix (``SF``, ``SF1``, ``SF104``, any case) or a rule
+    name. ``[]`` when it names nothing, which callers treat as a usage error (a typo in
+    ``--ignore`` must not silently ignore nothing)."""
+    s = selector.strip()
+    if not s:
+        return []
+    rule = rule_by_code(s)
+    if rule is not None:
+        return [rule.code]
+    prefix = s.upper()
+    return [r.code for r in ALL_RULES if r.code.startswith(prefix)]
 
 
 def _matches(code: str, patterns: Iterable[str]) -> bool:
-    return any(code.startswith(p.strip().upper()) for p in patterns if p.strip())
+    return any(code in resolve_selector(p) for p in patterns)
 
 
 def select_rules(select: Sequence[str] | None = None, ignore: Sequence[str] | None = None) -> list[Rule]:
-    """Rules whose code starts with one of ``select`` (all when empty) and with none of ``ignore``."""
+    """Rules named by ``select`` (all when empty) and by none of ``ignore``; selectors are code
+    prefixes or rule names."""
     chosen = []
     for r in ALL_RULES:
         if select and not _matches(r.code, select):
@@ -59,4 +96,17 @@ def select_rules(select: Sequence[str] | None = None, ignore: Sequence[str] | No
     return chosen
 
 
-__all__ = ["ALL_RULES", "BY_CODE", "Finding", "LintContext", "Rule", "rule_by_code", "select_rules"]
+def rejection_diagnostic(exc: ShapeflowError, file: str) -> Diagnostic:
+    """The diagnostic for a file whose processing ``exc`` stopped: SF002 for an invalid graph, SF006
+    for a resource limit, SF001 for everything else (the file could not be read as a model)."""
+    if isinstance(exc, LimitExceededError):
+        return LimitExceeded.from_error(exc, file)
+    if isinstance(exc, GraphInvalidError) or exc.code == GraphInvalid.code:
+        return GraphInvalid.from_error(exc, file)
+    return ModelUnreadable.from_error(exc, file)
+
+
+__all__ = [
+    "ALL_RULES", "BY_CODE", "REJECTION_RULES", "Finding", "LintContext", "Rule", "rejection_diagnostic",
+    "resolve_selector", "rule_by_code", "select_rules",
+]

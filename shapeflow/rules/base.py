@@ -27,6 +27,9 @@ class LintContext:
     graph: "ModelGraph"
     inference: "Inference"
     options: dict[str, object] = field(default_factory=dict)
+    # Work shared by several rules of one run (e.g. the rewrite candidates SF201-SF203 all read),
+    # computed by the first rule that needs it. Per context, so nothing outlives one model.
+    cache: dict[str, object] = field(default_factory=dict)
 
     def axis_nodes(self, op_type: str | None = None) -> Iterator[AxisNode]:
         for a in self.inference.axis_nodes:
@@ -75,6 +78,13 @@ class Rule:
             if line and not line.startswith("#"):
                 return line
         return cls.name
+
+    @classmethod
+    def make(cls, file: str, message: str, *, hint: str = "", location: Location | None = None,
+             severity: Severity | None = None) -> Diagnostic:
+        """A Diagnostic of this rule built outside ``check`` (from an exception, say)."""
+        return Diagnostic(code=cls.code, name=cls.name, severity=severity or cls.severity, file=file,
+                          message=message, hint=hint, fixable=cls.fixable, location=location or Location())
 
     def diagnostics(self, ctx: LintContext) -> Iterator[Diagnostic]:
         for f in self.check(ctx):

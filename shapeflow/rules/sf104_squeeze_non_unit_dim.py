@@ -3,29 +3,63 @@ from __future__ import annotations
 from typing import Iterator
 
 from ..diagnostics import Severity
-from .base import Finding, LintContext, Rule, axes_rank, in_range
+from ..facts import AxisNode
+from .base import Finding, LintContext, Rule, axes_rank
+
+
+def non_unit_axes(a: AxisNode) -> list[tuple[int, int, int]]:
+    """``[(axis as written, position, dim)]`` for each axis of Squeeze ``a`` whose dim is a known
+    integer other than 1, once per position. Shared by SF104, the fix that drops those axes, and
+    SF112 (which must not blame declared shapes for the output of a node that cannot run)."""
+    if a.op_type != "Squeeze" or a.axes.values is None or a.input_shape is None:
+        return []
+    r = axes_rank(a)
+    if r is None:
+        return []
+    out: list[tuple[int, int, int]] = []
+    seen: set[int] = set()
+    for ax in a.axes.values:
+        if not -r <= ax < r:
+            continue  # SF101's
+        p = ax % r
+        d = a.input_shape[p]
+        if type(d) is int and d != 1 and p not in seen:
+            seen.add(p)
+            out.append((ax, p, d))
+    return out
+
+
+def kept_axes(a: AxisNode) -> tuple[int, ...]:
+    """The axes as written, minus those on a dim known != 1: what Paddle's ``squeeze`` acts on."""
+    bad = {p for _, p, _ in non_unit_axes(a)}
+    r = axes_rank(a) or 0
+    assert a.axes.values is not None
+    return tuple(ax for ax in a.axes.values if not (-r <= ax < r and ax % r in bad))
 
 
 class SqueezeNonUnitDim(Rule):
     """Flags a Squeeze axis on a dim known not to be 1.
 
     ## What it does
-    Looks up each squeezed dim in the inferred input shape and reports those that are a known
-    integer other than 1.
+    Looks up each squeezed dim in the inferred input shape and reports the node when some are a
+    known integer other than 1, listing those axes. Symbolic and unknown dims are SF105's.
 
     ## Why is this bad?
     ONNX Squeeze removes only dims of size 1: onnxruntime fails at run time ("Dimension of input 1
     must be 1 instead of 3"). Paddle's ``squeeze`` instead *keeps* a dim that is not 1, so models
-    converted from Paddle (and hand-written graphs that copy its habit) carry axes that Paddle ignored
-    and ONNX rejects.
+    converted from Paddle (and hand-written graphs that copy its habit) carry axes that Paddle
+    ignored and ONNX rejects. The model loads and passes ``onnx.checker.check_model``; it fails
+    only when the node runs.
 
     ## Example
-    ``Squeeze(x: [1, 3, 1, 5], axes=[0, 2, 3])``: dim 3 is 5. Paddle returns ``[3, 5]``; onnxruntime
-    raises.
+    ``Squeeze(x: [1, 3, 1, 5], axes=[0, 2, 3])``: dim 3 is 5. Paddle returns ``[3, 5]``;
+    onnxruntime raises.
 
     ## Fix
     Drop the offending axes, which is what Paddle computed: ``axes=[0, 2]`` gives ``[3, 5]``.
-    ``shapeflow lint --fix`` does this, and removes the node when no axis is left.
+    ``shapeflow lint --fix`` does this (writing the axes in the form of the node's opset, as a new
+    initializer, never editing a shared one) and removes the node when no axis is left, since a
+    Squeeze without axes would remove every 1-dim instead.
     """
 
     code = "SF104"
@@ -35,15 +69,21 @@ class SqueezeNonUnitDim(Rule):
 
     def check(self, ctx: LintContext) -> Iterator[Finding]:
         for a in ctx.axis_nodes("Squeeze"):
-            r = axes_rank(a)
-            if a.axes.values is None or r is None or a.input_shape is None:
+            bad = non_unit_axes(a)
+            if not bad:
                 continue
-            shown: set[int] = set()
-            for ax in in_range(a.axes.values, r):
-                p = ax % r
-                d = a.input_shape[p]
-                if type(d) is int and d != 1 and p not in shown:
-                    shown.add(p)
-                    yield Finding(self.at(a), f"axis {ax} has dim {d}, not 1",
-                                  f"drop axis {ax} (Paddle's squeeze keeps such dims); "
-                                  "`shapeflow lint --fix` does it")
+            if len(bad) == 1:
+                ax, _, d = bad[0]
+                what = f"axis {ax} has dim {d}, not 1"
+            else:
+                what = "axes " + ", ".join(f"{ax} (dim {d})" for ax, _, d in bad) + " are not 1"
+            keep = kept_axes(a)
+            dropped = ", ".join(str(ax) for ax, _, _ in bad)
+            if keep:
+                fix = f"drop axis {dropped} -> axes=[{', '.join(str(k) for k in keep)}]" if len(bad) == 1 \
+                    else f"drop axes {dropped} -> axes=[{', '.join(str(k) for k in keep)}]"
+            else:
+                fix = "no axis is left: remove the node"
+            yield Finding(self.at(a),
+                          f"{what}: onnxruntime fails at run time (Paddle's squeeze would keep the dim)",
+                          f"{fix}, as Paddle computes; `shapeflow lint --fix` does it")

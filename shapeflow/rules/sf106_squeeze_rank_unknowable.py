@@ -13,7 +13,8 @@ class SqueezeRankUnknowable(Rule):
 
     ## What it does
     A Squeeze without axes removes every dim that is 1 *at run time*. When the input has a symbolic
-    or unknown dim, the output rank depends on the data, and this rule says so.
+    or unknown dim, the output rank depends on the data, and this rule says so. (When even the
+    input's rank is unknown, nothing is reported.)
 
     ## Why is this bad?
     ``Squeeze(x: [batch, 1, seq])`` returns rank 1 when batch is 1 and seq is 1, rank 2 otherwise:
@@ -38,11 +39,9 @@ class SqueezeRankUnknowable(Rule):
             if not (no_axes or empty):
                 continue
             shape = a.input_shape
-            if shape is not None and all(type(d) is int for d in shape):
+            # An input whose rank inference lost is an unknown fact, not a finding.
+            if shape is None or all(type(d) is int for d in shape):
                 continue
             what = "no axes" if no_axes else "empty axes"
-            if shape is None:
-                msg = f"{what} on an input of unknown shape: the output rank is unknown"
-            else:
-                msg = f"{what}: the output rank depends on which dims of {format_shape(shape)} are 1 at run time"
+            msg = f"{what}: the output rank depends on which dims of {format_shape(shape)} are 1 at run time"
             yield Finding(self.at(a), msg, "list the axes to remove explicitly")

@@ -13,13 +13,14 @@ class AxesBadTensor(Rule):
 
     ## What it does
     Checks the element type and rank of the axes input of Squeeze-13+ and Unsqueeze-13+. A type
-    other than int64 is an error; a scalar (rank 0) or rank-2 tensor is a warning, since
-    onnxruntime accepts it.
+    other than int64 is an error, and so is a rank other than 1, except a scalar on an Unsqueeze,
+    which onnxruntime accepts: that is a warning.
 
     ## Why is this bad?
     The spec types ``axes`` as ``tensor(int64)``: an int32 or float axes tensor fails the type
-    check and onnxruntime refuses to load the model. A scalar axes tensor works in onnxruntime but
-    not in every runtime or converter.
+    check and onnxruntime refuses to load the model. onnxruntime fails at run time on a rank-2
+    axes tensor ("An axes tensor must be a vector tensor") and on a scalar one for Squeeze; a
+    scalar works for its Unsqueeze, but not in every runtime or converter.
 
     ## Example
     ``Unsqueeze(x, axes)`` with ``axes`` an int32 initializer ``[0]``.
@@ -42,5 +43,10 @@ class AxesBadTensor(Rule):
                 yield Finding(self.at(a), f"axes must be int64 (got {name})",
                               "store the axes as an int64 tensor")
             elif rank is not None and rank != 1:
-                yield Finding(self.at(a), f"axes should be 1-D (got rank {rank}; accepted by onnxruntime)",
-                              "store the axes as a 1-D tensor", severity=Severity.WARNING)
+                if rank == 0 and a.op_type == "Unsqueeze":
+                    yield Finding(self.at(a), "axes should be 1-D (got a scalar; accepted by onnxruntime)",
+                                  "store the axes as a 1-D tensor", severity=Severity.WARNING)
+                else:
+                    what = "a scalar" if rank == 0 else f"rank {rank}"
+                    yield Finding(self.at(a), f"axes must be 1-D (got {what}; onnxruntime fails at run time)",
+                                  "store the axes as a 1-D tensor")

@@ -1,0 +1,84 @@
+from __future__ import annotations
+
+import difflib
+from functools import lru_cache
+from typing import Iterator
+
+import onnx.defs
+
+from ..diagnostics import Severity
+from .base import Finding, LintContext, Rule
+
+# Domains whose every operator onnx has a schema for; elsewhere an op we do not know is a custom op.
+_STANDARD_DOMAINS = {"": "ai.onnx", "ai.onnx.ml": "ai.onnx.ml"}
+
+
+@lru_cache(maxsize=4)
+def _first_versions(domain: str) -> dict[str, int]:
+    """Every operator of ``domain`` that onnx knows, with the opset that introduced it."""
+    first: dict[str, int] = {}
+    for s in onnx.defs.get_all_schemas_with_history():
+        if s.domain == domain and (s.name not in first or s.since_version < first[s.name]):
+            first[s.name] = s.since_version
+    return first
+
+
+class UnknownOperator(Rule):
+    """Flags a node in the ai.onnx (or ai.onnx.ml) domain whose operator does not exist at the model's opset.
+
+    ## What it does
+    Looks up every node of a standard domain in onnx's operator schemas at the opset the model
+    imports (the function's own imports inside a model-local function). A node with no schema, or
+    with an empty ``op_type``, is reported, with the closest known name when there is one.
+
+    ## Why is this bad?
+    No runtime can create the node: onnxruntime refuses to load the model ("Could not find an
+    implementation"). A typo (``Sqeeze``) or an operator newer than the imported opset (``Gelu``
+    before opset 20) are the usual causes. shapeflow treats the node as opaque, so nothing after it
+    is checked either.
+
+    ## Example
+    ``y = Sqeeze(x, axes)`` in an opset-13 model.
+
+    ## Fix
+    Correct the name, raise the model's opset to one that has the operator, or move a custom
+    operator to its own domain (``com.example::MyOp``) with a runtime that implements it.
+    """
+
+    code = "SF004"
+    name = "unknown-operator"
+    severity = Severity.ERROR
+
+    def check(self, ctx: LintContext) -> Iterator[Finding]:
+        g = ctx.graph
+        scopes = g.scopes
+        functions = g.functions
+        for nid, info in enumerate(g.nodes):
+            if info.since_version is not None or info.domain not in _STANDARD_DOMAINS:
+                continue
+            node = info.proto
+            if (node.domain, node.op_type) in functions:
+                continue  # a call of a model-local function that lives in a standard domain
+            opset = scopes[info.scope].opsets.get(info.domain)
+            if opset is None:
+                continue  # the domain is not imported at all: another problem, not this one
+            domain = _STANDARD_DOMAINS[info.domain]
+            if not node.op_type:
+                yield Finding(ctx.location_of(nid), f"node has an empty op_type ({domain} opset {opset})",
+                              "give the node its operator name")
+                continue
+            known = _first_versions(info.domain)
+            since = known.get(node.op_type)
+            if since is not None:
+                # A known name: either too new for this opset, or a lookup we cannot explain (say
+                # nothing then: a false negative beats a false positive).
+                if since > opset:
+                    yield Finding(ctx.location_of(nid),
+                                  f"operator '{node.op_type}' does not exist in {domain} opset {opset} "
+                                  f"(it was added in opset {since})",
+                                  f"import {domain} opset {since} or later, or use an older equivalent")
+                continue
+            close = difflib.get_close_matches(node.op_type, sorted(known), n=1)
+            hint = f"did you mean '{close[0]}'?" if close else \
+                "check the name and the opset; custom operators belong in their own domain"
+            yield Finding(ctx.location_of(nid), f"unknown operator '{node.op_type}' in {domain} opset {opset}", hint)
