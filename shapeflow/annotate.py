@@ -12,22 +12,14 @@ import onnx
 
 from .graph import ModelGraph
 from .inference import Inference
+from .ops.fallback import type_proto
 from .tensorinfo import TensorInfo
 
 
 def _value_info(name: str, t: TensorInfo) -> onnx.ValueInfoProto:
     vi = onnx.ValueInfoProto()
     vi.name = name
-    tt = vi.type.tensor_type
-    tt.elem_type = t.dtype
-    if t.shape is not None:
-        shape = tt.shape
-        for d in t.shape:
-            dim = shape.dim.add()
-            if type(d) is int:
-                dim.dim_value = d
-            elif d is not None:
-                dim.dim_param = str(d)
+    vi.type.CopyFrom(type_proto(t))
     return vi
 
 

@@ -85,3 +85,46 @@ def infer_text(a: Analysis, *, all_tensors: bool = False) -> str:
     if a.diagnostics:
         blocks.append("\n".join(format_diagnostic(d) for d in a.diagnostics))
     return "\n\n".join(blocks)
+
+
+# -- lint ------------------------------------------------------------------------------------------
+
+
+def lint_text(diags: Iterable[Diagnostic]) -> str:
+    """The findings of ``lint``, one per line (plus its hint line), like a compiler's."""
+    return "\n".join(format_diagnostic(d) for d in diags)
+
+
+def lint_json(n_files: int, diags: Sequence[Diagnostic]) -> dict[str, object]:
+    """The ``lint --format json`` object of SPEC.md section 3."""
+    return {"files": n_files, "diagnostics": [d.to_json() for d in diags], "summary": count_by_severity(diags)}
+
+
+def lint_summary(n_files: int, diags: Sequence[Diagnostic], *, rejected: int = 0, failed: int = 0,
+                 fixed: int = 0, changed: int = 0, fix: bool = False, diff: bool = False) -> str:
+    """The one stderr line of ``lint``: ``3 files: 2 errors, 1 warning, 0 info``, with what was
+    rejected, fixed or fixable when there is any."""
+    head = f"{n_files} file" + ("" if n_files == 1 else "s")
+    notes = []
+    if rejected:
+        notes.append(f"{rejected} rejected")
+    if failed:
+        notes.append(f"{failed} failed")
+    if notes:
+        head += " (" + ", ".join(notes) + ")"
+    line = f"{head}: {summary_line(count_by_severity(diags))}"
+    fixable = sum(1 for d in diags if d.fixable)
+    if diff:
+        line += f"; --fix would fix {fixed} in {changed} file" + ("" if changed == 1 else "s")
+    elif fix:
+        line += f"; fixed {fixed} in {changed} file" + ("" if changed == 1 else "s")
+        if fixable:
+            line += f", {fixable} fixable left"
+    elif fixable:
+        line += f" ({fixable} fixable with --fix)"
+    return line
+
+
+def table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    """A plain aligned table (``shapeflow rules``)."""
+    return _table(headers, rows)

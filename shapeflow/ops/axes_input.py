@@ -16,7 +16,7 @@ from ..facts import (
     AXES_RUNTIME, AxesInfo,
 )
 from ..graph import INITIALIZER
-from .base import OpCall
+from .base import OpCall, numel
 
 AXES_INPUT_SINCE = 13
 
@@ -42,7 +42,7 @@ def _read_input(call: OpCall, attr_present: bool, limit: int) -> AxesInfo:
     t = call.input(1)
     dtype = t.dtype if t is not None else None
     rank = t.rank if t is not None else None
-    count = _numel(t.shape) if t is not None else None
+    count = numel(t.shape) if t is not None else None
     graph = call.engine.graph
     where = graph.definition(call.scope, name)
     proto: onnx.TensorProto | None = None
@@ -83,17 +83,6 @@ def _read_input(call: OpCall, attr_present: bool, limit: int) -> AxesInfo:
         return AxesInfo(source, tuple(t.value), attr_present, True, dtype, rank, count)  # type: ignore[arg-type]
     return AxesInfo(source if source != AXES_INITIALIZER else AXES_RUNTIME, None, attr_present, True,
                     dtype, rank, count)
-
-
-def _numel(shape: tuple | None) -> int | None:
-    if shape is None:
-        return None
-    n = 1
-    for d in shape:
-        if type(d) is not int:
-            return None
-        n *= d
-    return n
 
 
 def _limit(call: OpCall, value: int) -> LimitExceeded:

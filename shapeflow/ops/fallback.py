@@ -18,7 +18,9 @@ from .constants import FLOAT_TYPES
 import numpy as np
 
 
-def _type_proto(t: TensorInfo, names: dict[str, Dim]) -> onnx.TypeProto:
+def type_proto(t: TensorInfo, names: dict[str, Dim] | None = None) -> onnx.TypeProto:
+    """``t`` as an onnx type: symbols become ``dim_param`` text (recorded in ``names`` so they can
+    be mapped back), unknown dims are left empty."""
     tp = onnx.TypeProto()
     tt = tp.tensor_type
     tt.elem_type = t.dtype
@@ -30,7 +32,8 @@ def _type_proto(t: TensorInfo, names: dict[str, Dim]) -> onnx.TypeProto:
                 dim.dim_value = d
             elif d is not None:
                 text = str(d)
-                names[text] = d
+                if names is not None:
+                    names[text] = d
                 dim.dim_param = text
     return tp
 
@@ -67,7 +70,7 @@ def infer_with_onnx(call: OpCall) -> list[TensorInfo | None]:
     for name, t in zip(node.input, call.inputs):
         if not name or t is None:
             continue
-        types[name] = _type_proto(t, names)
+        types[name] = type_proto(t, names)
         if t.value is not None and t.shape is not None and all(type(v) is int for v in t.value):
             if all(type(d) is int for d in t.shape) and t.dtype not in FLOAT_TYPES:
                 try:

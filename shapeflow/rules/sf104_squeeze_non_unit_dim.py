@@ -78,12 +78,11 @@ class SqueezeNonUnitDim(Rule):
             else:
                 what = "axes " + ", ".join(f"{ax} (dim {d})" for ax, _, d in bad) + " are not 1"
             keep = kept_axes(a)
-            dropped = ", ".join(str(ax) for ax, _, _ in bad)
+            dropped = ("axis " if len(bad) == 1 else "axes ") + ", ".join(str(ax) for ax, _, _ in bad)
             if keep:
-                fix = f"drop axis {dropped} -> axes=[{', '.join(str(k) for k in keep)}]" if len(bad) == 1 \
-                    else f"drop axes {dropped} -> axes=[{', '.join(str(k) for k in keep)}]"
+                fix = f"drop {dropped} (axes=[{', '.join(str(k) for k in keep)}]) for Paddle's result"
             else:
-                fix = "no axis is left: remove the node"
+                fix = f"drop {dropped}; with no axis left, remove the node (Paddle's result)"
             yield Finding(self.at(a),
                           f"{what}: onnxruntime fails at run time (Paddle's squeeze would keep the dim)",
-                          f"{fix}, as Paddle computes; `shapeflow lint --fix` does it")
+                          f"{fix}; `shapeflow lint --fix` does it")

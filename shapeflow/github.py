@@ -1,0 +1,46 @@
+"""``lint --format github``: GitHub Actions workflow commands, one annotation per finding::
+
+    ::error file=models/m.onnx,title=SF104 squeeze-non-unit-dim::node 'sq' (Squeeze-13): axis 3 ...
+
+Levels: error -> ``::error``, warning -> ``::warning``, info -> ``::notice``. A binary model has no
+lines, so annotations are on the file. Escaping follows the runner: in the message ``%``, CR and LF;
+in property values also ``:`` and ``,`` (which delimit the properties).
+"""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+from .diagnostics import Diagnostic, Severity
+from .sarif import relative_path
+
+COMMANDS = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "notice"}
+
+
+def escape_data(text: str) -> str:
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def escape_property(text: str) -> str:
+    return escape_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def annotation(d: Diagnostic) -> str:
+    loc = d.location
+    where = ""
+    if loc.graph and loc.graph != "main":
+        where += f"{loc.graph}: "
+    if loc.node is not None:
+        label = f" ({loc.op_label})" if loc.op_label else ""
+        where += f"node '{loc.node}'{label}: "
+    elif loc.tensor is not None:
+        where += f"tensor '{loc.tensor}': "
+    message = where + d.message + (f"\nhint: {d.hint}" if d.hint else "")
+    # the path as the repository names it: the runner resolves it against the workspace
+    path = relative_path(d.file)
+    props = f"file={escape_property(path)},title={escape_property(f'{d.code} {d.name}')}"
+    return f"::{COMMANDS[d.severity]} {props}::{escape_data(message)}"
+
+
+def annotations(diags: Iterable[Diagnostic]) -> str:
+    return "\n".join(annotation(d) for d in diags)

@@ -1,0 +1,243 @@
+"""``shapeflow lint``: the gate for models committed next to code.
+
+One file: load -> analyse (inference and the selected rules, once) -> severity overrides, and with
+``--fix`` the fixes and a re-analysis of the result. Many files: every one is processed, in
+parallel processes with ``jobs > 1``, and the results come back in input order. Everything a
+worker returns is plain picklable data.
+
+Exit code of a file: 2 when it was rejected (unreadable SF001, invalid graph SF002, over a limit
+SF006), 3 on an internal error, else 1 when an error-level finding remains (0 with
+``exit_zero``), else 0. The run exits with the highest code of its files.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import traceback
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from typing import Sequence
+
+import onnx
+import onnx.printer
+
+from .analysis import Analysis, analyze
+from .diagnostics import Diagnostic, Severity
+from .errors import EXIT_CLEAN, EXIT_FINDINGS, EXIT_INTERNAL, LimitExceeded, ShapeflowError
+from .fixes import apply_squeeze_fixes, plan_squeeze_fixes
+from .io import LoadedModel, load_model, save_model
+from .limits import DEFAULT_LIMITS, Limits
+from .rules import ALL_RULES, Rule, rejection_diagnostic, resolve_selector, select_rules
+
+REWRITE_CODES = frozenset({"SF201", "SF202", "SF203"})
+SQUEEZE_FIX_CODE = "SF104"
+
+
+@dataclass(frozen=True)
+class LintOptions:
+    select: tuple[str, ...] | None = None  # None: every rule
+    ignore: tuple[str, ...] = ()
+    severity: tuple[tuple[str, Severity], ...] = ()  # (selector, level), later entries win ties
+    exit_zero: bool = False
+    dims: tuple[tuple[str, int], ...] = ()
+    limits: Limits = DEFAULT_LIMITS
+    fix: bool = False
+    diff: bool = False  # with fix: compute the change, write nothing
+    repo_root: str | None = None  # models inside it must not resolve outside it (pre-commit)
+
+
+@dataclass
+class FileResult:
+    path: str
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    exit_code: int = EXIT_CLEAN
+    rejected: bool = False
+    error: str | None = None  # a one-line failure that is not a finding (write error, internal error)
+    details: str | None = None  # traceback of an internal error, shown with --debug
+    fixed: int = 0  # findings removed by --fix
+    changed: bool = False  # --fix changed (or, with --diff, would change) the model
+    diff: str = ""
+
+
+def severity_table(overrides: Sequence[tuple[str, Severity]]) -> dict[str, Severity]:
+    """Code -> overridden severity. The most specific selector wins (``SF104`` over ``SF1``), and
+    among equally specific ones the later (the command line's, after the config file's)."""
+    best: dict[str, tuple[int, int, Severity]] = {}
+    for order, (selector, level) in enumerate(overrides):
+        codes = resolve_selector(selector)
+        for code in codes:
+            rank = (-len(codes), order)
+            if code not in best or rank >= best[code][:2]:
+                best[code] = (rank[0], rank[1], level)
+    return {code: level for code, (_, _, level) in best.items()}
+
+
+class _Linter:
+    """Lints one file with fixed options (built once per process)."""
+
+    def __init__(self, options: LintOptions) -> None:
+        self.options = options
+        self.rules: list[Rule] = select_rules(options.select, options.ignore)
+        self.codes = {r.code for r in self.rules}
+        self.severity = severity_table(options.severity)
+        self.dims = dict(options.dims)
+
+    # -- one file --------------------------------------------------------------------------------
+    def run(self, path: str) -> FileResult:
+        result = FileResult(path)
+        try:
+            self._lint(path, result)
+        except ShapeflowError as exc:
+            result.diagnostics = [rejection_diagnostic(exc, path)] if exc.code or isinstance(exc, LimitExceeded) else []
+            result.rejected = bool(result.diagnostics)
+            result.error = None if result.rejected else str(exc)
+            result.exit_code = exc.exit_code
+            result.changed = False
+            result.diff = ""
+        except Exception as exc:  # a bug: report it for this file and go on with the others
+            self._internal(result, exc)
+        return result
+
+    def _internal(self, result: FileResult, exc: BaseException) -> None:
+        first = str(exc).splitlines()[0] if str(exc) else ""
+        result.error = f"internal error: {type(exc).__name__}: {first}"
+        result.details = traceback.format_exc()
+        result.exit_code = EXIT_INTERNAL
+        result.diagnostics = []
+
+    def _lint(self, path: str, result: FileResult) -> None:
+        opts = self.options
+        loaded = load_model(path, opts.limits, repo_root=_root_for(path, opts.repo_root))
+        analysis = self._analyze(loaded)
+        diags = self._finish(analysis.diagnostics)
+        if opts.fix:
+            diags = self._fix(loaded, analysis, diags, result)
+        result.diagnostics = diags
+        has_error = any(d.severity is Severity.ERROR for d in diags)
+        code = EXIT_FINDINGS if has_error or (opts.diff and result.changed) else EXIT_CLEAN
+        result.exit_code = EXIT_CLEAN if opts.exit_zero else code
+
+    def _analyze(self, loaded: LoadedModel) -> Analysis:
+        return analyze(loaded, dims=self.dims, limits=self.options.limits, rules=self.rules)
+
+    def _finish(self, diags: list[Diagnostic]) -> list[Diagnostic]:
+        if not self.severity:
+            return list(diags)
+        out = []
+        for d in diags:
+            level = self.severity.get(d.code)
+            out.append(d if level is None or level is d.severity else d.with_severity(level))
+        return out
+
+    # -- --fix -----------------------------------------------------------------------------------
+    def _fix(self, loaded: LoadedModel, analysis: Analysis, diags: list[Diagnostic],
+             result: FileResult) -> list[Diagnostic]:
+        opts = self.options
+        fixable_before = sum(1 for d in diags if d.fixable)
+        if not fixable_before:
+            return diags
+        before_text = onnx.printer.to_text(loaded.proto) if opts.diff else ""
+        changed = False
+        # SF104 first: it states what the author meant (Paddle's semantics); the rewrites then
+        # simplify the meant model, not the broken one.
+        if SQUEEZE_FIX_CODE in self.codes and any(d.code == SQUEEZE_FIX_CODE for d in diags):
+            plan = plan_squeeze_fixes(analysis.inference)
+            if plan:
+                apply_squeeze_fixes(loaded.proto, analysis.graph, plan)
+                changed = True
+                loaded = _reloaded(loaded, loaded.proto)
+                analysis = self._reanalyze(loaded)
+        wanted = REWRITE_CODES & self.codes
+        if wanted and any(d.code in wanted for d in analysis.diagnostics):
+            from .passes import find_candidates, optimize_model
+
+            names = sorted({c.rule for c in find_candidates(analysis.graph, analysis.inference)
+                            if c.code in wanted})
+            if names:
+                rewritten = optimize_model(loaded, rules=names, limits=opts.limits)
+                if rewritten.changed:
+                    changed = True
+                    loaded = _reloaded(loaded, rewritten.model)
+                    analysis = self._reanalyze(loaded)
+        after = self._finish(analysis.diagnostics)
+        if not changed:
+            return after
+        result.changed = True
+        result.fixed = max(0, fixable_before - sum(1 for d in after if d.fixable))
+        if opts.diff:
+            result.diff = "".join(difflib.unified_diff(
+                before_text.splitlines(keepends=True), onnx.printer.to_text(loaded.proto).splitlines(keepends=True),
+                fromfile=f"{loaded.path} (before)", tofile=f"{loaded.path} (after --fix)"))
+        else:
+            save_model(loaded.proto, loaded.path, input_path=loaded.path, in_place=True)
+        return after
+
+    def _reanalyze(self, loaded: LoadedModel) -> Analysis:
+        try:
+            return self._analyze(loaded)
+        except ShapeflowError as exc:
+            # The input passed; if the fixed model does not, the fix is wrong: a bug, never the
+            # user's problem, and nothing is written.
+            raise RuntimeError(f"--fix produced a model that fails its own checks: {exc}") from None
+
+
+def _reloaded(loaded: LoadedModel, proto: onnx.ModelProto) -> LoadedModel:
+    # raw must describe proto: writers copy raw bytes as they are when they see no change.
+    return LoadedModel(path=loaded.path, proto=proto, raw=proto.SerializeToString(), directory=loaded.directory)
+
+
+def _root_for(path: str, repo_root: str | None) -> str | None:
+    """Contain a model in the repository only when it is named as a file of the repository (what
+    pre-commit passes): then a symlink out of the repository is refused. A path the user names
+    outside it is their explicit choice."""
+    if repo_root is None:
+        return None
+    absolute = os.path.abspath(path)
+    root = os.path.abspath(repo_root)
+    return repo_root if absolute == root or absolute.startswith(root.rstrip(os.sep) + os.sep) else None
+
+
+def find_repo_root(start: str | None = None) -> str | None:
+    """The nearest directory holding ``.git``, from ``start`` (default: the current directory) up."""
+    d = os.path.abspath(start or os.getcwd())
+    while True:
+        if os.path.exists(os.path.join(d, ".git")):
+            return d
+        parent = os.path.dirname(d)
+        if parent == d:
+            return None
+        d = parent
+
+
+# -- many files ----------------------------------------------------------------------------------
+
+def lint_file(path: str, options: LintOptions = LintOptions()) -> FileResult:
+    return _Linter(options).run(path)
+
+
+def lint_paths(paths: Sequence[str], options: LintOptions = LintOptions(), jobs: int = 1) -> list[FileResult]:
+    """Lint every path; the results are in the order of ``paths`` whatever ``jobs`` is."""
+    if jobs <= 1 or len(paths) <= 1:
+        linter = _Linter(options)
+        return [linter.run(p) for p in paths]
+    results: list[FileResult] = []
+    with ProcessPoolExecutor(max_workers=min(jobs, len(paths))) as pool:
+        # One task per file, options included: rebuilding the rule list is cheap, and no worker
+        # keeps state between files.
+        futures = [pool.submit(lint_file, p, options) for p in paths]
+        for path, fut in zip(paths, futures):
+            try:
+                results.append(fut.result())
+            except Exception as exc:  # the worker died (killed, out of memory): that file failed
+                results.append(FileResult(path, exit_code=EXIT_INTERNAL,
+                                          error=f"internal error: worker failed: {type(exc).__name__}: {exc}"))
+    return results
+
+
+def run_exit_code(results: Sequence[FileResult]) -> int:
+    return max((r.exit_code for r in results), default=EXIT_CLEAN)
+
+
+def all_rule_codes() -> list[str]:
+    return [r.code for r in ALL_RULES]

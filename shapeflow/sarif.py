@@ -1,0 +1,138 @@
+"""``lint --format sarif``: SARIF 2.1.0 as GitHub code scanning ingests it.
+
+- ``tool.driver.rules``: every rule, with its documentation from the docstrings (short and full
+  description, help as text and Markdown, default level), so an alert explains itself.
+- one result per finding: ``ruleId``/``ruleIndex``, ``level``, the message (with its hint), a
+  physical location on the model file (a repository-relative URI with forward slashes; a binary
+  file has no lines, so the region is line 1, which GitHub requires) and a logical location for the
+  node (``main/sq_3``, kind ``function``: a node is an operator call) or tensor (kind ``variable``).
+- ``partialFingerprints`` from the finding's rule, file, graph, node and message: GitHub would
+  otherwise hash "line 1" of a binary file and merge unrelated alerts.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import urllib.parse
+from typing import Iterable, Sequence
+
+from .diagnostics import Diagnostic, Severity
+from .docs import flat, full_description, plain, rule_markdown, rule_text, sections
+from .rules import ALL_RULES
+
+SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
+INFORMATION_URI = "https://pypi.org/project/shapeflow/"
+
+LEVELS = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "note"}
+
+
+def relative_path(path: str, base: str | None = None) -> str:
+    """``path`` with forward slashes, relative to ``base`` (default: the current directory) when
+    it is absolute and lies inside it; otherwise as given (normalised)."""
+    base = os.path.abspath(base or os.getcwd())
+    p = os.path.normpath(path)
+    if os.path.isabs(p):
+        rel = os.path.relpath(p, base)
+        if rel != os.pardir and not rel.startswith(os.pardir + os.sep):
+            p = rel
+    return p.replace(os.sep, "/")
+
+
+def artifact_uri(path: str, base: str | None = None) -> str:
+    """``relative_path`` as a URI reference (percent-encoded; ``file://`` when still absolute)."""
+    p = relative_path(path, base)
+    quoted = urllib.parse.quote(p, safe="/")
+    return "file://" + quoted if p.startswith("/") else quoted
+
+
+def rule_descriptor(rule) -> dict[str, object]:
+    return {
+        "id": rule.code,
+        "name": rule.name,
+        "shortDescription": {"text": plain(flat(sections(rule)["summary"]))},
+        "fullDescription": {"text": plain(full_description(rule))},
+        "help": {"text": rule_text(rule), "markdown": rule_markdown(rule)},
+        "defaultConfiguration": {"level": LEVELS[rule.severity]},
+        "properties": {
+            "tags": ["onnx", _category(rule.code)],
+            "precision": "very-high",
+            "fixable": rule.fixable,
+        },
+    }
+
+
+def _category(code: str) -> str:
+    return {"SF0": "model", "SF1": "shapes", "SF2": "optimization"}.get(code[:3], "other")
+
+
+def _fingerprint(d: Diagnostic, uri: str) -> str:
+    loc = d.location
+    key = "\x1f".join([d.code, uri, loc.graph, loc.node or "", loc.tensor or "", d.message])
+    return hashlib.sha256(key.encode("utf-8")).hexdigest()[:32]
+
+
+def result(d: Diagnostic, rule_index: dict[str, int], base: str | None = None) -> dict[str, object]:
+    loc = d.location
+    uri = artifact_uri(d.file, base)
+    text = d.message if not d.hint else f"{d.message}\nHint: {d.hint}"
+    if loc.node is not None:
+        label = f" ({loc.op_label})" if loc.op_label else ""
+        where = f"{loc.graph}: " if loc.graph != "main" else ""
+        text = f"{where}node '{loc.node}'{label}: {text}"
+    elif loc.tensor is not None:
+        text = f"tensor '{loc.tensor}': {text}"
+    location: dict[str, object] = {
+        "physicalLocation": {"artifactLocation": {"uri": uri}, "region": {"startLine": 1}},
+    }
+    logical = []
+    if loc.node is not None:
+        logical.append({"name": loc.node, "fullyQualifiedName": f"{loc.graph}/{loc.node}", "kind": "function"})
+    elif loc.tensor is not None:
+        logical.append({"name": loc.tensor, "fullyQualifiedName": f"{loc.graph}/{loc.tensor}", "kind": "variable"})
+    if logical:
+        location["logicalLocations"] = logical
+    out: dict[str, object] = {
+        "ruleId": d.code,
+        "level": LEVELS[d.severity],
+        "message": {"text": text},
+        "locations": [location],
+        "partialFingerprints": {"primaryLocationLineHash": _fingerprint(d, uri) + ":1"},
+        "properties": {"fixable": d.fixable},
+    }
+    if d.code in rule_index:
+        out["ruleIndex"] = rule_index[d.code]
+    if loc.op_type is not None:
+        out["properties"]["opType"] = loc.op_label  # type: ignore[index]
+    return out
+
+
+def sarif_log(diags: Sequence[Diagnostic], *, version: str, successful: bool = True,
+              notifications: Iterable[str] = (), base: str | None = None) -> dict[str, object]:
+    """The whole SARIF log of one lint run. ``notifications`` are one-line failures that are not
+    findings (internal errors); ``successful`` is False when there were any."""
+    rules = list(ALL_RULES)
+    index = {r.code: k for k, r in enumerate(rules)}
+    invocation: dict[str, object] = {"executionSuccessful": successful}
+    notes = [{"level": "error", "message": {"text": n}} for n in notifications]
+    if notes:
+        invocation["toolExecutionNotifications"] = notes
+    return {
+        "$schema": SCHEMA_URI,
+        "version": "2.1.0",
+        "runs": [
+            {
+                "tool": {
+                    "driver": {
+                        "name": "shapeflow",
+                        "version": version,
+                        "informationUri": INFORMATION_URI,
+                        "rules": [rule_descriptor(r) for r in rules],
+                    }
+                },
+                "invocations": [invocation],
+                "results": [result(d, index, base) for d in diags],
+                "columnKind": "unicodeCodePoints",
+            }
+        ],
+    }
