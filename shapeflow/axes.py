@@ -114,6 +114,12 @@ def unsqueeze_shape(
 
     AxisError for an axis out of range or two axes naming one position."""
     dims = tuple(shape)
+    if type(axes) in (tuple, list) and len(axes) == 1:  # the common case, on every Unsqueeze of large graphs
+        a = axes[0]
+        r = len(dims) + 1
+        if type(a) is int and -r <= a < r:
+            p = a + r if a < 0 else a
+            return dims[:p] + (one,) + dims[p:]
     axes = list(axes)
     positions = normalize_axes(axes, len(dims) + len(axes))
     out: list[T] = []
@@ -133,12 +139,20 @@ def squeeze_shape(shape: Sequence[T], axes: Sequence[int]) -> tuple[T, ...]:
     Does not check that the removed dims are 1, and empty ``axes`` removes nothing: Squeeze
     without axes ("every 1-dim") is the caller's case to handle."""
     dims = tuple(shape)
+    if type(axes) in (tuple, list) and len(axes) == 1:  # the common case, on every Squeeze of large graphs
+        a = axes[0]
+        r = len(dims)
+        if type(a) is int and -r <= a < r:
+            p = a + r if a < 0 else a
+            return dims[:p] + dims[p + 1:]
     drop = set(normalize_axes(axes, len(dims), allow_duplicates=True))
     return tuple(d for i, d in enumerate(dims) if i not in drop)
 
 
 def _canon(axes: Iterable[int]) -> list[int]:
     """Sorted distinct non-negative axes; the algebra is defined on normalised axes only."""
+    if type(axes) is tuple and len(axes) == 1 and type(axes[0]) is int and axes[0] >= 0:
+        return [axes[0]]  # the common case
     out = sorted({operator.index(a) for a in axes})
     if out and out[0] < 0:
         raise AxisError(f"axis {out[0]} is not normalised (must be >= 0)", axis=out[0])

@@ -14,7 +14,24 @@ EXIT_REJECTED = 2
 EXIT_INTERNAL = 3
 
 
-_CODE_NAMES = {"SF001": "model-unreadable", "SF002": "graph-invalid"}
+_CODE_NAMES = {"SF001": "model-unreadable", "SF002": "graph-invalid", "SF006": "limit-exceeded"}
+
+
+def _quote(name: str, limit: int = 120) -> str:
+    """A name from the (untrusted) model, quoted for a one-line message: no newline or terminal
+    escape gets through, and a huge name is cut (the same form as the messages of io)."""
+    if len(name) > limit:
+        name = name[:limit] + "..."
+    cleaned = "".join(c if c.isprintable() else repr(c)[1:-1] for c in name)
+    return "'" + cleaned.replace("'", "\\'") + "'"
+
+
+def display_path(path: str) -> str:
+    """A file name as given, safe to print on one line: a newline or terminal escape in a name
+    (file names in an unvetted repository are input too) is shown escaped."""
+    if path.isprintable():
+        return path
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in path)
 
 
 class ShapeflowError(Exception):
@@ -43,8 +60,15 @@ class ShapeflowError(Exception):
         self.tensor = tensor
 
     def __str__(self) -> str:
-        """``model.onnx: error SF001 model-unreadable: empty file (0 bytes); not an ONNX model``"""
-        prefix = f"{self.file}: " if self.file else ""
+        """``model.onnx: error SF001 model-unreadable: empty file (0 bytes); not an ONNX model``
+
+        The node or tensor the error is about is named as a diagnostic names it
+        (``model.onnx: node 'n0': error SF006 ...``) unless the message already names it."""
+        prefix = f"{display_path(self.file)}: " if self.file else ""
+        if self.node and _quote(self.node) not in self.message:
+            prefix += f"node {_quote(self.node)}: "
+        elif self.tensor and _quote(self.tensor) not in self.message:
+            prefix += f"tensor {_quote(self.tensor)}: "
         if self.code:
             name = _CODE_NAMES.get(self.code, "")
             return f"{prefix}error {self.code} {name}: {self.message}" if name else f"{prefix}error {self.code}: {self.message}"
@@ -71,6 +95,7 @@ class LimitExceeded(ShapeflowError):
     """A resource limit was hit; the message names the flag that raises it."""
 
     def __init__(self, limit: str, value: object, flag: str, **kw: object) -> None:
+        kw.setdefault("code", "SF006")
         super().__init__(
             f"limit {limit} exceeded (value {value}); raise with {flag}", **kw  # type: ignore[arg-type]
         )

@@ -56,10 +56,12 @@ def apply_squeeze_fixes(model: onnx.ModelProto, graph: ModelGraph, fixes: Sequen
     names = _Names(graph)
     removals: dict[int, list[int]] = {}  # scope id -> node indexes to delete
     prepends: dict[int, list[onnx.NodeProto]] = {}  # function scope id -> Constant nodes to add
+    dead_initializers: dict[int, set[str]] = {}  # scope id -> initializers no longer read
     for fix in fixes:
         info = graph.nodes[fix.nid]
         node = info.proto
         scope = graph.scopes[info.scope]
+        old_axes = node.input[1] if len(node.input) > 1 and node.input[1] else None
         if fix.keep:
             _set_axes(node, info.since_version or 1, fix.keep, scope, names, prepends)
         elif _needs_identity(graph, info.scope, node.output[0]):
@@ -68,6 +70,13 @@ def apply_squeeze_fixes(model: onnx.ModelProto, graph: ModelGraph, fixes: Sequen
             _bypass(graph, info.scope, node)
             removals.setdefault(info.scope, []).append(info.index)
         _drop_value_info(scope.proto, node.output[0])
+        if old_axes is not None and (fix.keep == () or old_axes not in node.input):
+            _forget_axes(graph, fix.nid, old_axes, dead_initializers, removals)
+    for sid, names in dead_initializers.items():
+        body = graph.scopes[sid].proto
+        kept = [t for t in body.initializer if t.name not in names]  # type: ignore[union-attr]
+        del body.initializer[:]  # type: ignore[union-attr]
+        body.initializer.extend(kept)  # type: ignore[union-attr]
     for sid, indexes in removals.items():
         body = graph.scopes[sid].proto
         for i in sorted(indexes, reverse=True):  # from the end, so earlier indexes stay valid
@@ -121,6 +130,25 @@ def _set_axes(node: onnx.NodeProto, since: int, keep: tuple[int, ...], scope, na
         node.input[1] = name
     else:
         node.input.append(name)
+
+
+def _forget_axes(graph: ModelGraph, nid: int, name: str, dead: dict[int, set[str]],
+                 removals: dict[int, list[int]]) -> None:
+    """Remove the old axes tensor when the fixed node was its only reader: an initializer of the
+    node's own graph (not one doubling as a graph input), or a Constant node. Anything shared stays."""
+    info = graph.nodes[nid]
+    scope = graph.scopes[info.scope]
+    if scope.consumers.get(name) != [nid] or name in scope.outputs:
+        return
+    producer = scope.producer.get(name)
+    if producer is None:
+        return
+    if name in scope.initializers and name not in scope.inputs:
+        dead.setdefault(scope.id, set()).add(name)
+    elif producer >= 0:
+        pinfo = graph.nodes[producer]
+        if pinfo.proto.op_type == "Constant" and pinfo.domain == "" and list(pinfo.proto.output) == [name]:
+            removals.setdefault(scope.id, []).append(pinfo.index)
 
 
 def _needs_identity(graph: ModelGraph, scope_id: int, output: str) -> bool:

@@ -18,15 +18,17 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Iterator, Union
+from typing import TYPE_CHECKING, Iterator, Union
 
-import networkx as nx
 import onnx
 
 from .errors import GraphInvalid, LimitExceeded
 from .io import LoadedModel
 from .limits import DEFAULT_LIMITS, Limits
 from .opsets import canonical_domain, opset_map, since_version
+
+if TYPE_CHECKING:
+    import networkx as nx
 
 # Producer markers for tensors that no node produces.
 GRAPH_INPUT = -1
@@ -56,20 +58,59 @@ class Scope:
     order: list[int] = field(default_factory=list)  # a topological order (file order when it is one)
     sorted_in_file: bool = True
     attr: str | None = None  # attribute of the owner node holding this body (subgraphs only)
+    # names first read before any definition in this scope, in first-read order (see _index_scope)
+    late: list[str] = field(default_factory=list, repr=False)
 
 
-@dataclass(slots=True)
 class NodeInfo:
-    proto: onnx.NodeProto
-    scope: int
-    index: int
-    domain: str
-    since_version: int | None
-    # read from the proto once: protobuf attribute access is the main cost on large graphs
-    op_type: str = ""
-    inputs: tuple[str, ...] = ()
-    outputs: tuple[str, ...] = ()
-    subscopes: list[int] = field(default_factory=list)
+    """One ONNX node as the index sees it: where it is, which op version it runs, what it reads and
+    writes.
+
+    ``op_type``, ``inputs`` and ``outputs`` are read from the proto once, when the index is built:
+    protobuf field access is the main cost on large graphs. ``proto`` is fetched from its graph's
+    node list on first use and then kept, so it is the same object every time it is asked for
+    (rewrites key their bookkeeping on it). Not keeping every NodeProto wrapper from the start
+    saves about 450 bytes per node: the wrapper, and the empty ``attribute`` container that
+    protobuf caches on it once the index has looked.
+    """
+
+    __slots__ = ("_proto", "_src", "scope", "index", "domain", "since_version", "op_type", "inputs",
+                 "outputs", "subscopes", "has_attrs")
+
+    def __init__(self, proto: onnx.NodeProto | None, scope: int, index: int, domain: str,
+                 since_version: int | None, op_type: str = "", inputs: tuple[str, ...] = (),
+                 outputs: tuple[str, ...] = (), subscopes: list[int] | tuple[()] = (),
+                 has_attrs: bool = True, src: object = None) -> None:
+        self._proto = proto
+        self._src = src  # the body's repeated ``node`` field, for fetching ``proto`` by index
+        self.scope = scope
+        self.index = index
+        self.domain = domain
+        self.since_version = since_version
+        self.op_type = op_type
+        self.inputs = inputs
+        self.outputs = outputs
+        # A shared empty tuple until the node owns a body: most nodes never do.
+        self.subscopes = subscopes
+        # False only when the index saw that the node has no attributes (shape rules skip the proto).
+        self.has_attrs = has_attrs
+
+    @property
+    def proto(self) -> onnx.NodeProto:
+        p = self._proto
+        if p is None:
+            p = self._proto = self._src[self.index]  # type: ignore[index]
+        return p
+
+    def peek(self) -> onnx.NodeProto:
+        """The proto for a passing look (a name, an attribute): not kept unless it already is."""
+        p = self._proto
+        return p if p is not None else self._src[self.index]  # type: ignore[index]
+
+    def __repr__(self) -> str:
+        return (f"NodeInfo(scope={self.scope}, index={self.index}, op_type={self.op_type!r}, "
+                f"domain={self.domain!r}, since_version={self.since_version}, inputs={self.inputs}, "
+                f"outputs={self.outputs}, subscopes={self.subscopes})")
 
 
 class ModelGraph:
@@ -78,15 +119,17 @@ class ModelGraph:
     def __init__(self, loaded: LoadedModel) -> None:
         self.loaded = loaded
         self.model = loaded.proto
-        self._dag: nx.DiGraph | None = None
+        self._dag: "nx.DiGraph | None" = None
         self.scopes: list[Scope] = []
         self.nodes: list[NodeInfo] = []
         self.functions: dict[tuple[str, str], int] = {}  # (domain, name) -> scope id
 
     @property
-    def dag(self) -> nx.DiGraph:
+    def dag(self) -> "nx.DiGraph":
         """The networkx DiGraph over node ids (built on first access, then kept)."""
         if self._dag is None:
+            import networkx as nx  # imported on first use: infer and lint never need it
+
             dag = nx.DiGraph()
             dag.add_nodes_from(range(len(self.nodes)))
             for scope in self.scopes:
@@ -102,7 +145,7 @@ class ModelGraph:
     def display(self, nid: int) -> str:
         """A node's name, or ``#index`` in its graph when it has none (never written into the model)."""
         info = self.nodes[nid]
-        return info.proto.name or f"#{info.index}"
+        return info.peek().name or f"#{info.index}"
 
     def readers(self, scope_id: int, tensor: str) -> list[int]:
         """Nodes of ``scope_id`` that read ``tensor``, including owners of subgraphs that read it."""
@@ -153,7 +196,11 @@ def build_graph(loaded: LoadedModel, limits: Limits = DEFAULT_LIMITS) -> ModelGr
         if kind == "function":
             g.functions[(body.domain, body.name)] = scope.id  # type: ignore[union-attr]
         if owner is not None:
-            g.nodes[owner].subscopes.append(scope.id)
+            info = g.nodes[owner]
+            if info.subscopes:
+                info.subscopes.append(scope.id)  # type: ignore[union-attr]
+            else:
+                info.subscopes = [scope.id]
         _index_scope(g, scope, limits, pending)
 
     _check_definitions(g)
@@ -172,11 +219,11 @@ def _index_scope(g: ModelGraph, scope: Scope, limits: Limits, pending: deque) ->
     if isinstance(body, onnx.GraphProto):
         scope.inputs = [vi.name for vi in body.input]
         scope.outputs = [vi.name for vi in body.output]
-        for name in scope.inputs:
-            producer[name] = GRAPH_INPUT
+        _define_inputs(scope, file)
         for t in body.initializer:
             if t.name in scope.initializers:
-                raise GraphInvalid(f"initializer '{t.name}' defined twice in graph {scope.path}",
+                # the same definition twice is what a file of two models back to back parses as
+                raise GraphInvalid(f"initializer '{t.name}' defined twice in graph {scope.path}{_CONCAT_HINT}",
                                    file=file, tensor=t.name)
             scope.initializers[t.name] = t
             producer[t.name] = INITIALIZER  # an input with the same name is its default (IR < 4)
@@ -185,56 +232,107 @@ def _index_scope(g: ModelGraph, scope: Scope, limits: Limits, pending: deque) ->
     else:
         scope.inputs = list(body.input)
         scope.outputs = list(body.output)
-        for name in scope.inputs:
-            producer[name] = GRAPH_INPUT
+        _define_inputs(scope, file)
 
+    # This loop runs once per node of the model; it reads each protobuf field once (field access
+    # costs far more than the dict work) and allocates nothing per node but the NodeInfo and the
+    # input/output tuples.
     opsets = scope.opsets
     nodes = g.nodes
-    versions: dict[tuple[str, str], int | None] = {}  # one schema lookup per op type, not per node
-    graph_attrs = (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS)
-    for index, node in enumerate(body.node):
-        nid = len(nodes)
-        if nid >= limits.max_nodes:
-            raise LimitExceeded("max-nodes", f"> {limits.max_nodes}", "--max-nodes", file=file)
+    add_node = nodes.append
+    sid = scope.id
+    base = len(nodes)  # node ids of one scope are consecutive: nid == base + index
+    room = limits.max_nodes - base
+    node_list = body.node
+    # One schema lookup per op type, not per node: domain -> op_type -> (domain, since, op_type).
+    # Keeping the first op_type string also shares one str among all nodes of that type.
+    versions: dict[str, dict[str, tuple[str, int | None, str]]] = {}
+    # Names whose first reader comes before any definition in this scope: produced later (the file
+    # is not sorted), read from an enclosing scope, or undefined. Usually empty, and it replaces a
+    # pass over every edge to check the order and the definitions.
+    late = scope.late
+    graph_attr, graphs_attr = onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS
+    for index, node in enumerate(node_list):
+        if index >= room:
+            raise LimitExceeded("max-nodes", count_nodes(g.model), "--max-nodes", file=file)
+        nid = base + index
         op_type = node.op_type
         domain = node.domain
-        key = (domain, op_type)
-        sv = versions.get(key, -1)
-        if sv == -1:
-            domain = canonical_domain(domain)
-            version = opsets.get(domain)
-            sv = since_version(domain, op_type, version) if version is not None else None
-            versions[key] = sv
-        else:
-            domain = canonical_domain(domain)
+        by_op = versions.get(domain)
+        if by_op is None:
+            by_op = versions[domain] = {}
+        v = by_op.get(op_type)
+        if v is None:
+            cdomain = canonical_domain(domain)
+            version = opsets.get(cdomain)
+            sv = since_version(cdomain, op_type, version) if version is not None else None
+            v = by_op[op_type] = (cdomain, sv, op_type)
         inputs = tuple(node.input)
         outputs = tuple(node.output)
-        nodes.append(NodeInfo(node, scope.id, index, domain, sv, op_type, inputs, outputs))
-        scope.nodes.append(nid)
+        attrs = node.attribute
+        add_node(NodeInfo(None, sid, index, v[0], v[1], v[2], inputs, outputs, (), len(attrs) > 0, node_list))
         for name in inputs:
             if name:
                 lst = consumers.get(name)
                 if lst is None:
                     consumers[name] = [nid]
+                    if name not in producer:
+                        late.append(name)
                 elif lst[-1] != nid:  # a node reading one tensor twice is one reader
                     lst.append(nid)
         for name in outputs:
-            if not name:
-                continue
-            if name in producer:
-                raise GraphInvalid(_dup_message(g, scope, name, producer[name], nid), file=file,
-                                   node=g.display(nid), tensor=name)
-            producer[name] = nid
-        if node.attribute:
+            if name:
+                if name in producer:
+                    raise GraphInvalid(_dup_message(g, scope, name, producer[name], nid), file=file,
+                                       node=g.display(nid), tensor=name)
+                producer[name] = nid
+        if attrs:
+            for attr in attrs:
+                kind = attr.type
+                if kind == graph_attr:
+                    pending.append((attr.g, f"{scope.path}/{g.display(nid)}.{attr.name}", "graph",
+                                    sid, nid, opsets))
+                elif kind == graphs_attr:
+                    for k, sub in enumerate(attr.graphs):
+                        pending.append((sub, f"{scope.path}/{g.display(nid)}.{attr.name}[{k}]",
+                                        "graph", sid, nid, opsets))
+    scope.nodes = list(range(base, len(nodes)))
+    for name in late:
+        p = producer.get(name)
+        if p is not None and p >= 0:  # read before the node that produces it
+            scope.sorted_in_file = False
+            break
+
+
+def count_nodes(model: onnx.ModelProto) -> int:
+    """Nodes in every graph, subgraph and model-local function (the --max-nodes count), with an
+    explicit stack: only called once the limit is hit, to report the value."""
+    total = 0
+    stack: list = [model.graph, *model.functions]
+    graph_attr, graphs_attr = onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS
+    while stack:
+        body = stack.pop()
+        total += len(body.node)
+        for node in body.node:
             for attr in node.attribute:
-                if attr.type in graph_attrs:
-                    if attr.type == onnx.AttributeProto.GRAPH:
-                        pending.append((attr.g, f"{scope.path}/{g.display(nid)}.{attr.name}", "graph",
-                                        scope.id, nid, opsets))
-                    else:
-                        for k, sub in enumerate(attr.graphs):
-                            pending.append((sub, f"{scope.path}/{g.display(nid)}.{attr.name}[{k}]",
-                                            "graph", scope.id, nid, opsets))
+                if attr.type == graph_attr:
+                    stack.append(attr.g)
+                elif attr.type == graphs_attr:
+                    stack.extend(attr.graphs)
+    return total
+
+
+_CONCAT_HINT = " (file may be concatenated models)"
+
+
+def _define_inputs(scope: Scope, file: str) -> None:
+    """Graph (or function) inputs are definitions too: one name, one definition (SSA)."""
+    producer = scope.producer
+    for name in scope.inputs:
+        if name in producer:
+            raise GraphInvalid(f"'{name}' defined twice (graph input, graph input) in graph {scope.path}{_CONCAT_HINT}",
+                               file=file, tensor=name)
+        producer[name] = GRAPH_INPUT
 
 
 def _dup_message(g: ModelGraph, scope: Scope, name: str, prev: int, nid: int) -> str:
@@ -243,9 +341,9 @@ def _dup_message(g: ModelGraph, scope: Scope, name: str, prev: int, nid: int) ->
             return "graph input"
         if p == INITIALIZER:
             return "initializer"
-        return f"{g.nodes[p].proto.op_type} '{g.display(p)}'"
+        return f"{g.nodes[p].op_type} '{g.display(p)}'"
 
-    hint = " (file may be concatenated models)" if prev >= 0 and g.nodes[prev].proto.op_type == g.nodes[nid].proto.op_type else ""
+    hint = _CONCAT_HINT if prev >= 0 and g.nodes[prev].op_type == g.nodes[nid].op_type else ""
     return f"'{name}' defined twice ({who(prev)}, {who(nid)}) in graph {scope.path}{hint}"
 
 
@@ -269,15 +367,17 @@ def _check_definitions(g: ModelGraph) -> None:
                         raise GraphInvalid(
                             f"'{name}' in {scope.path} shadows a tensor of {s.path}", file=file, tensor=name
                         )
-        for name, readers in scope.consumers.items():
+        # Only names first read before any definition here can be undefined (see _index_scope);
+        # they are in first-read order, as the consumer table is.
+        for name in scope.late:
             if name in scope.producer:
                 continue
             if any(name in s.producer for s in outer):
                 continue
-            nid = readers[0]
+            nid = scope.consumers[name][0]
             info = g.nodes[nid]
             raise GraphInvalid(
-                f"node '{g.display(nid)}' ({info.proto.op_type}) in {scope.path} reads undefined tensor '{name}'",
+                f"node '{g.display(nid)}' ({info.op_type}) in {scope.path} reads undefined tensor '{name}'",
                 file=file, node=g.display(nid), tensor=name,
             )
         for name in scope.outputs:
@@ -294,28 +394,32 @@ def _compute_free_names(g: ModelGraph) -> None:
 
     Children are discovered after their parents, so walking scopes in reverse sees every child
     before its parent: no recursion."""
+    children_free: dict[int, set[str]] = {}  # scope id -> free names of its subgraphs
     for scope in reversed(g.scopes):
+        producer = scope.producer
         free: set[str] = set()
-        for name in scope.consumers:
-            if name not in scope.producer:
+        for name in scope.late:  # every name read here but not defined here is among these
+            if name not in producer:
                 free.add(name)
         for name in scope.outputs:
-            if name and name not in scope.producer:
+            if name and name not in producer:
                 free.add(name)
-        for nid in scope.nodes:
-            for sid in g.nodes[nid].subscopes:
-                for name in g.scopes[sid].free:
-                    if name not in scope.producer:
-                        free.add(name)
+        for name in children_free.pop(scope.id, ()):
+            if name not in producer:
+                free.add(name)
         scope.free = free
         if scope.owner is not None:
             parent = g.scopes[scope.parent]  # type: ignore[index]
+            children_free.setdefault(parent.id, set()).update(free)
             owner = scope.owner
             for name in free:
-                if name in parent.producer:
+                p = parent.producer.get(name)
+                if p is not None:
                     lst = parent.consumers.setdefault(name, [])
                     if owner not in lst:
                         lst.append(owner)
+                    if p >= owner:  # the owner reads it (through its body) before it is produced
+                        parent.sorted_in_file = False
 
 
 def scope_edges(scope: Scope) -> Iterator[tuple[int, int]]:
@@ -329,13 +433,14 @@ def scope_edges(scope: Scope) -> Iterator[tuple[int, int]]:
 
 
 def _order_scope(g: ModelGraph, scope: Scope) -> None:
-    """Find a topological order, keeping file order when it is one (the common case, checked in
-    one pass without building anything)."""
-    position = {nid: k for k, nid in enumerate(scope.nodes)}
-    if all(position[r] > position[p] for p, r in scope_edges(scope)):
+    """Find a topological order, keeping file order when it is one (the common case, known from
+    indexing without building anything)."""
+    if scope.sorted_in_file:
         scope.order = list(scope.nodes)
         return
-    scope.sorted_in_file = False
+    import networkx as nx  # only for graphs that are not sorted already
+
+    position = {nid: k for k, nid in enumerate(scope.nodes)}
     sub = nx.DiGraph()
     sub.add_nodes_from(scope.nodes)
     sub.add_edges_from(scope_edges(scope))
@@ -353,6 +458,8 @@ def _check_function_cycles(g: ModelGraph) -> None:
     """A model-local function that calls itself, directly or through others, cannot be expanded."""
     if not g.functions:
         return
+    import networkx as nx  # only for models with local functions
+
     calls = nx.DiGraph()
     for key, sid in g.functions.items():
         calls.add_node(key)
@@ -361,7 +468,7 @@ def _check_function_cycles(g: ModelGraph) -> None:
             scope = g.scopes[stack.pop()]
             for nid in scope.nodes:
                 info = g.nodes[nid]
-                callee = (info.proto.domain, info.proto.op_type)
+                callee = (info.proto.domain, info.op_type)
                 if callee in g.functions:
                     calls.add_edge(key, callee)
                 stack.extend(info.subscopes)

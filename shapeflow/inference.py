@@ -46,6 +46,9 @@ class Inference:
     subgraph_out: dict[int, dict[str, list[TensorInfo | None]]] = field(default_factory=dict)
     # decoded constant tensors (axes) by (scope id, name), so shared initializers are read once
     constant_cache: dict[tuple[int, str], tuple[int, ...] | None] = field(default_factory=dict, repr=False)
+    # Shape rules' memo tables for one run (axes facts per axes tensor, Squeeze/Unsqueeze results
+    # per input shape and axes), keyed by the rule's own tuples.
+    memo: dict[tuple, object] = field(default_factory=dict, repr=False)
 
     # -- queries ---------------------------------------------------------------------------------
     def lookup(self, scope_id: int, name: str) -> TensorInfo | None:
@@ -84,6 +87,9 @@ def infer(graph: ModelGraph, bindings: Mapping[str, int] | None = None,
     return result
 
 
+_MISSING = object()
+
+
 class _Runner:
     def __init__(self, result: Inference, progress: Progress | None) -> None:
         self.r = result
@@ -94,17 +100,37 @@ class _Runner:
         self.deadline = time.monotonic() + result.limits.timeout
         self.max_rank = result.limits.max_rank
         self.max_expr = result.limits.max_expr_size
+        # domain -> op_type -> shape rule (None: outputs unknown), resolved once per op type
+        self.rules: dict[str, dict[str, object]] = {}
+        # Every output shape, interned: one tuple per distinct shape, checked against the limits
+        # once. Equal shapes become the same object, which also lets rules memoise by identity.
+        self.shapes: dict[tuple, tuple] = {}
+
+    def _rule_for(self, domain: str, op_type: str) -> object:
+        by_op = self.rules.setdefault(domain, {})
+        rule = by_op.get(op_type, _MISSING)
+        if rule is _MISSING:
+            rule = REGISTRY.get(domain, op_type)
+            if rule is None and domain == "":
+                rule = fallback.infer_with_onnx
+            by_op[op_type] = rule
+        return rule
 
     def run_scope(self, scope: Scope) -> None:
+        # The loop body runs once per node of the model: the common case (one output, a rule that
+        # answers) is kept free of calls that are not the rule itself.
         r, g = self.r, self.g
         table = r.tensors[scope.id]
         self._seed(scope, table)
         nodes = g.nodes
         lookup = r.lookup
         sid = scope.id
+        rules = self.rules
+        rule_for = self._rule_for
+        shapes = self.shapes
+        max_expr = self.max_expr
         for nid in scope.order:
             info = nodes[nid]
-            node = info.proto
             if info.subscopes:
                 for sub in info.subscopes:
                     self.run_scope(g.scopes[sub])
@@ -120,37 +146,61 @@ class _Runner:
                     ins.append(table[name])
                 else:
                     ins.append(lookup(sid, name))
-            outs = self._apply(info.domain, info.since_version, node, ins, nid, sid)
-            for name, t in zip(info.outputs, outs):
+            outs: list[TensorInfo | None] | None = None
+            since = info.since_version
+            if since is not None:  # else a custom domain, an unknown op, or a function call: opaque
+                by_op = rules.get(info.domain)
+                rule = by_op.get(info.op_type, _MISSING) if by_op is not None else _MISSING
+                if rule is _MISSING:
+                    rule = rule_for(info.domain, info.op_type)
+                if rule is not None:
+                    try:
+                        outs = rule(OpCall(None, since, ins, nid, sid, r, info))  # type: ignore[operator]
+                        if type(outs) is not list:
+                            outs = list(outs)  # type: ignore[arg-type]
+                    except LimitExceeded:
+                        raise
+                    except Exception:  # a rule must never turn a strange model into a crash: unknown
+                        outs = None
+                    if outs:
+                        # _check_value, inline: values are short and mostly plain ints
+                        for t in outs:
+                            if t is not None:
+                                value = t.value
+                                if value is not None:
+                                    for v in value:
+                                        if type(v) is Sym and v.size() > max_expr:
+                                            self._check_value(value, nid)
+            outputs = info.outputs
+            if len(outputs) == 1:
+                t = outs[0] if outs else None
+                name = outputs[0]
                 if name:
-                    if t is not None and t.shape is not None:
-                        self._check_limits(t, node)
+                    if t is not None:
+                        shape = t.shape
+                        if shape is not None:
+                            seen = shapes.get(shape)
+                            if seen is None:
+                                self._check_limits(shape, nid)
+                                shapes[shape] = shape
+                            elif seen is not shape:
+                                t.shape = seen
                     table[name] = t
+            else:
+                for k, name in enumerate(outputs):
+                    t = outs[k] if outs is not None and k < len(outs) else None
+                    if name:
+                        if t is not None and t.shape is not None:
+                            seen = shapes.get(t.shape)
+                            if seen is None:
+                                self._check_limits(t.shape, nid)
+                                shapes[t.shape] = t.shape
+                            elif seen is not t.shape:
+                                t.shape = seen
+                        table[name] = t
             self.done += 1
             if self.done % _CHECK_EVERY == 0:
-                self._tick(node)
-
-    def _apply(self, domain: str, since: int | None, node: onnx.NodeProto,
-               ins: list[TensorInfo | None], nid: int, sid: int) -> list[TensorInfo | None]:
-        n_out = len(self.g.nodes[nid].outputs)
-        if since is None:
-            return [None] * n_out  # custom domain, unknown op, or a function call: opaque
-        rule = REGISTRY.get(domain, self.g.nodes[nid].op_type)
-        call = OpCall(node, since, ins, nid, sid, self.r)
-        try:
-            if rule is not None:
-                outs = list(rule(call))
-            elif domain == "":
-                outs = fallback.infer_with_onnx(call)
-            else:
-                return [None] * n_out
-        except LimitExceeded:
-            raise
-        except Exception:  # a rule must never turn a strange model into a crash: unknown instead
-            return [None] * n_out
-        if len(outs) < n_out:
-            outs.extend([None] * (n_out - len(outs)))
-        return outs[:n_out]
+                self._tick()
 
     def _seed(self, scope: Scope, table: dict[str, TensorInfo | None]) -> None:
         """Graph inputs from their declared types (the one declaration we trust), initializers
@@ -191,19 +241,29 @@ class _Runner:
                 shape.append(None)
         return TensorInfo(tt.elem_type, tuple(shape))
 
-    def _check_limits(self, t: TensorInfo, node: onnx.NodeProto) -> None:
-        shape = t.shape
-        if len(shape) > self.max_rank:  # type: ignore[arg-type]
-            raise LimitExceeded("max-rank", len(shape), "--max-rank", file=self.g.path,
-                                node=node.name or node.op_type)
-        for d in shape:  # type: ignore[union-attr]
-            if type(d) is Sym and d.size() > self.max_expr:
-                raise LimitExceeded("max-expr-size", d.size(), "--max-expr-size", file=self.g.path,
-                                    node=node.name or node.op_type)
+    def _check_limits(self, shape: tuple, nid: int) -> None:
+        if len(shape) > self.max_rank or any(type(d) is Sym and d.size() > self.max_expr for d in shape):
+            info = self.g.nodes[nid]
+            where = info.peek().name or info.op_type
+            if len(shape) > self.max_rank:
+                raise LimitExceeded("max-rank", len(shape), "--max-rank", file=self.g.path, node=where)
+            for d in shape:
+                if type(d) is Sym and d.size() > self.max_expr:
+                    raise LimitExceeded("max-expr-size", d.size(), "--max-expr-size", file=self.g.path,
+                                        node=where)
 
-    def _tick(self, node: onnx.NodeProto) -> None:
+    def _check_value(self, value: tuple, nid: int) -> None:
+        """Symbolic *values* of shape tensors count against --max-expr-size too: they are where
+        expressions grow (``Mul(e, e)`` squares one), before any of them becomes a dim."""
+        max_expr = self.max_expr
+        for v in value:
+            if type(v) is Sym and v.size() > max_expr:
+                info = self.g.nodes[nid]
+                raise LimitExceeded("max-expr-size", v.size(), "--max-expr-size", file=self.g.path,
+                                    node=info.peek().name or info.op_type)
+
+    def _tick(self) -> None:
         if time.monotonic() > self.deadline:
             raise LimitExceeded("timeout", f"{self.r.limits.timeout:g} s", "--timeout", file=self.g.path)
         if self.progress is not None:
             self.progress(self.done, self.total)
-

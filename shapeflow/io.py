@@ -447,7 +447,7 @@ def _size_limit_message(size: int, limits: Limits) -> str:
     # raised it past the protobuf limit (then their own limit is what stopped us).
     if size > PROTOBUF_MAX_BYTES and limits.max_bytes <= PROTOBUF_MAX_BYTES:
         return f"{size} bytes > protobuf 2 GiB limit; such models must use external data"
-    return LimitExceeded("max_bytes", size, Limits.FLAGS["max_bytes"]).message
+    return LimitExceeded("max-bytes", size, Limits.FLAGS["max_bytes"]).message
 
 
 def _check_opsets(imports: Iterable[onnx.OperatorSetIdProto], shown: str, where: str) -> None:

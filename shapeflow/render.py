@@ -47,6 +47,9 @@ def summary_line(counts: dict[str, int]) -> str:
 
 
 def _table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    n = len(headers)
+    if rows and all(len(row) == n for row in rows):
+        return _table_columns(headers, list(zip(*rows)))
     widths = [len(h) for h in headers]
     for row in rows:
         for k, cell in enumerate(row):
@@ -58,28 +61,77 @@ def _table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     return "\n".join(lines)
 
 
+def _table_columns(headers: Sequence[str], columns: Sequence[Sequence[str]]) -> str:
+    """``_table`` from full columns (one per header, all of one length): the infer table of a
+    large model has hundreds of thousands of rows, and whole-column operations are cheaper."""
+    widths = [max(len(h), max(map(len, col), default=0)) for h, col in zip(headers, columns)]
+    fmt = "  ".join(f"{{:<{w}}}" for w in widths).format  # "{:<w}" pads exactly as str.ljust(w)
+    lines = [fmt(*headers).rstrip(), "  ".join("-" * w for w in widths)]
+    lines.extend([fmt(*row).rstrip() for row in zip(*columns)])
+    return "\n".join(lines)
+
+
 def infer_text(a: Analysis, *, all_tensors: bool = False) -> str:
     """The ``infer`` report: Squeeze/Unsqueeze table (or every tensor), then the diagnostics."""
     blocks: list[str] = []
+    # Texts of shapes and axes by object identity: inference shares one tuple among all tensors of
+    # one shape (and one axes tuple among the readers of one axes tensor), so a large model has a
+    # few distinct ones to format, not one per row. The objects stay alive while this runs (the
+    # analysis holds them), so their ids are theirs.
+    shape_texts: dict[int, str] = {}
+
+    def shape_text(shape: object) -> str:
+        text = shape_texts.get(id(shape))
+        if text is None:
+            text = shape_texts[id(shape)] = format_shape(shape)  # type: ignore[arg-type]
+        return text
+
     if all_tensors:
+        dtypes: dict[int, str] = {}
         rows = []
         for scope, table in zip(a.graph.scopes, a.inference.tensors):
+            path = scope.path
             for name, t in table.items():
-                rows.append([scope.path, name, (dtype_name(t.dtype) or "?") if t else "?",
-                             format_shape(t.shape) if t else "?"])
+                if t is None:
+                    rows.append((path, name, "?", "?"))
+                    continue
+                dtype = dtypes.get(t.dtype)
+                if dtype is None:
+                    dtype = dtypes[t.dtype] = dtype_name(t.dtype) or "?"
+                rows.append((path, name, dtype, shape_text(t.shape)))
         blocks.append(_table(["graph", "tensor", "dtype", "shape"], rows))
     nodes = a.inference.axis_nodes
     if nodes:
-        show_graph = any(n.graph != "main" for n in nodes)
-        rows = []
+        names, ops, ins, axes, outs = [], [], [], [], []
+        op_texts: dict[tuple[str, int], str] = {}
+        axes_texts: dict[int, str] = {}
+        get_shape = shape_texts.get
         for n in nodes:
-            axes = "none" if n.axes.values is None and n.axes.source == "absent" else (
-                "?" if n.axes.values is None else "[" + ", ".join(str(x) for x in n.axes.values) + "]")
-            row = [n.node, f"{n.op_type}-{n.since_version}", format_shape(n.input_shape), axes,
-                   format_shape(n.output_shape)]
-            rows.append(([n.graph] if show_graph else []) + row)
-        headers = (["graph"] if show_graph else []) + ["node", "op", "input shape", "axes", "output shape"]
-        blocks.append(_table(headers, rows))
+            names.append(n.node)
+            op = op_texts.get((n.op_type, n.since_version))
+            if op is None:
+                op = op_texts[(n.op_type, n.since_version)] = f"{n.op_type}-{n.since_version}"
+            ops.append(op)
+            s = n.input_shape
+            text = get_shape(id(s))
+            ins.append(text if text is not None else shape_text(s))
+            values = n.axes.values
+            if values is None:
+                axes.append("none" if n.axes.source == "absent" else "?")
+            else:
+                text = axes_texts.get(id(values))
+                if text is None:
+                    text = axes_texts[id(values)] = "[" + ", ".join(str(x) for x in values) + "]"
+                axes.append(text)
+            s = n.output_shape
+            text = get_shape(id(s))
+            outs.append(text if text is not None else shape_text(s))
+        headers = ["node", "op", "input shape", "axes", "output shape"]
+        columns = [names, ops, ins, axes, outs]
+        if any(n.graph != "main" for n in nodes):
+            headers.insert(0, "graph")
+            columns.insert(0, [n.graph for n in nodes])
+        blocks.append(_table_columns(headers, columns))
     elif not all_tensors:
         blocks.append("no Squeeze or Unsqueeze nodes")
     if a.diagnostics:

@@ -19,7 +19,7 @@ from typing import Iterable, Sequence
 
 from .diagnostics import Diagnostic, Severity
 from .docs import flat, full_description, plain, rule_markdown, rule_text, sections
-from .rules import ALL_RULES
+from .rules import ALL_RULES, Rule
 
 SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
 INFORMATION_URI = "https://pypi.org/project/shapeflow/"
@@ -46,7 +46,7 @@ def artifact_uri(path: str, base: str | None = None) -> str:
     return "file://" + quoted if p.startswith("/") else quoted
 
 
-def rule_descriptor(rule) -> dict[str, object]:
+def rule_descriptor(rule: type[Rule]) -> dict[str, object]:
     return {
         "id": rule.code,
         "name": rule.name,

@@ -276,7 +276,7 @@ def test_lowered_max_bytes_names_the_flag(tmp_path: Path) -> None:
     path = model_file(tmp_path)
     size = path.stat().st_size
     err = unreadable(load_model, path, Limits(max_bytes=size - 1))
-    assert err.message == f"limit max_bytes exceeded (value {size}); raise with --max-bytes"
+    assert err.message == f"limit max-bytes exceeded (value {size}); raise with --max-bytes"
     assert load_model(path, Limits(max_bytes=size)).raw == path.read_bytes()
     err = unreadable(load_model_bytes, path.read_bytes(), "b", Limits(max_bytes=10))
     assert "raise with --max-bytes" in err.message
@@ -287,7 +287,7 @@ def test_raised_max_bytes_reports_the_users_limit(tmp_path: Path) -> None:
     with open(path, "wb") as fh:
         fh.truncate(2**32 + 1)
     err = unreadable(load_model, path, Limits(max_bytes=2**32))
-    assert err.message == f"limit max_bytes exceeded (value {2**32 + 1}); raise with --max-bytes"
+    assert err.message == f"limit max-bytes exceeded (value {2**32 + 1}); raise with --max-bytes"
 
 
 # --------------------------------------------------------------------------------------------

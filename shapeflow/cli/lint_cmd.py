@@ -9,7 +9,7 @@ import click
 
 from ..config import LintConfig, load_config, merge, parse_severities, split_selectors
 from ..github import annotation, escape_data, escape_property
-from ..lint import FileResult, LintOptions, find_repo_root, lint_paths, run_exit_code
+from ..linter import FileResult, LintOptions, find_repo_root, lint_paths, run_exit_code
 from ..render import format_diagnostic, lint_json, lint_summary
 from ..sarif import relative_path, sarif_log
 from .options import dim_option, limit_options, limits_from, parse_dims
@@ -105,6 +105,8 @@ def _emit(results: list[FileResult], fmt: str, *, diff: bool, debug: bool) -> No
     diags = [d for r in results for d in r.diagnostics]
     errors = [f"{r.path}: {r.error}" for r in results if r.error]
     for r in results:
+        for note in r.notes:
+            click.echo(f"{r.path}: {note}", err=True)
         if r.error:
             hint = "" if r.details is None or debug else " (please report it; run with --debug for the traceback)"
             click.echo(f"{r.path}: {r.error}{hint}", err=True)

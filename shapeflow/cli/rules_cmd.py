@@ -9,7 +9,7 @@ import click
 from ..docs import flat, rule_markdown, rule_text, rules_markdown, rules_table_rows, sections
 from ..errors import UsageError
 from ..render import table
-from ..rules import ALL_RULES, rule_by_code
+from ..rules import ALL_RULES, Rule, rule_by_code
 
 
 @click.command("rules", epilog="""\b
@@ -43,6 +43,6 @@ def command(rule: str | None, fmt: str) -> int:
     return 0
 
 
-def _rule_json(rule) -> dict[str, object]:
+def _rule_json(rule: type[Rule]) -> dict[str, object]:
     return {"code": rule.code, "name": rule.name, "severity": rule.severity.value, "fixable": rule.fixable,
             "summary": flat(sections(rule)["summary"]), "doc": rule.doc()}

@@ -22,9 +22,11 @@ AXES_INPUT_SINCE = 13
 
 
 def read_axes(call: OpCall) -> AxesInfo:
-    attr = call.attrs.get("axes")
+    info = call.info
+    attr = call.attrs.get("axes") if info.has_attrs else None
     attr_present = attr is not None
-    input_present = call.has_input(1)
+    names = info.inputs
+    input_present = len(names) > 1 and bool(names[1])
     limit = call.engine.limits.max_axes_elems
     prefer_attr = call.since < AXES_INPUT_SINCE
     if attr_present and (prefer_attr or not input_present):
@@ -33,7 +35,15 @@ def read_axes(call: OpCall) -> AxesInfo:
             raise _limit(call, len(values))
         return AxesInfo(AXES_ATTRIBUTE, values, True, input_present, count=len(values))
     if input_present:
-        return _read_input(call, attr_present, limit)
+        # Exporters share one axes tensor among thousands of nodes. What is known about it is the
+        # same for every reader in one scope (one definition per name), so it is worked out once;
+        # AxesInfo is frozen, so the readers can share it. A limit error is raised, never cached.
+        key = ("axes", call.scope, names[1], attr_present)
+        memo = call.engine.memo
+        found = memo.get(key)
+        if found is None:
+            found = memo[key] = _read_input(call, attr_present, limit)
+        return found  # type: ignore[return-value]
     return AxesInfo(AXES_ABSENT, None, attr_present, False)
 
 
@@ -53,8 +63,9 @@ def _read_input(call: OpCall, attr_present: bool, limit: int) -> AxesInfo:
             proto = graph.scopes[sid].initializers.get(name)
             source = AXES_INITIALIZER
         elif producer >= 0:
-            pnode = graph.nodes[producer].proto
-            if pnode.op_type == "Constant" and graph.nodes[producer].domain == "":
+            pinfo = graph.nodes[producer]
+            if pinfo.op_type == "Constant" and pinfo.domain == "":
+                pnode = pinfo.peek()
                 source = AXES_CONSTANT
                 for a in pnode.attribute:
                     if a.name == "value":

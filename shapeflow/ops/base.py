@@ -16,6 +16,7 @@ from ..dims import Dim, Shape
 from ..tensorinfo import MAX_VALUE_ELEMS, TensorInfo
 
 if TYPE_CHECKING:
+    from ..graph import NodeInfo
     from ..inference import Inference
 
 Rule = Callable[["OpCall"], Sequence["TensorInfo | None"]]
@@ -30,19 +31,35 @@ INT_TYPES = frozenset(
 
 
 class OpCall:
-    """One node being inferred: its proto, resolved version, input infos and attribute access."""
+    """One node being inferred: its proto, resolved version, input infos and attribute access.
 
-    __slots__ = ("node", "since", "inputs", "nid", "scope", "engine", "_attrs")
+    Built once per node of the model, so it is kept cheap: the NodeProto is only fetched when a
+    rule asks for it (``node``, ``attrs``), and not at all for a node the index saw without
+    attributes; names and the op type come from the graph index (``info``)."""
 
-    def __init__(self, node: onnx.NodeProto, since: int, inputs: list[TensorInfo | None],
-                 nid: int, scope: int, engine: "Inference") -> None:
-        self.node = node
+    __slots__ = ("_node", "since", "inputs", "nid", "scope", "engine", "_attrs", "info")
+
+    def __init__(self, node: onnx.NodeProto | None, since: int, inputs: list[TensorInfo | None],
+                 nid: int, scope: int, engine: "Inference", info: "NodeInfo | None" = None) -> None:
+        self._node = node
         self.since = since
         self.inputs = inputs
         self.nid = nid
         self.scope = scope
         self.engine = engine
         self._attrs: dict[str, onnx.AttributeProto] | None = None
+        self.info = info if info is not None else engine.graph.nodes[nid]
+
+    @property
+    def node(self) -> onnx.NodeProto:
+        n = self._node
+        if n is None:
+            n = self._node = self.info.peek()
+        return n
+
+    @property
+    def op_type(self) -> str:
+        return self.info.op_type
 
     # -- inputs ------------------------------------------------------------------------------------
     def input(self, i: int) -> TensorInfo | None:
@@ -50,7 +67,7 @@ class OpCall:
         return self.inputs[i] if i < len(self.inputs) else None
 
     def has_input(self, i: int) -> bool:
-        names = self.engine.graph.nodes[self.nid].inputs
+        names = self.info.inputs
         return i < len(names) and bool(names[i])
 
     def shape(self, i: int) -> Shape:
@@ -75,18 +92,23 @@ class OpCall:
     # -- attributes --------------------------------------------------------------------------------
     @property
     def input_names(self) -> tuple[str, ...]:
-        return self.engine.graph.nodes[self.nid].inputs
+        return self.info.inputs
 
     @property
     def output_names(self) -> tuple[str, ...]:
-        return self.engine.graph.nodes[self.nid].outputs
+        return self.info.outputs
 
     @property
     def attrs(self) -> dict[str, onnx.AttributeProto]:
-        if self._attrs is None:
-            attrs = self.node.attribute
-            self._attrs = {a.name: a for a in attrs} if attrs else {}
-        return self._attrs
+        a = self._attrs
+        if a is None:
+            if self.info.has_attrs:
+                attrs = self.node.attribute
+                a = {x.name: x for x in attrs} if attrs else {}
+            else:
+                a = {}
+            self._attrs = a
+        return a
 
     def has_attr(self, name: str) -> bool:
         return name in self.attrs

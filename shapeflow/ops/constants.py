@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import sys
+
+import numpy as np
 import onnx
 from onnx import TensorProto, numpy_helper
 
 from ..tensorinfo import MAX_VALUE_ELEMS, TensorInfo
 from .base import INT_TYPES, OpCall, register
+
+_BIG_ENDIAN = sys.byteorder == "big"
 
 FLOAT_TYPES = frozenset({TensorProto.FLOAT, TensorProto.DOUBLE, TensorProto.FLOAT16, TensorProto.BFLOAT16})
 
@@ -26,7 +31,9 @@ def tensor_values(t: onnx.TensorProto) -> tuple | None:
         return None
     if t.data_type in INT_TYPES:
         try:
-            arr = numpy_helper.to_array(t)
+            arr = _from_raw(t)
+            if arr is None:
+                arr = numpy_helper.to_array(t)
         except Exception:
             return None
         if arr.size != n:
@@ -36,12 +43,30 @@ def tensor_values(t: onnx.TensorProto) -> tuple | None:
         # Shape arithmetic in float (Cast to float, Div, Ceil, Cast back) appears in exports; only
         # integral values are tracked so that the arithmetic stays exact.
         try:
-            arr = numpy_helper.to_array(t).reshape(-1).tolist()
+            raw = _from_raw(t)
+            arr = (raw if raw is not None else numpy_helper.to_array(t)).reshape(-1).tolist()
         except Exception:
             return None
         if len(arr) == n and all(float(x).is_integer() for x in arr):
             return tuple(int(x) for x in arr)
     return None
+
+
+# Element types whose raw_data numpy reads as is on a little-endian machine.
+_RAW_DTYPES = {
+    TensorProto.INT64: np.dtype("<i8"), TensorProto.INT32: np.dtype("<i4"),
+    TensorProto.FLOAT: np.dtype("<f4"), TensorProto.DOUBLE: np.dtype("<f8"),
+}
+
+
+def _from_raw(t: onnx.TensorProto) -> np.ndarray | None:
+    """The flat array of an embedded ``raw_data`` tensor of a common type, or None to let
+    ``numpy_helper.to_array`` decide. Exporters write one small Constant per use (axes, indices,
+    scalars), and ``to_array``'s generality costs more than the rest of their inference."""
+    dtype = _RAW_DTYPES.get(t.data_type)
+    if dtype is None or _BIG_ENDIAN or not t.HasField("raw_data") or t.HasField("segment"):
+        return None
+    return np.frombuffer(t.raw_data, dtype=dtype)
 
 
 def tensor_info_from_proto(t: onnx.TensorProto) -> TensorInfo:

@@ -28,7 +28,7 @@ def merge(a: TensorInfo | None, b: TensorInfo | None) -> TensorInfo | None:
 def if_(call: OpCall) -> list[TensorInfo | None]:
     then = call.subgraph_outputs("then_branch")
     other = call.subgraph_outputs("else_branch")
-    n = len(call.node.output)
+    n = len(call.output_names)
     if then is None or other is None:
         return [None] * n
     cond = call.value(0)
@@ -40,7 +40,7 @@ def if_(call: OpCall) -> list[TensorInfo | None]:
 @register("Loop")
 def loop(call: OpCall) -> list[TensorInfo | None]:
     body = call.subgraph_outputs("body")
-    n = len(call.node.output)
+    n = len(call.output_names)
     if body is None:
         return [None] * n
     carried = call.inputs[2:]

@@ -83,7 +83,7 @@ def not_(call: OpCall) -> list[TensorInfo | None]:
 @register("Cast", "CastLike")
 def cast(call: OpCall) -> list[TensorInfo | None]:
     t = call.input(0)
-    if call.node.op_type == "Cast":
+    if call.op_type == "Cast":
         to = call.attr_int("to", 0) or 0
     else:
         to = call.dtype(1)
@@ -180,7 +180,7 @@ def _broadcast_values(infos: list[TensorInfo], out: Shape) -> list[list[Dim]] | 
 
 @register(*_VALUE_OPS, "Div", "PRelu", "BitShift", "Mean", "BitwiseAnd", "BitwiseOr", "BitwiseXor")
 def broadcast_op(call: OpCall) -> list[TensorInfo | None]:
-    op = call.node.op_type
+    op = call.op_type
     ins = call.inputs
     dtype = BOOL if op in _COMPARISONS else next((t.dtype for t in ins if t is not None and t.dtype), 0)
     if any(t is None for t in ins) or not ins:
@@ -227,7 +227,7 @@ def where(call: OpCall) -> list[TensorInfo | None]:
 @register("MatMul", "MatMulInteger")
 def matmul(call: OpCall) -> list[TensorInfo | None]:
     a, b = call.input(0), call.input(1)
-    dtype = TensorProto.INT32 if call.node.op_type == "MatMulInteger" else (a.dtype if a else 0)
+    dtype = TensorProto.INT32 if call.op_type == "MatMulInteger" else (a.dtype if a else 0)
     if a is None or b is None or a.shape is None or b.shape is None or not a.shape or not b.shape:
         return [TensorInfo(dtype, None)]
     sa, sb = list(a.shape), list(b.shape)
@@ -267,7 +267,7 @@ def reduce(call: OpCall) -> list[TensorInfo | None]:
         return [TensorInfo(t.dtype if t else 0, None)]
     keep = call.attr_int("keepdims", 1)
     rank = len(t.shape)
-    if call.since >= _AXES_INPUT_SINCE.get(call.node.op_type, 18):
+    if call.since >= _AXES_INPUT_SINCE.get(call.op_type, 18):
         if call.has_input(1):
             axes = call.int_values(1)
             if axes is None:

@@ -30,6 +30,18 @@ def squeeze_all(shape: Shape) -> Shape:
     return tuple(d for d in shape if d != 1)
 
 
+def _squeeze_axes(in_shape: tuple, values: tuple[int, ...]) -> tuple[tuple[int, ...] | None, Shape]:
+    """(normalised axes, output shape) for explicit axes; (None, None) for an axis out of range."""
+    try:
+        normalized = normalize_axes(values, len(in_shape), allow_duplicates=True)
+    except AxisError:
+        return None, None
+    try:
+        return normalized, squeeze_shape(in_shape, normalized)
+    except AxisError:
+        return normalized, None
+
+
 @register("Squeeze")
 def squeeze(call: OpCall) -> list[TensorInfo | None]:
     x = call.input(0)
@@ -37,22 +49,29 @@ def squeeze(call: OpCall) -> list[TensorInfo | None]:
     in_shape = x.shape if x is not None else None
     normalized: tuple[int, ...] | None = None
     out: Shape = None
-    if axes.values is not None and len(axes.values) > 0:
+    values = axes.values
+    engine = call.engine
+    if values is not None and len(values) > 0:
         if in_shape is not None:
-            try:
-                normalized = normalize_axes(axes.values, len(in_shape), allow_duplicates=True)
-                out = squeeze_shape(in_shape, normalized)
-            except AxisError:
-                out = None
-    elif axes.source == AXES_ABSENT or (axes.values is not None and len(axes.values) == 0) or axes.count == 0:
+            # Inference interns shapes and shares the axes of one tensor, so a chain of thousands of
+            # Squeezes asks the same few questions: answer each once. The entry keeps the shape
+            # alive, so its id stays its own for the whole run.
+            key = ("Squeeze", id(in_shape), values)
+            hit = engine.memo.get(key)
+            if hit is None:
+                hit = engine.memo[key] = (in_shape, *_squeeze_axes(in_shape, values))
+            normalized, out = hit[1], hit[2]  # type: ignore[index]
+    elif axes.source == AXES_ABSENT or (values is not None and len(values) == 0) or axes.count == 0:
         out = squeeze_all(in_shape)
     elif axes.count == 1 and in_shape is not None and len(in_shape) >= 1:
         out = (None,) * (len(in_shape) - 1)
     dtype = x.dtype if x is not None else 0
     value = x.value if x is not None and out is not None else None
     result = TensorInfo(dtype, out, value)
-    g = call.engine.graph
-    call.record(AxisNode(call.nid, g.scopes[call.scope].path, g.display(call.nid), "Squeeze", call.since,
-                         call.input_names[0] if call.input_names else "", call.output_names[0],
-                         in_shape, out, axes, normalized))
+    g = engine.graph
+    info = call.info
+    # appended directly (what call.record does for an AxisNode): this runs for every Squeeze
+    engine.axis_nodes.append(AxisNode(call.nid, g.scopes[call.scope].path, g.display(call.nid), "Squeeze",
+                                      call.since, info.inputs[0] if info.inputs else "", info.outputs[0],
+                                      in_shape, out, axes, normalized))
     return [result]

@@ -16,6 +16,18 @@ from .axes_input import read_axes
 from .base import OpCall, register
 
 
+def _unsqueeze_axes(in_shape: tuple, values: tuple[int, ...]) -> tuple[tuple[int, ...] | None, Shape]:
+    """(normalised axes, output shape) for known axes; (None, None) when they are invalid."""
+    try:
+        normalized = normalize_axes(values, len(in_shape) + len(values))
+    except AxisError:
+        return None, None
+    try:
+        return normalized, unsqueeze_shape(in_shape, normalized)
+    except AxisError:
+        return normalized, None
+
+
 @register("Unsqueeze")
 def unsqueeze(call: OpCall) -> list[TensorInfo | None]:
     x = call.input(0)
@@ -23,19 +35,24 @@ def unsqueeze(call: OpCall) -> list[TensorInfo | None]:
     in_shape = x.shape if x is not None else None
     normalized: tuple[int, ...] | None = None
     out: Shape = None
+    engine = call.engine
     if in_shape is not None:
-        if axes.values is not None:
-            try:
-                normalized = normalize_axes(axes.values, len(in_shape) + len(axes.values))
-                out = unsqueeze_shape(in_shape, normalized)
-            except AxisError:
-                out = None
+        values = axes.values
+        if values is not None:
+            # One answer per (interned input shape, axes): see squeeze.py.
+            key = ("Unsqueeze", id(in_shape), values)
+            hit = engine.memo.get(key)
+            if hit is None:
+                hit = engine.memo[key] = (in_shape, *_unsqueeze_axes(in_shape, values))
+            normalized, out = hit[1], hit[2]  # type: ignore[index]
         elif axes.count is not None:
             out = (None,) * (len(in_shape) + axes.count)
     dtype = x.dtype if x is not None else 0
     value = x.value if x is not None and out is not None else None
-    g = call.engine.graph
-    call.record(AxisNode(call.nid, g.scopes[call.scope].path, g.display(call.nid), "Unsqueeze", call.since,
-                         call.input_names[0] if call.input_names else "", call.output_names[0],
-                         in_shape, out, axes, normalized))
+    g = engine.graph
+    info = call.info
+    # appended directly (what call.record does for an AxisNode): this runs for every Unsqueeze
+    engine.axis_nodes.append(AxisNode(call.nid, g.scopes[call.scope].path, g.display(call.nid), "Unsqueeze",
+                                      call.since, info.inputs[0] if info.inputs else "", info.outputs[0],
+                                      in_shape, out, axes, normalized))
     return [TensorInfo(dtype, out, value)]

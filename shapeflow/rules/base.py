@@ -30,11 +30,16 @@ class LintContext:
     # Work shared by several rules of one run (e.g. the rewrite candidates SF201-SF203 all read),
     # computed by the first rule that needs it. Per context, so nothing outlives one model.
     cache: dict[str, object] = field(default_factory=dict)
+    # axis nodes by op type, filtered once: a dozen rules each walk every Squeeze or Unsqueeze
+    _by_op: dict[str, list[AxisNode]] = field(default_factory=dict, repr=False)
 
     def axis_nodes(self, op_type: str | None = None) -> Iterator[AxisNode]:
-        for a in self.inference.axis_nodes:
-            if op_type is None or a.op_type == op_type:
-                yield a
+        if op_type is None:
+            return iter(self.inference.axis_nodes)
+        found = self._by_op.get(op_type)
+        if found is None:
+            found = self._by_op[op_type] = [a for a in self.inference.axis_nodes if a.op_type == op_type]
+        return iter(found)
 
     def location_of(self, nid: int) -> Location:
         info = self.graph.nodes[nid]
@@ -111,6 +116,8 @@ def in_range(axes: Iterable[int], rank: int) -> list[int]:
 
 def repeated_axes(axes: tuple[int, ...], rank: int) -> list[tuple[int, list[int]]]:
     """[(position, [raw axes naming it])] for positions named more than once (in-range axes only)."""
+    if len(axes) < 2:  # the common case: nothing can repeat
+        return []
     seen: dict[int, list[int]] = {}
     for ax in in_range(axes, rank):
         seen.setdefault(ax % rank, []).append(ax)

@@ -45,11 +45,12 @@ class SqueezeNonUnitDim(Rule):
     known integer other than 1, listing those axes. Symbolic and unknown dims are SF105's.
 
     ## Why is this bad?
-    ONNX Squeeze removes only dims of size 1: onnxruntime fails at run time ("Dimension of input 1
-    must be 1 instead of 3"). Paddle's ``squeeze`` instead *keeps* a dim that is not 1, so models
-    converted from Paddle (and hand-written graphs that copy its habit) carry axes that Paddle
-    ignored and ONNX rejects. The model loads and passes ``onnx.checker.check_model``; it fails
-    only when the node runs.
+    ONNX Squeeze removes only dims of size 1, and raises on any other: onnxruntime refuses the
+    model at load time when the shape is static ("Dimension of input 3 must be 1 instead of 5"),
+    and fails at run time when the dim comes from data. Paddle's ``squeeze`` instead *keeps* a dim
+    that is not 1, so models converted from Paddle (and hand-written graphs that copy its habit)
+    carry axes that Paddle ignored and ONNX rejects. The model still passes
+    ``onnx.checker.check_model`` without ``full_check``, so nothing flags it before it runs.
 
     ## Example
     ``Squeeze(x: [1, 3, 1, 5], axes=[0, 2, 3])``: dim 3 is 5. Paddle returns ``[3, 5]``;
@@ -84,5 +85,5 @@ class SqueezeNonUnitDim(Rule):
             else:
                 fix = f"drop {dropped}; with no axis left, remove the node (Paddle's result)"
             yield Finding(self.at(a),
-                          f"{what}: onnxruntime fails at run time (Paddle's squeeze would keep the dim)",
+                          f"{what}: ONNX Squeeze raises (Paddle's squeeze would keep the dim)",
                           f"{fix}; `shapeflow lint --fix` does it")

@@ -1,4 +1,5 @@
-"""``shapeflow lint``: the gate for models committed next to code.
+"""The engine of ``shapeflow lint`` (the command is ``cli/lint_cmd.py``): the gate for models
+committed next to code.
 
 One file: load -> analyse (inference and the selected rules, once) -> severity overrides, and with
 ``--fix`` the fixes and a re-analysis of the result. Many files: every one is processed, in
@@ -28,7 +29,7 @@ from .errors import EXIT_CLEAN, EXIT_FINDINGS, EXIT_INTERNAL, LimitExceeded, Sha
 from .fixes import apply_squeeze_fixes, plan_squeeze_fixes
 from .io import LoadedModel, load_model, save_model
 from .limits import DEFAULT_LIMITS, Limits
-from .rules import ALL_RULES, Rule, rejection_diagnostic, resolve_selector, select_rules
+from .rules import Rule, rejection_diagnostic, resolve_selector, select_rules
 
 REWRITE_CODES = frozenset({"SF201", "SF202", "SF203"})
 SQUEEZE_FIX_CODE = "SF104"
@@ -58,6 +59,7 @@ class FileResult:
     fixed: int = 0  # findings removed by --fix
     changed: bool = False  # --fix changed (or, with --diff, would change) the model
     diff: str = ""
+    notes: list[str] = field(default_factory=list)  # what --fix could not do, and why
 
 
 def severity_table(overrides: Sequence[tuple[str, Severity]]) -> dict[str, Severity]:
@@ -74,7 +76,7 @@ def severity_table(overrides: Sequence[tuple[str, Severity]]) -> dict[str, Sever
 
 
 class _Linter:
-    """Lints one file with fixed options (built once per process)."""
+    """Lints files with one set of options: the selected rules and severity table are built once."""
 
     def __init__(self, options: LintOptions) -> None:
         self.options = options
@@ -155,8 +157,14 @@ class _Linter:
             names = sorted({c.rule for c in find_candidates(analysis.graph, analysis.inference)
                             if c.code in wanted})
             if names:
-                rewritten = optimize_model(loaded, rules=names, limits=opts.limits)
-                if rewritten.changed:
+                try:
+                    rewritten = optimize_model(loaded, rules=names, limits=opts.limits)
+                except ShapeflowError as exc:
+                    # optimize refuses a model with error-level findings (or one it cannot edit
+                    # safely); the findings stay reported, and any SF104 fix above still stands.
+                    result.notes.append(f"rewrites not applied: {exc.message}")
+                    rewritten = None
+                if rewritten is not None and rewritten.changed:
                     changed = True
                     loaded = _reloaded(loaded, rewritten.model)
                     analysis = self._reanalyze(loaded)
@@ -166,9 +174,9 @@ class _Linter:
         result.changed = True
         result.fixed = max(0, fixable_before - sum(1 for d in after if d.fixable))
         if opts.diff:
-            result.diff = "".join(difflib.unified_diff(
+            result.diff = _ended("".join(difflib.unified_diff(
                 before_text.splitlines(keepends=True), onnx.printer.to_text(loaded.proto).splitlines(keepends=True),
-                fromfile=f"{loaded.path} (before)", tofile=f"{loaded.path} (after --fix)"))
+                fromfile=f"{loaded.path} (before)", tofile=f"{loaded.path} (after --fix)")))
         else:
             save_model(loaded.proto, loaded.path, input_path=loaded.path, in_place=True)
         return after
@@ -176,10 +184,16 @@ class _Linter:
     def _reanalyze(self, loaded: LoadedModel) -> Analysis:
         try:
             return self._analyze(loaded)
+        except LimitExceeded:
+            raise  # a limit (the time limit above all) is hit by the input's size, not by a bug
         except ShapeflowError as exc:
             # The input passed; if the fixed model does not, the fix is wrong: a bug, never the
             # user's problem, and nothing is written.
             raise RuntimeError(f"--fix produced a model that fails its own checks: {exc}") from None
+
+
+def _ended(text: str) -> str:
+    return text if not text or text.endswith("\n") else text + "\n"
 
 
 def _reloaded(loaded: LoadedModel, proto: onnx.ModelProto) -> LoadedModel:
@@ -237,7 +251,3 @@ def lint_paths(paths: Sequence[str], options: LintOptions = LintOptions(), jobs:
 
 def run_exit_code(results: Sequence[FileResult]) -> int:
     return max((r.exit_code for r in results), default=EXIT_CLEAN)
-
-
-def all_rule_codes() -> list[str]:
-    return [r.code for r in ALL_RULES]

@@ -1,0 +1,425 @@
+"""``shapeflow infer`` against onnx's and onnxruntime's shape inference, on 10k to 500k nodes.
+
+    python benchmarks/bench_infer.py [--sizes 10000,100000,500000] [--skip-ort] [--skip-osi]
+                                     [--format text|json] [--repeat N] [--timeout S]
+                                     [--out results.json] [--keep DIR]
+
+The models are ``tests/model_builders.squeeze_unsqueeze_chain(N)``: input ``x: [batch, seq, 8]``
+and a repeated segment of shape chains (Shape -> Gather -> Unsqueeze -> Concat -> Reshape) and
+Squeeze/Unsqueeze chains, so every shape is symbolic.
+
+Every tool runs in a fresh process on the saved file; a process's wall time, CPU time and peak RSS
+(``os.wait4``, per child) are measured from outside, and the child reports the time of its own
+load + inference (without interpreter start-up and imports) from inside:
+
+    shapeflow       the real CLI, ``python -m shapeflow infer MODEL`` with stdout to /dev/null
+                    (text output unless --format json)
+    shapeflow-api   in-process breakdown of the same work: load, graph index, inference, lint
+                    rules (each rule timed), rendering; not part of the bars
+    onnx            ``onnx.load`` + ``onnx.shape_inference.infer_shapes`` (C++)
+    onnxruntime     ``onnx.load`` + ``SymbolicShapeInference.infer_shapes`` (--skip-ort)
+    osi             ``onnx_ir.load`` + ``onnx_shape_inference.infer_symbolic_shapes`` (--skip-osi)
+
+Each measurement is the best of --repeat runs (default 3, and 2 at 500k nodes). The machine is
+shared and noisy, so the tools of one model run interleaved, one after the other in every round:
+every ratio compares measurements taken back to back. A run over --timeout (default 600 s) is
+killed and reported as "> T" (and not repeated).
+
+Bars (the issue): shapeflow within 3x of onnx, at least 5x faster than onnxruntime, cost growing
+linearly (time at 500k / time at 100k <= 6), peak RSS <= 1.5 GB at 500k nodes. They are judged on
+the CLI's process times against the peers' process times (both include interpreter start-up and
+imports); the in-process ratios are printed next to them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+
+RSS_BAR_BYTES = 1.5e9
+ONNX_BAR = 3.0
+ORT_BAR = 5.0
+GROWTH_BAR = 6.0
+
+TOOLS = ("shapeflow", "shapeflow-api", "onnx", "onnxruntime", "osi")
+
+
+# -- children ----------------------------------------------------------------------------------------
+
+def _child(tool: str, path: str, fmt: str, report: str) -> None:
+    """Run one tool on ``path`` in this (fresh) process and write its inner timings to ``report``."""
+    times: dict[str, float] = {}
+    extra: dict[str, object] = {}
+    start = time.perf_counter()
+    if tool == "onnx":
+        import onnx
+
+        times["import"] = time.perf_counter() - start
+        t = time.perf_counter()
+        model = onnx.load(path)
+        times["load"] = time.perf_counter() - t
+        t = time.perf_counter()
+        onnx.shape_inference.infer_shapes(model)
+        times["infer"] = time.perf_counter() - t
+    elif tool == "onnxruntime":
+        import onnx
+        from onnxruntime.tools.symbolic_shape_infer import SymbolicShapeInference
+
+        times["import"] = time.perf_counter() - start
+        t = time.perf_counter()
+        model = onnx.load(path)
+        times["load"] = time.perf_counter() - t
+        t = time.perf_counter()
+        SymbolicShapeInference.infer_shapes(model)
+        times["infer"] = time.perf_counter() - t
+    elif tool == "osi":
+        import onnx_ir as ir
+        from onnx_shape_inference import infer_symbolic_shapes
+
+        times["import"] = time.perf_counter() - start
+        t = time.perf_counter()
+        model = ir.load(path)
+        times["load"] = time.perf_counter() - t
+        t = time.perf_counter()
+        infer_symbolic_shapes(model)
+        times["infer"] = time.perf_counter() - t
+    elif tool == "shapeflow-api":
+        extra = _shapeflow_stages(path, fmt, times, start)
+    else:
+        raise SystemExit(f"unknown tool {tool}")
+    times["inner"] = sum(v for k, v in times.items() if k != "import")
+    with open(report, "w") as f:
+        json.dump({"times": times, **extra}, f)
+
+
+def _shapeflow_stages(path: str, fmt: str, times: dict[str, float], start: float) -> dict[str, object]:
+    """What ``shapeflow infer`` does, in process, with each stage timed. ``analyze`` is the real one;
+    its graph and inference steps are timed by wrapping the module functions it calls, and each lint
+    rule by wrapping its ``diagnostics``."""
+    from shapeflow import analysis
+    from shapeflow.io import load_model
+    from shapeflow.render import infer_text
+    from shapeflow.rules import select_rules
+
+    times["import"] = time.perf_counter() - start
+
+    def timed(name: str, fn):  # type: ignore[no-untyped-def]
+        def wrapper(*args, **kwargs):  # type: ignore[no-untyped-def]
+            t0 = time.perf_counter()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                times[name] = times.get(name, 0.0) + time.perf_counter() - t0
+        return wrapper
+
+    analysis.build_graph = timed("graph", analysis.build_graph)
+    analysis.infer = timed("infer", analysis.infer)
+    rules = select_rules()
+    rule_times: dict[str, float] = {}
+    for rule in rules:
+        def run(ctx, _rule=rule, _fn=rule.diagnostics):  # type: ignore[no-untyped-def]
+            t0 = time.perf_counter()
+            out = list(_fn(ctx))
+            rule_times[_rule.code] = time.perf_counter() - t0
+            return out
+        rule.diagnostics = run  # type: ignore[method-assign]
+
+    t = time.perf_counter()
+    loaded = load_model(path)
+    times["load"] = time.perf_counter() - t
+    t = time.perf_counter()
+    result = analysis.analyze(loaded, rules=rules)
+    times["rules"] = time.perf_counter() - t - times["graph"] - times["infer"]
+    t = time.perf_counter()
+    with analysis.gc_paused():
+        text = result.json_text() if fmt == "json" else infer_text(result)
+    times["render"] = time.perf_counter() - t
+    return {"nodes": result.graph.node_count(), "axis_nodes": len(result.inference.axis_nodes),
+            "diagnostics": len(result.diagnostics), "output_chars": len(text), "rule_times": rule_times}
+
+
+# -- measuring ---------------------------------------------------------------------------------------
+
+def measure(argv: list[str], timeout: float, report: str | None = None,
+            stdout: int | None = subprocess.DEVNULL) -> dict[str, object]:
+    """Run ``argv``; its wall time, CPU time and peak RSS (this child's own, from ``os.wait4``), exit
+    code, whether it timed out, and the inner report it wrote, if any.
+
+    Linux carries the parent's RSS high-water mark into a child across fork and exec, so the peak
+    RSS of a child is at least this process's RSS: this process never imports onnx or builds a
+    model itself, so that floor (about 15 MB) stays below every tool's real peak."""
+    env = {**os.environ, "PYTHONPATH": ROOT + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    start = time.perf_counter()
+    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=stdout, stderr=subprocess.PIPE,
+                            env=env, start_new_session=True)
+    fired = threading.Event()
+
+    def kill() -> None:
+        fired.set()
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+    timer = threading.Timer(timeout, kill)
+    timer.start()
+    # Read stderr on a thread so a chatty child cannot block on a full pipe.
+    err_chunks: list[bytes] = []
+    reader = threading.Thread(target=lambda: err_chunks.append(proc.stderr.read()))  # type: ignore[union-attr]
+    reader.start()
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - start
+    timer.cancel()
+    reader.join()
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    result: dict[str, object] = {
+        "wall": wall, "cpu": usage.ru_utime + usage.ru_stime, "rss_bytes": usage.ru_maxrss * 1024,
+        "exit": proc.returncode, "timed_out": fired.is_set(),
+        "stderr": b"".join(err_chunks).decode(errors="replace")[-2000:],
+    }
+    if report is not None and os.path.exists(report) and not fired.is_set():
+        with open(report) as f:
+            result["report"] = json.load(f)
+        os.remove(report)
+    return result
+
+
+def run_tool(tool: str, path: str, fmt: str, timeout: float, workdir: str) -> dict[str, object]:
+    if tool == "shapeflow":
+        argv = [sys.executable, "-m", "shapeflow", "infer", path] + (["--format", "json"] if fmt == "json" else [])
+        r = measure(argv, timeout)
+        if not r["timed_out"] and r["exit"] not in (0, 1):
+            raise SystemExit(f"shapeflow infer failed ({r['exit']}): {r['stderr']}")
+        return r
+    report = os.path.join(workdir, f"report-{tool}.json")
+    r = measure([sys.executable, os.path.abspath(__file__), "--child", tool, path, "--format", fmt, "--report", report],
+                timeout, report)
+    if not r["timed_out"] and r["exit"] != 0:
+        r["error"] = r["stderr"].strip().splitlines()[-1] if r["stderr"].strip() else f"exit {r['exit']}"
+    return r
+
+
+def best(runs: list[dict[str, object]]) -> dict[str, object]:
+    """The fastest completed run (its RSS is the highest seen, to be safe); a timeout if none completed."""
+    done = [r for r in runs if not r["timed_out"] and "error" not in r]
+    if not done:
+        return runs[0]
+    fastest = dict(min(done, key=lambda r: r["wall"]))
+    fastest["rss_bytes"] = max(r["rss_bytes"] for r in done)
+    fastest["cpu"] = min(r["cpu"] for r in done)
+    inner = [r["report"]["times"]["inner"] for r in done if "report" in r]  # type: ignore[index]
+    if inner:
+        fastest["inner"] = min(inner)
+    fastest["runs"] = len(runs)
+    return fastest
+
+
+# -- report ------------------------------------------------------------------------------------------
+
+def _secs(r: dict[str, object] | None, key: str = "wall") -> str:
+    if r is None:
+        return "-"
+    if r.get("timed_out"):
+        return f"> {r['timeout']:g}"
+    if "error" in r:
+        return "error"
+    v = r.get(key)
+    return "-" if v is None else f"{v:.2f}"
+
+
+def _ratio(a: dict[str, object] | None, b: dict[str, object] | None, key: str = "wall") -> str:
+    if a is None or b is None or "error" in a or "error" in b or a.get(key) is None or b.get(key) is None:
+        return "-"
+    if a.get("timed_out"):
+        return f"> {a['timeout'] / b[key]:.1f}"  # type: ignore[operator]
+    if b.get("timed_out"):
+        return "-"
+    return f"{a[key] / b[key]:.2f}"  # type: ignore[operator]
+
+
+def print_table(results: dict[int, dict[str, dict[str, object]]], fmt: str) -> None:
+    head = f"{'model':<8} {'nodes':>8}  {'tool':<14} {'seconds':>8} {'in-proc s':>9} {'peak MB':>8} " \
+           f"{'x onnx':>7} {'x onnx in-proc':>14}"
+    print(head)
+    print("-" * len(head))
+    for n, tools in results.items():
+        onnx_r = tools.get("onnx")
+        for tool in TOOLS:
+            r = tools.get(tool)
+            if r is None:
+                continue
+            label = tool if tool != "shapeflow" else f"shapeflow {fmt}"
+            rss = "-" if r.get("timed_out") or "error" in r else f"{r['rss_bytes'] / 2**20:.0f}"
+            print(f"{'chain':<8} {n:>8}  {label:<14} {_secs(r):>8} {_secs(r, 'inner'):>9} {rss:>8} "
+                  f"{_ratio(r, onnx_r):>7} {_ratio(r, onnx_r, 'inner'):>14}")
+            if "error" in r:
+                print(f"{'':<18}  {tool} failed: {r['error'][:100]}")
+
+
+def print_stages(results: dict[int, dict[str, dict[str, object]]]) -> None:
+    print("\nshapeflow in process (best run; µs per node in brackets):")
+    for n, tools in results.items():
+        r = tools.get("shapeflow-api")
+        if r is None or "report" not in r:
+            continue
+        rep = r["report"]
+        t = rep["times"]  # type: ignore[index]
+        parts = [f"{k} {t[k]:.2f} s [{t[k] / n * 1e6:.1f}]" for k in ("load", "graph", "infer", "rules", "render") if k in t]
+        print(f"  {n:>7} nodes: " + ", ".join(parts) + f"; total {t['inner']:.2f} s [{t['inner'] / n * 1e6:.1f}]")
+        rules = rep.get("rule_times", {})  # type: ignore[union-attr]
+        total = sum(rules.values()) or 1.0
+        big = sorted(((v, k) for k, v in rules.items() if v >= 0.05 * total), reverse=True)
+        if big:
+            print(f"  {'':>7}        rules over 5%: " + ", ".join(f"{k} {v:.2f} s" for v, k in big))
+
+
+def verdicts(results: dict[int, dict[str, dict[str, object]]]) -> list[tuple[str, bool | None, str]]:
+    out: list[tuple[str, bool | None, str]] = []
+
+    def ok_ratio(a: dict[str, object], b: dict[str, object], key: str) -> float | None:
+        if a.get("timed_out") or b.get("timed_out") or "error" in a or "error" in b:
+            return None
+        if a.get(key) is None or b.get(key) is None:
+            return None
+        return a[key] / b[key]  # type: ignore[operator]
+
+    for n, tools in results.items():
+        sf, onnx_r = tools.get("shapeflow"), tools.get("onnx")
+        if sf is None or onnx_r is None:
+            continue
+        ratio = ok_ratio(sf, onnx_r, "wall")
+        api, inner = tools.get("shapeflow-api"), None
+        if api is not None:
+            inner = ok_ratio(api, onnx_r, "inner")
+        note = f"in process {inner:.2f}x" if inner is not None else ""
+        out.append((f"within {ONNX_BAR:g}x of onnx at {n:,} nodes: {ratio:.2f}x" + (f" ({note})" if note else ""),
+                    ratio is not None and ratio <= ONNX_BAR, ""))
+    for n, tools in results.items():
+        sf, ort = tools.get("shapeflow"), tools.get("onnxruntime")
+        if sf is None or ort is None or sf.get("timed_out"):
+            continue
+        if "error" in ort:
+            out.append((f"{ORT_BAR:g}x faster than onnxruntime at {n:,} nodes: onnxruntime failed", None, ""))
+            continue
+        if ort.get("timed_out"):
+            holds = sf["wall"] * ORT_BAR < ort["timeout"]  # type: ignore[operator]
+            out.append((f"{ORT_BAR:g}x faster than onnxruntime at {n:,} nodes: onnxruntime > {ort['timeout']:g} s, "
+                        f"shapeflow {sf['wall']:.2f} s (> {ort['timeout'] / sf['wall']:.0f}x)", holds, ""))  # type: ignore[operator]
+            continue
+        speedup = ort["wall"] / sf["wall"]  # type: ignore[operator]
+        out.append((f"{ORT_BAR:g}x faster than onnxruntime at {n:,} nodes: {speedup:.1f}x", speedup >= ORT_BAR, ""))
+    if 100_000 in results and 500_000 in results:
+        a, b = results[100_000].get("shapeflow"), results[500_000].get("shapeflow")
+        if a and b and not a.get("timed_out") and not b.get("timed_out"):
+            growth = b["wall"] / a["wall"]  # type: ignore[operator]
+            api_a, api_b = results[100_000].get("shapeflow-api"), results[500_000].get("shapeflow-api")
+            extra = ""
+            if api_a and api_b and api_a.get("inner") and api_b.get("inner"):
+                extra = f" (in process {api_b['inner'] / api_a['inner']:.2f})"  # type: ignore[operator]
+            out.append((f"linear growth, time 500k / 100k <= {GROWTH_BAR:g}: {growth:.2f}{extra}", growth <= GROWTH_BAR, ""))
+    if 500_000 in results and results[500_000].get("shapeflow"):
+        sf = results[500_000]["shapeflow"]
+        if not sf.get("timed_out"):
+            rss = sf["rss_bytes"]
+            out.append((f"peak RSS <= 1.5 GB at 500,000 nodes: {rss / 1e9:.2f} GB ({rss / 2**20:.0f} MiB)",  # type: ignore[operator]
+                        rss <= RSS_BAR_BYTES, ""))  # type: ignore[operator]
+    return out
+
+
+# -- main --------------------------------------------------------------------------------------------
+
+def build_model(n: int, opset: int, directory: str) -> str:
+    """Save the n-node model (in a child process: this one stays small, see ``measure``)."""
+    path = os.path.join(directory, f"chain_{n}_op{opset}.onnx")
+    if not os.path.exists(path):
+        code = ("import sys, onnx; sys.path.insert(0, sys.argv[1]); "
+                "from model_builders import squeeze_unsqueeze_chain; "
+                "onnx.save(squeeze_unsqueeze_chain(int(sys.argv[2]), int(sys.argv[3])), sys.argv[4])")
+        subprocess.run([sys.executable, "-c", code, os.path.join(ROOT, "tests"), str(n), str(opset), path],
+                       check=True)
+    return path
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sizes", default="10000,100000,500000", help="node counts, comma-separated")
+    parser.add_argument("--skip-ort", action="store_true", help="do not run onnxruntime's symbolic inference")
+    parser.add_argument("--skip-osi", action="store_true", help="do not run the onnx-shape-inference package")
+    parser.add_argument("--format", choices=("text", "json"), default="text", help="shapeflow's output format")
+    parser.add_argument("--repeat", type=int, default=None, help="runs per tool (default 3, 2 at 500k nodes)")
+    parser.add_argument("--timeout", type=float, default=600.0, help="seconds before a run is killed")
+    parser.add_argument("--opset", type=int, default=13)
+    parser.add_argument("--out", help="write every measurement as JSON here")
+    parser.add_argument("--keep", help="directory for the models (kept); default: a temporary one")
+    parser.add_argument("--child", nargs=2, metavar=("TOOL", "MODEL"), help=argparse.SUPPRESS)
+    parser.add_argument("--report", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+
+    if args.child:
+        _child(args.child[0], args.child[1], args.format, args.report)
+        return 0
+
+    sizes = [int(s.replace("_", "")) for s in args.sizes.split(",") if s.strip()]
+    tools = ["onnx", "shapeflow", "shapeflow-api"]
+    if not args.skip_ort:
+        tools.append("onnxruntime")
+    if not args.skip_osi:
+        # find_spec, not import: this process must stay small (see ``measure``)
+        if importlib.util.find_spec("onnx_shape_inference") is None or importlib.util.find_spec("onnx_ir") is None:
+            print("onnx-shape-inference is not installed: skipped", file=sys.stderr)
+        else:
+            tools.append("osi")
+
+    workdir = args.keep or tempfile.mkdtemp(prefix="bench_infer_")
+    os.makedirs(workdir, exist_ok=True)
+    results: dict[int, dict[str, dict[str, object]]] = {}
+    raw: dict[str, object] = {"sizes": sizes, "format": args.format, "opset": args.opset, "runs": {}}
+    for n in sizes:
+        print(f"building the {n:,}-node model ...", file=sys.stderr, flush=True)
+        path = build_model(n, args.opset, workdir)
+        repeat = args.repeat or (2 if n >= 500_000 else 3)
+        runs: dict[str, list[dict[str, object]]] = {t: [] for t in tools}
+        for k in range(repeat):
+            for tool in tools:
+                if runs[tool] and (runs[tool][-1].get("timed_out") or "error" in runs[tool][-1]):
+                    continue  # a timeout or a failure is not repeated
+                print(f"  {n:,} nodes, round {k + 1}/{repeat}: {tool}", file=sys.stderr, flush=True)
+                r = run_tool(tool, path, args.format, args.timeout, workdir)
+                r["timeout"] = args.timeout
+                runs[tool].append(r)
+        results[n] = {t: best(rs) for t, rs in runs.items()}
+        raw["runs"][str(n)] = runs  # type: ignore[index]
+
+    print(f"\nsynthetic squeeze_unsqueeze_chain models, opset {args.opset}; best of "
+          f"{'/'.join(str(args.repeat or (2 if n >= 500_000 else 3)) for n in sizes)} runs per tool; "
+          f"seconds = wall time of a fresh process (start-up, imports, load, inference{', output' if True else ''}); "
+          f"in-proc = load + inference inside it")
+    print_table(results, args.format)
+    print_stages(results)
+    print()
+    checks = verdicts(results)
+    for text, ok, _ in checks:
+        mark = "MET    " if ok else ("UNKNOWN" if ok is None else "NOT MET")
+        print(f"{mark}  {text}")
+    if args.out:
+        raw["best"] = {str(n): v for n, v in results.items()}
+        raw["verdicts"] = [{"bar": t, "met": ok} for t, ok, _ in checks]
+        with open(args.out, "w") as f:
+            json.dump(raw, f, indent=2, default=str)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

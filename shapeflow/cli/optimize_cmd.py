@@ -1,0 +1,188 @@
+"""``shapeflow optimize``: remove every Squeeze/Unsqueeze that the rewrite algebra allows."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+
+import click
+
+from ..errors import EXIT_CLEAN, EXIT_FINDINGS, UsageError
+from ..io import load_model, save_model
+from ..passes import RULE_NAMES, OptimizeRefused, OptimizeResult, optimize_model
+from ..render import format_diagnostic
+from .options import clear_progress, limit_options, limits_from, progress_printer
+
+COUNTS = ("nodes", "Squeeze", "Unsqueeze")
+
+
+@click.command("optimize", epilog=f"""\b
+Examples:
+  shapeflow optimize model.onnx -o model.opt.onnx
+  shapeflow optimize model.onnx --in-place --verify
+  shapeflow optimize model.onnx --check            (exit 1 if anything would change)
+  shapeflow optimize model.onnx --dry-run -v       (list the rewrites, write nothing)
+
+\b
+Rules (--rules, comma-separated; all by default):
+  {", ".join(RULE_NAMES)}
+Nodes a rewrite leaves unread are always removed (dead-nodes).
+
+\b
+Exit codes: 0 done (or nothing to do), 1 error-level findings in the model (refused), a failed
+--verify, or --check found something to rewrite; 2 rejected input or usage error; 3 internal
+error. Nothing is written unless the exit code is 0.""")
+@click.argument("model", type=click.Path(dir_okay=True, allow_dash=False))
+@click.option("-o", "--output", type=click.Path(dir_okay=False),
+              help="Write the optimized model here (required unless --in-place, --check or --dry-run).")
+@click.option("--in-place", is_flag=True, help="Overwrite MODEL (atomically).")
+@click.option("--force", is_flag=True, help="Overwrite OUTPUT if it exists.")
+@click.option("--check", is_flag=True, help="Write nothing; exit 1 if any rewrite applies.")
+@click.option("--dry-run", is_flag=True, help="Report what would change; write nothing.")
+@click.option("--rules", "rule_names", metavar="NAME,...", help="Only these rewrite rules.")
+@click.option("--strict", is_flag=True,
+              help="Cancel Squeeze→Unsqueeze only when the squeezed dims are statically 1.")
+@click.option("--verify", is_flag=True,
+              help="Run both models in onnxruntime (symbolic dims = 1 and = --verify-value) and require "
+                   "bit-identical outputs; on a mismatch exit 1 and write nothing.")
+@click.option("--verify-value", type=click.IntRange(min=1), default=3, show_default=True,
+              help="The larger value symbolic dims take in --verify.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("-v", "--verbose", count=True, help="-v: every rewrite with node names; -vv: also why rules did not fire.")
+@limit_options
+def command(model: str, output: str | None, in_place: bool, force: bool, check: bool, dry_run: bool,
+            rule_names: str | None, strict: bool, verify: bool, verify_value: int, fmt: str,
+            verbose: int, **kwargs: object) -> int:
+    """Rewrite the Squeeze/Unsqueeze chains of MODEL without changing what it computes.
+
+    Cancels pairs, merges chains, folds constants and statically known shape values, turns
+    Shape→Gather→Unsqueeze into one shape slice, and runs to a fixpoint. A model with
+    nothing to rewrite is written byte-identical; running optimize on its output changes nothing.
+    """
+    limits = limits_from(kwargs)
+    writes = not (check or dry_run)
+    if output is not None and in_place:
+        raise UsageError("give either -o OUTPUT or --in-place, not both")
+    if writes and output is None and not in_place:
+        raise UsageError("-o OUTPUT is required (or --in-place, --check, --dry-run)")
+    if writes and output is not None:
+        _check_output(model, output, force)
+    rules = [r for r in rule_names.split(",") if r.strip()] if rule_names is not None else None
+    started = time.perf_counter()
+    loaded = load_model(model, limits)
+    try:
+        result = optimize_model(loaded, rules=rules, strict=strict, limits=limits,
+                                progress=progress_printer("optimizing"))
+    except OptimizeRefused as exc:
+        clear_progress()
+        _refused(model, exc, fmt)
+        return _exit(EXIT_FINDINGS)
+    clear_progress()
+
+    verified: bool | None = None
+    verify_text = ""
+    if verify:
+        verified = True
+        if result.changed:
+            from ..verify import verify_models
+
+            report = verify_models(loaded.raw, result.model, directory=loaded.directory,
+                                   values=(1, verify_value))
+            verified = report.ok
+            verify_text = report.summary()
+        else:
+            verify_text = "nothing changed"
+
+    target = model if in_place else output
+    written = False
+    if writes and verified is not False:
+        if result.changed:
+            save_model(result.model, target, input_path=model, in_place=in_place, force=force)  # type: ignore[arg-type]
+            written = True
+        elif not in_place:
+            save_model(loaded.raw, target, input_path=model, force=force)  # type: ignore[arg-type]
+            written = True
+
+    _report(model, target if writes else None, result, fmt, verbose, verified, verify_text, check, dry_run)
+    elapsed = time.perf_counter() - started
+    if fmt == "text":
+        b, a = result.before, result.after
+        sq_b, sq_a = b["Squeeze"] + b["Unsqueeze"], a["Squeeze"] + a["Unsqueeze"]
+        state = "written" if written else ("would change" if result.changed else "unchanged")
+        click.echo(f"{model}: Squeeze+Unsqueeze {sq_b:,} → {sq_a:,}, nodes {b['nodes']:,} → "
+                   f"{a['nodes']:,} in {elapsed:.2f} s ({state})", err=True)
+    if verified is False:
+        return _exit(EXIT_FINDINGS)
+    if check and result.changed:
+        return _exit(EXIT_FINDINGS)
+    return _exit(EXIT_CLEAN)
+
+
+def _exit(code: int) -> int:
+    click.get_current_context().exit(code)
+    return code  # pragma: no cover - exit() raises
+
+
+def _check_output(model: str, output: str, force: bool) -> None:
+    """Refuse a bad OUTPUT before the work, not after (save_model checks again when writing)."""
+    try:
+        same = os.path.exists(output) and os.path.samefile(model, output)
+    except OSError:
+        same = False
+    if same or os.path.abspath(model) == os.path.abspath(output):
+        raise UsageError(f"refusing to overwrite input '{model}'; use --in-place", file=model)
+    if os.path.lexists(output) and not force:
+        raise UsageError(f"output '{output}' exists; use --force", file=model)
+
+
+def _refused(model: str, exc: OptimizeRefused, fmt: str) -> None:
+    if fmt == "json":
+        click.echo(json.dumps({"model": model, "output": None, "refused": exc.message,
+                               "diagnostics": [d.to_json() for d in exc.diagnostics]}, indent=2))
+        return
+    for d in exc.diagnostics:
+        click.echo(format_diagnostic(d), err=True)
+    click.echo(str(exc), err=True)
+
+
+def _report(model: str, output: str | None, result: OptimizeResult, fmt: str, verbose: int,
+            verified: bool | None, verify_text: str, check: bool, dry_run: bool) -> None:
+    if fmt == "json":
+        doc: dict[str, object] = {
+            "model": model,
+            "output": output,
+            "before": {k: result.before.get(k, 0) for k in COUNTS},
+            "after": {k: result.after.get(k, 0) for k in COUNTS},
+            "rewrites": dict(result.rewrites),
+            "verified": verified,
+        }
+        if verbose:
+            doc["log"] = list(result.log)
+        if verbose > 1:
+            doc["skipped"] = list(result.skipped)
+        click.echo(json.dumps(doc, indent=2))
+        return
+    lines = [f"{model} -> {output}" if output else model]
+    lines.append(f"  {'':<10} {'before':>10} {'after':>10}")
+    for k in COUNTS:
+        lines.append(f"  {k:<10} {result.before.get(k, 0):>10,} {result.after.get(k, 0):>10,}")
+    if result.rewrites:
+        fired = ", ".join(f"{name} {n:,}" for name, n in result.rewrites.items())
+        lines.append(f"  rewrites: {fired}")
+    else:
+        lines.append("  nothing to rewrite" + ("" if check or dry_run else ": written byte-identical"))
+    if result.notes:
+        lines.append(f"  {len(result.notes)} rewrite(s) cancel a Squeeze of a dim not known to be 1: "
+                     "the model no longer fails when that dim is not 1 (--strict keeps them)")
+    if verified is not None:
+        lines.append(f"  verified: {verify_text}" if verified else f"  verify FAILED: {verify_text}; nothing written")
+    if check and result.changed:
+        lines.append("  --check: the model would change")
+    if verbose and result.log:
+        lines.append("rewrites:")
+        lines.extend(f"  {line}" for line in result.log)
+    if verbose > 1 and result.skipped:
+        lines.append("not fired:")
+        lines.extend(f"  {line}" for line in result.skipped)
+    click.echo("\n".join(lines))

@@ -1,0 +1,427 @@
+"""Rewrite rule anatomy, and what a rule sees of one round of the fixpoint.
+
+A rule is a class with a ``name`` (kebab-case, used by ``--rules`` and in reports), a ``code`` (the
+lint code that reports the same opportunity, SF201-SF203, or None), the op types it is rooted at,
+a docstring whose first line states its identity, and two methods:
+
+* ``match(ctx, nid)`` is pure: it returns a :class:`Match` saying which nodes the rewrite would
+  write (modify or delete) and read, or a :class:`NoMatch` saying why it does not fire.
+* ``apply(ctx, edit, match)`` performs the rewrite through the :class:`~.edit.Editor`, which is the
+  only code that touches the ModelProto.
+
+The :class:`RoundContext` answers the questions every rule asks (who produces this tensor, who
+reads it, which positions does this Squeeze remove) from the round's graph index and inference,
+as they were when the round started. Names, op types and input/output lists come from the index
+(reading protobuf fields is the main cost on large graphs); the manager's claims keep two
+rewrites of one round from touching the same node, so what a match read is still true when it
+is applied.
+"""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, ClassVar, Union
+
+import onnx
+from onnx import TensorProto
+
+from ..dims import dim_is_one, format_shape
+from ..facts import (
+    AXES_ABSENT, AXES_ATTRIBUTE, AXES_COMPUTED, AXES_CONSTANT, AXES_INITIALIZER, AxisNode,
+)
+from ..graph import GRAPH_INPUT, INITIALIZER, ModelGraph, NodeInfo, Scope
+from ..inference import Inference
+from ..tensorinfo import TensorInfo
+
+if TYPE_CHECKING:
+    from .edit import Editor
+
+# Squeeze and Unsqueeze take their axes as an input from this version of the op on.
+AXES_INPUT_SINCE = 13
+
+
+@dataclass(frozen=True)
+class Match:
+    """A rewrite a rule would make at root node ``nid``.
+
+    ``writes`` are the nodes the rewrite modifies or deletes; no other rewrite may touch them in
+    the same round. ``reads`` are nodes whose content the rewrite relies on without changing them;
+    others may read them too, but not write them.
+    """
+
+    nid: int
+    writes: tuple[int, ...]
+    reads: tuple[int, ...] = ()
+    message: str = ""
+    note: str = ""  # e.g. "removes a run-time failure when dim 0 (batch) is not 1"
+    payload: object = None
+    # Nodes that only get one input renamed (the readers of a tensor the rewrite replaces). Two
+    # rewrites may rename different inputs of one node in the same round; nothing else may
+    # write or read a renamed node.
+    rewires: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class NoMatch:
+    """Why a rule did not fire. ``near`` is False when the rule simply does not apply to the node
+    (no producer of the right kind, value not known); only near misses are worth telling."""
+
+    reason: str
+    near: bool = True
+
+
+Result = Union[Match, NoMatch]
+
+
+def not_applicable(reason: str) -> NoMatch:
+    return NoMatch(reason, near=False)
+
+
+class RewriteRule:
+    """Base class of the rewrite rules; see the module docstring for the anatomy."""
+
+    name: ClassVar[str]
+    code: ClassVar[str | None] = None
+    roots: ClassVar[tuple[str, ...]] = ()
+
+    def match(self, ctx: "RoundContext", nid: int) -> Result:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def apply(self, ctx: "RoundContext", edit: "Editor", m: Match) -> None:  # pragma: no cover
+        raise NotImplementedError
+
+    @classmethod
+    def doc(cls) -> str:
+        return inspect.cleandoc(cls.__doc__ or "")
+
+    @classmethod
+    def summary(cls) -> str:
+        """The first line of the docstring: the identity the rule applies."""
+        for line in cls.doc().splitlines():
+            if line.strip():
+                return line.strip()
+        return cls.name
+
+
+# Element types whose values value inference tracks exactly, and their ranges (bool is 0/1).
+INT_RANGES: dict[int, tuple[int, int]] = {
+    TensorProto.INT64: (-(2**63), 2**63 - 1),
+    TensorProto.INT32: (-(2**31), 2**31 - 1),
+    TensorProto.INT16: (-(2**15), 2**15 - 1),
+    TensorProto.INT8: (-(2**7), 2**7 - 1),
+    TensorProto.UINT64: (0, 2**64 - 1),
+    TensorProto.UINT32: (0, 2**32 - 1),
+    TensorProto.UINT16: (0, 2**16 - 1),
+    TensorProto.UINT8: (0, 2**8 - 1),
+    TensorProto.BOOL: (0, 1),
+}
+
+_STATIC_SOURCES = (AXES_ATTRIBUTE, AXES_INITIALIZER, AXES_CONSTANT, AXES_COMPUTED)
+
+
+@dataclass
+class RoundContext:
+    """Read-only view of one round: the graph index, the inference, and per-round caches."""
+
+    graph: ModelGraph
+    inference: Inference
+    strict: bool = False
+    facts: dict[int, AxisNode] = field(default_factory=dict)
+    # (scope id, name) of initializers that are also graph inputs: a caller may override them,
+    # so their values are not constants.
+    overridable: set[tuple[int, str]] = field(default_factory=set)
+    cache: dict[object, object] = field(default_factory=dict)  # rules' per-round memo tables
+    _outputs: dict[int, frozenset[str]] = field(default_factory=dict)
+
+    @classmethod
+    def build(cls, graph: ModelGraph, inference: Inference, strict: bool = False) -> "RoundContext":
+        ctx = cls(graph, inference, strict)
+        ctx.facts = {a.nid: a for a in inference.axis_nodes}
+        for scope in graph.scopes:
+            if scope.kind == "graph" and scope.initializers:
+                for name in scope.inputs:
+                    if name in scope.initializers:
+                        ctx.overridable.add((scope.id, name))
+        return ctx
+
+    # -- structure -------------------------------------------------------------------------------
+    @property
+    def model(self) -> onnx.ModelProto:
+        return self.graph.model
+
+    def info(self, nid: int) -> NodeInfo:
+        return self.graph.nodes[nid]
+
+    def proto(self, nid: int) -> onnx.NodeProto:
+        """The node's proto, for its attributes; names are cheaper from ``inputs``/``outputs``."""
+        return self.graph.nodes[nid].proto
+
+    def peek(self, nid: int) -> onnx.NodeProto:
+        """The node's proto for a passing look at its attributes (not kept by the index)."""
+        return self.graph.nodes[nid].peek()
+
+    def inputs(self, nid: int) -> tuple[str, ...]:
+        return self.graph.nodes[nid].inputs
+
+    def output(self, nid: int) -> str:
+        return self.graph.nodes[nid].outputs[0]
+
+    def sid(self, nid: int) -> int:
+        return self.graph.nodes[nid].scope
+
+    def scope(self, sid: int) -> Scope:
+        return self.graph.scopes[sid]
+
+    def opset(self, sid: int) -> int:
+        return self.graph.scopes[sid].opsets.get("", 0)
+
+    def outputs(self, sid: int) -> frozenset[str]:
+        found = self._outputs.get(sid)
+        if found is None:
+            found = frozenset(self.graph.scopes[sid].outputs)
+            self._outputs[sid] = found
+        return found
+
+    def is_output(self, sid: int, name: str) -> bool:
+        return name in self.outputs(sid)
+
+    def readers(self, sid: int, name: str) -> list[int]:
+        """Nodes of scope ``sid`` reading ``name``, including owners of subgraphs that read it."""
+        return self.graph.scopes[sid].consumers.get(name, [])
+
+    def direct_readers_only(self, sid: int, name: str) -> bool:
+        """Every reader lists ``name`` among its inputs (no subgraph reads it by name), so the
+        readers can be rewired to another tensor."""
+        nodes = self.graph.nodes
+        return all(name in nodes[r].inputs for r in self.readers(sid, name))
+
+    def must_keep_name(self, sid: int, name: str) -> bool:
+        """``name`` is a graph output or is read by name inside a subgraph: it must stay."""
+        return self.is_output(sid, name) or not self.direct_readers_only(sid, name)
+
+    def only_reader(self, sid: int, name: str, nid: int) -> bool:
+        """``nid`` is the one node reading ``name``, which is no graph output: the producer of
+        ``name`` can go once ``nid`` stops reading it."""
+        readers = self.graph.scopes[sid].consumers.get(name)
+        return readers is not None and len(readers) == 1 and readers[0] == nid and not self.is_output(sid, name)
+
+    def producer(self, sid: int, name: str) -> int | None:
+        """The node of scope ``sid`` producing ``name``, or None (graph input, initializer, outer
+        scope, or not produced at all)."""
+        p = self.graph.scopes[sid].producer.get(name)
+        return p if p is not None and p >= 0 else None
+
+    def definition(self, sid: int, name: str) -> tuple[int, int] | None:
+        return self.graph.definition(sid, name)
+
+    def is_standard(self, nid: int, op_type: str | None = None) -> bool:
+        """An ai.onnx node of a known version (and of ``op_type`` when given)."""
+        info = self.graph.nodes[nid]
+        if info.domain != "" or info.since_version is None:
+            return False
+        return op_type is None or info.op_type == op_type
+
+    def input_producer(self, nid: int, index: int, op_type: str) -> int | None:
+        """The node of the same scope that produces input ``index`` of ``nid``, if it is a standard
+        ``op_type`` node."""
+        info = self.graph.nodes[nid]
+        names = info.inputs
+        if index >= len(names) or not names[index]:
+            return None
+        p = self.graph.scopes[info.scope].producer.get(names[index])
+        if p is None or p < 0:
+            return None
+        pinfo = self.graph.nodes[p]
+        if pinfo.op_type != op_type or pinfo.domain != "" or pinfo.since_version is None:
+            return None
+        return p
+
+    def chain(self, nid: int, op_type: str) -> list[int]:
+        """The run of ``op_type`` nodes feeding ``nid`` through input 0, nearest first, each read
+        only by the next (so the whole run can go once ``nid`` no longer needs it). The nearest one
+        is included even when it has other readers."""
+        out: list[int] = []
+        sid = self.graph.nodes[nid].scope
+        cur = nid
+        while True:
+            p = self.input_producer(cur, 0, op_type)
+            if p is None or p in out:
+                return out
+            exclusive = self.only_reader(sid, self.output(p), cur)
+            if out and not exclusive:
+                return out  # beyond the nearest, a node read elsewhere ends the run
+            out.append(p)
+            if not exclusive:
+                return out
+            cur = p
+
+    def tensor(self, sid: int, name: str) -> TensorInfo | None:
+        return self.inference.lookup(sid, name)
+
+    def display(self, nid: int) -> str:
+        info = self.graph.nodes[nid]
+        label = f"'{self.graph.display(nid)}' ({info.op_type})"
+        if info.scope == 0:
+            return label
+        return f"{label} in {self.graph.scopes[info.scope].path}"
+
+    # -- axes ------------------------------------------------------------------------------------
+    def axes_problem(self, nid: int) -> str | None:
+        """Why the axes of Squeeze/Unsqueeze ``nid`` cannot be rewritten, or None."""
+        fact = self.facts.get(nid)
+        if fact is None:
+            return "not analysed"
+        axes = fact.axes
+        if axes.source == AXES_ABSENT:
+            return None if fact.op_type == "Squeeze" else "Unsqueeze without axes"
+        if axes.source not in _STATIC_SOURCES:
+            return f"axes are {axes.source}, not a constant"
+        if axes.values is None:
+            return "axes values unknown"
+        by_input = (self.graph.nodes[nid].since_version or 0) >= AXES_INPUT_SINCE
+        if by_input != (axes.source != AXES_ATTRIBUTE):
+            return "axes are not in the form of the node's opset"
+        if by_input:
+            if axes.rank != 1:
+                return "axes tensor is not 1-D"
+            if axes.dtype != TensorProto.INT64:
+                return "axes tensor is not int64"
+            if self.overridable:
+                name = self.inputs(nid)[1]
+                where = self.definition(self.sid(nid), name)
+                if where is not None and where[1] == INITIALIZER and (where[0], name) in self.overridable:
+                    return f"axes initializer '{name}' is also a graph input (overridable)"
+        return None
+
+    def unsqueeze_axes(self, nid: int) -> tuple[int, ...] | NoMatch:
+        """Normalised positions an Unsqueeze inserts."""
+        problem = self.axes_problem(nid)
+        if problem is not None:
+            return NoMatch(f"{self.display(nid)}: {problem}")
+        fact = self.facts[nid]
+        if fact.normalized is None:
+            if fact.input_shape is None:
+                return _unranked(self, nid, fact, unique=True)
+            return NoMatch(f"{self.display(nid)}: invalid axes {list(fact.axes.values or ())}")
+        return fact.normalized
+
+    def squeeze_axes(self, nid: int) -> tuple[int, ...] | NoMatch:
+        """Normalised positions a Squeeze removes, also for a Squeeze without (or with empty) axes
+        when the input shape is static, so that the removed positions are the same on every run."""
+        problem = self.axes_problem(nid)
+        if problem is not None:
+            return NoMatch(f"{self.display(nid)}: {problem}")
+        fact = self.facts[nid]
+        if fact.axes.values:
+            if fact.normalized is None:
+                if fact.input_shape is None:
+                    return _unranked(self, nid, fact, unique=False)
+                return NoMatch(f"{self.display(nid)}: invalid axes {list(fact.axes.values)}")
+            return fact.normalized
+        shape = fact.input_shape
+        what = "no axes" if fact.axes.source == AXES_ABSENT else "empty axes"
+        if shape is None:
+            return NoMatch(f"{self.display(nid)}: {what} on an input of unknown rank")
+        if any(type(d) is not int for d in shape):
+            return NoMatch(f"{self.display(nid)}: {what} on {format_shape(shape)}: the removed dims "
+                           "depend on run-time values")
+        return tuple(i for i, d in enumerate(shape) if d == 1)
+
+    def squeezes_all(self, nid: int) -> bool:
+        """A Squeeze without axes or with an empty axes list (removes every 1-dim at run time)."""
+        fact = self.facts.get(nid)
+        return fact is not None and fact.op_type == "Squeeze" and (
+            fact.axes.source == AXES_ABSENT or (fact.axes.values is not None and not fact.axes.values))
+
+    def unproven_ones(self, nid: int, positions: tuple[int, ...]) -> list[str]:
+        """Dims at ``positions`` of the Squeeze ``nid``'s input not statically known to be 1."""
+        shape = self.facts[nid].input_shape
+        out = []
+        for p in positions:
+            d = shape[p] if shape is not None and p < len(shape) else None
+            if dim_is_one(d) is not True:
+                out.append(f"dim {p} ({'?' if d is None else d})")
+        return out
+
+
+def _unranked(ctx: RoundContext, nid: int, fact: AxisNode, unique: bool) -> tuple[int, ...] | NoMatch:
+    """Positions of a node whose input rank is unknown (inside a function, say). Non-negative
+    axes need no rank: they are positions already, valid whenever the original model runs, and
+    the algebra on them holds for every rank. A negative axis needs the rank."""
+    values = fact.axes.values or ()
+    if any(v < 0 for v in values):
+        return NoMatch(f"{ctx.display(nid)}: input rank unknown and axes {list(values)} count from the end")
+    if unique and len(set(values)) != len(values):
+        return NoMatch(f"{ctx.display(nid)}: repeated axes {list(values)}")
+    return tuple(sorted(set(values)))
+
+
+@dataclass(frozen=True)
+class IdentityPlan:
+    """``last(...(first(x)))`` is ``x``: how to take the run out."""
+
+    first: int  # the node reading x
+    second: int  # the root, producing z
+    chain: tuple[int, ...]  # nodes between (root excluded), all deleted with it when drop_chain
+    x: str  # the first node's input
+    z: str  # the root's output
+    keep_name: bool  # z is a graph output or read by name in a subgraph: an Identity keeps it
+    drop_chain: bool  # the root is the only reader of the chain: it goes too
+
+
+def identity_match(ctx: RoundContext, chain: list[int], root: int, message: str, note: str = "") -> Result:
+    """The Match of a run that composes to the identity (shared by the two cancel rules).
+
+    ``chain`` lists the nodes feeding ``root``, nearest first (``RoundContext.chain``). The root
+    goes; its readers read ``x`` instead, or, when ``z`` must keep its name, an Identity produces
+    it. The chain goes too when the root was its only reader; when it stays for other readers and
+    an Identity would be needed, the rewrite would not shrink the graph and does not fire.
+    """
+    sid = ctx.sid(root)
+    first = chain[-1]
+    x = ctx.inputs(first)[0]
+    z = ctx.output(root)
+    drop = ctx.only_reader(sid, ctx.output(chain[0]), root)
+    keep = ctx.must_keep_name(sid, z)
+    if keep and not drop:
+        return NoMatch(f"{ctx.display(root)}: '{z}' must keep its name (graph output or read by a "
+                       f"subgraph) and {ctx.display(chain[0])} has other readers: an Identity would "
+                       "not shrink the graph")
+    writes = [root]
+    # The run is written (deleted) or read: as long as its first node reads x, no other rewrite
+    # of this round can think it is x's only reader and delete x's producer under the readers
+    # rewired to x.
+    reads: tuple[int, ...] = ()
+    if drop:
+        writes.extend(chain)
+    else:
+        reads = tuple(chain)
+    rewires: tuple[int, ...] = ()
+    if not keep:
+        rewires = tuple(r for r in ctx.readers(sid, z) if r not in writes)
+    plan = IdentityPlan(first, root, tuple(chain), x, z, keep, drop)
+    return Match(root, tuple(writes), reads, message, note, plan, rewires)
+
+
+def apply_identity(edit: "Editor", plan: IdentityPlan) -> None:
+    sid = edit.g.nodes[plan.second].scope
+    if plan.keep_name:
+        edit.replace_node(plan.second, "Identity", [plan.x], "identity")
+    else:
+        edit.replace_uses(sid, plan.z, plan.x)
+        edit.delete_node(plan.second)
+    if plan.drop_chain:
+        for n in plan.chain:
+            edit.delete_node(n)
+
+
+def fmt_axes(axes: tuple[int, ...] | list[int]) -> str:
+    return "[" + ", ".join(str(a) for a in axes) + "]"
+
+
+__all__ = [
+    "AXES_INPUT_SINCE", "GRAPH_INPUT", "INITIALIZER", "INT_RANGES", "IdentityPlan", "Match", "NoMatch",
+    "Result", "RewriteRule", "RoundContext", "apply_identity", "fmt_axes", "identity_match",
+    "not_applicable",
+]

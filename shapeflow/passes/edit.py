@@ -1,0 +1,499 @@
+"""The edit API: the only code that changes the ModelProto during ``optimize``.
+
+Rewrites edit the parsed model in place (RELIABILITY.md section 2: rebuilding a model from the graph
+is how peers lose fields). The graph index of the round stays as it was built; the editor keeps the
+bookkeeping that the index no longer tells:
+
+* how many nodes read each tensor *directly* (its input list), so that a tensor whose last reader
+  went away is known at once, and the nodes and initializers it leaves dead can be removed
+  (``dead_nodes.sweep``), including through subgraphs that read a tensor by name;
+* which nodes are deleted and which were created, and where the created ones go;
+* which tensors vanished, so that their value_info entries go too.
+
+Deletions and insertions are applied once per round (``finish``): each repeated field that changed
+is reordered with one sort, which moves pointers without copying messages, and its tail of deleted
+entries is cut in one slice. That keeps a round O(N) however many nodes it removes.
+
+New names are unique in the whole model and deterministic: the replaced node's name (or its output
+tensor's) plus ``/suffix``, with ``_1``, ``_2``, ... on collision.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+from ..graph import ModelGraph
+from .base import AXES_INPUT_SINCE, RoundContext
+
+# Suffixes of the names the editor creates. Only existing names that end like these can collide
+# with a new one, so only those are collected when the registry is built.
+_SUFFIXES = frozenset({"axes", "starts", "ends", "identity", "shape", "slice", "folded", "const"})
+# Small int64 vectors (axes, slice bounds) are reused when an identical initializer exists.
+_REUSE_MAX_ELEMS = 64
+
+
+def _generated_like(name: str) -> bool:
+    i = name.rfind("/")
+    if i < 0:
+        return False
+    word, _, k = name[i + 1:].partition("_")
+    return word in _SUFFIXES and (not k or k.isdigit())
+
+
+class NameRegistry:
+    """Names that a generated name could collide with; built on first use, kept across rounds
+    (a name once taken stays taken, which is conservative and keeps names deterministic)."""
+
+    def __init__(self) -> None:
+        self._taken: set[str] | None = None
+
+    def _scan(self, graph: ModelGraph) -> set[str]:
+        taken: set[str] = set()
+        raw = graph.loaded.raw
+        if raw and not any(f"/{word}".encode() in raw for word in _SUFFIXES):
+            # No name in the file can look like a generated one: nothing to collect.
+            return taken
+        for info in graph.nodes:
+            name = info.peek().name
+            if _generated_like(name):
+                taken.add(name)
+            for o in info.outputs:
+                if _generated_like(o):
+                    taken.add(o)
+        for scope in graph.scopes:
+            for name in scope.producer:
+                if _generated_like(name):
+                    taken.add(name)
+            for name in scope.outputs:
+                if _generated_like(name):
+                    taken.add(name)
+            body = scope.proto
+            if isinstance(body, onnx.GraphProto):
+                for vi in body.value_info:
+                    if _generated_like(vi.name):
+                        taken.add(vi.name)
+        return taken
+
+    def fresh(self, graph: ModelGraph, base: str, suffix: str) -> str:
+        if self._taken is None:
+            self._taken = self._scan(graph)
+        candidate = f"{base}/{suffix}"
+        k = 0
+        while candidate in self._taken:
+            k += 1
+            candidate = f"{base}/{suffix}_{k}"
+        self._taken.add(candidate)
+        return candidate
+
+
+@dataclass
+class _NewNode:
+    sid: int
+    proto: onnx.NodeProto  # the entry inside the body's node list
+    anchor: int  # the original node it is placed right before
+    seq: int  # creation order, to keep several nodes before one anchor in order
+    index: int  # its position in the body's node list until the round's compaction
+
+
+@dataclass
+class Editor:
+    """Edits one round's worth of rewrites into ``ctx.graph.model``."""
+
+    ctx: RoundContext
+    names: NameRegistry
+    changed: bool = False
+    deleted: set[int] = field(default_factory=set)
+    dead: list[str] = field(default_factory=list)  # nodes removed by the sweep, as displayed
+    removed_initializers: list[tuple[int, str]] = field(default_factory=list)
+    released: list[tuple[int, str]] = field(default_factory=list)  # tensors whose last direct reader left
+    _counts: dict[tuple[int, str], int] = field(default_factory=dict)
+    _new: list[_NewNode] = field(default_factory=list)
+    _made: set[tuple[int, str]] = field(default_factory=set)  # tensors (re)produced by this round's edits
+    _gone: dict[int, set[str]] = field(default_factory=dict)  # tensors that no longer exist, per scope
+    _dropped_inits: dict[int, set[str]] = field(default_factory=dict)
+    _int_index: dict[int, dict[tuple[int, ...], str]] = field(default_factory=dict)
+    _touched: set[int] = field(default_factory=set)
+    _modified: set[int] = field(default_factory=set)  # nodes whose proto an edit changed
+
+    @property
+    def g(self) -> ModelGraph:
+        return self.ctx.graph
+
+    # -- reader bookkeeping ----------------------------------------------------------------------
+    def count(self, sid: int, name: str) -> int:
+        """Direct readers of ``name`` in scope ``sid`` now. Initialised from the index on first use,
+        which every edit does before it changes a reader, so the index is still true then."""
+        key = (sid, name)
+        c = self._counts.get(key)
+        if c is None:
+            nodes = self.g.nodes
+            c = 0
+            # Index-time inputs are still right for ``name``: any edit that changes a reader's use of
+            # ``name`` initialises this count first.
+            for r in self.g.scopes[sid].consumers.get(name, ()):
+                if name in nodes[r].inputs:
+                    c += 1
+            self._counts[key] = c
+        return c
+
+    def _add_read(self, sid: int, name: str) -> None:
+        self._counts[(sid, name)] = self.count(sid, name) + 1
+
+    def _drop_read(self, sid: int, name: str) -> None:
+        c = self.count(sid, name) - 1
+        self._counts[(sid, name)] = c
+        if c == 0:
+            self.released.append((sid, name))
+
+    def needed(self, sid: int, name: str) -> bool:
+        """Whether anything still reads ``name`` in scope ``sid``: a node, the scope's outputs, or a
+        subgraph of a live node that reads it by name."""
+        if self.count(sid, name) > 0 or name in self.ctx.outputs(sid):
+            return True
+        g = self.g
+        for r in g.scopes[sid].consumers.get(name, ()):
+            if r in self.deleted:
+                continue
+            for sub in g.nodes[r].subscopes:
+                if name not in g.scopes[sub].producer and self.needed(sub, name):
+                    return True
+        return False
+
+    @property
+    def made(self) -> set[tuple[int, str]]:
+        """(scope id, name) of the tensors this round's edits produce in a new way."""
+        return self._made
+
+    def is_gone(self, sid: int, name: str) -> bool:
+        return name in self._gone.get(sid, ()) and (sid, name) not in self._made
+
+    # -- nodes -----------------------------------------------------------------------------------
+    def _mark(self, sid: int) -> None:
+        self.changed = True
+        self._touched.add(sid)
+
+    def _edit(self, nid: int) -> onnx.NodeProto:
+        """The proto of ``nid``, to be changed: from now on its index entry is out of date."""
+        self._modified.add(nid)
+        return self.g.nodes[nid].proto
+
+    def current_inputs(self, nid: int) -> "tuple[str, ...] | object":
+        info = self.g.nodes[nid]
+        return info.proto.input if nid in self._modified else info.inputs
+
+    def current_outputs(self, nid: int) -> "tuple[str, ...] | object":
+        info = self.g.nodes[nid]
+        return info.proto.output if nid in self._modified else info.outputs
+
+    def set_input(self, nid: int, index: int, name: str) -> None:
+        node = self._edit(nid)
+        sid = self.g.nodes[nid].scope
+        old = node.input[index]
+        if old == name:
+            return
+        had_new = name in node.input
+        if old:
+            self.count(sid, old)
+        if name:
+            self.count(sid, name)
+        node.input[index] = name
+        if old and old not in node.input:
+            self._drop_read(sid, old)
+        if name and not had_new:
+            self._add_read(sid, name)
+        self._mark(sid)
+
+    def append_input(self, nid: int, name: str) -> None:
+        node = self._edit(nid)
+        sid = self.g.nodes[nid].scope
+        had = name in node.input
+        self.count(sid, name)
+        node.input.append(name)
+        if not had:
+            self._add_read(sid, name)
+        self._mark(sid)
+
+    def set_output(self, nid: int, index: int, name: str) -> None:
+        """Make node ``nid`` produce ``name`` (a tensor whose previous producer this round deletes)."""
+        node = self._edit(nid)
+        sid = self.g.nodes[nid].scope
+        old = node.output[index]
+        node.output[index] = name
+        self._gone.setdefault(sid, set()).add(old)
+        self._made.add((sid, name))
+        self._mark(sid)
+
+    def replace_uses(self, sid: int, old: str, new: str) -> list[int]:
+        """Rewire every direct reader of ``old`` in ``sid`` to ``new``; returns the rewired nodes."""
+        done = []
+        for r in list(self.g.scopes[sid].consumers.get(old, ())):
+            if r in self.deleted or old not in self.current_inputs(r):  # type: ignore[operator]
+                continue
+            for i, n in enumerate(list(self.current_inputs(r))):  # type: ignore[call-overload]
+                if n == old:
+                    self.set_input(r, i, new)
+            done.append(r)
+        return done
+
+    def delete_node(self, nid: int, *, dead: bool = False) -> None:
+        if nid in self.deleted:
+            return
+        info = self.g.nodes[nid]
+        if info.subscopes:  # never: rules and the sweep only delete nodes without bodies
+            raise AssertionError(f"refusing to delete {self.ctx.display(nid)}: it owns subgraphs")
+        sid = info.scope
+        names = {n for n in self.current_inputs(nid) if n}  # type: ignore[attr-defined]
+        for n in names:
+            self.count(sid, n)
+        if dead:
+            self.dead.append(self.ctx.display(nid))  # now: after the compaction names move
+        self.deleted.add(nid)
+        for n in names:
+            self._drop_read(sid, n)
+        gone = self._gone.setdefault(sid, set())
+        for o in self.current_outputs(nid):  # type: ignore[attr-defined]
+            if o:
+                gone.add(o)
+        self._mark(sid)
+
+    def new_node(self, sid: int, anchor: int, op_type: str, inputs: list[str], outputs: list[str],
+                 name: str = "", **attrs: object) -> onnx.NodeProto:
+        """Create a node placed right before original node ``anchor`` of scope ``sid``."""
+        body = self.g.scopes[sid].proto
+        node = helper.make_node(op_type, inputs, outputs, name=name or None, **attrs)
+        for n in {n for n in inputs if n}:
+            self._add_read(sid, n)
+        body.node.append(node)  # a copy; the entry in the list is the one to keep
+        index = len(body.node) - 1
+        entry = body.node[index]
+        self._new.append(_NewNode(sid, entry, anchor, len(self._new), index))
+        for o in outputs:
+            if o:
+                self._made.add((sid, o))
+        self._mark(sid)
+        return entry
+
+    def replace_node(self, nid: int, op_type: str, inputs: list[str], suffix: str,
+                     **attrs: object) -> onnx.NodeProto:
+        """Put a new ``op_type`` node with the same outputs in place of ``nid``; the new node's name
+        is derived from the old one (an unnamed node stays unnamed)."""
+        info = self.g.nodes[nid]
+        old_name = info.peek().name
+        name = self.names.fresh(self.g, old_name, suffix) if old_name else ""
+        entry = self.new_node(info.scope, nid, op_type, inputs, list(self.current_outputs(nid)), name,  # type: ignore[call-overload]
+                              **attrs)
+        self.delete_node(nid)
+        return entry
+
+    def set_axes(self, nid: int, axes: tuple[int, ...] | list[int]) -> None:
+        """Write normalised ``axes`` in the form of the node's opset: the ``axes`` attribute below
+        13, input 2 from 13 on (an int64 initializer, reused when an identical one exists)."""
+        axes = [int(a) for a in axes]
+        if not axes:
+            raise AssertionError("empty axes would mean 'every 1-dim' on a Squeeze")
+        info = self.g.nodes[nid]
+        node = self._edit(nid)
+        if info.since_version is not None and info.since_version >= AXES_INPUT_SINCE:
+            base = node.name or node.output[0]
+            name = self.int64_const(info.scope, axes, base, "axes", nid)
+            if len(node.input) >= 2:
+                self.set_input(nid, 1, name)
+            else:
+                self.append_input(nid, name)
+            return
+        for a in node.attribute:
+            if a.name == "axes":
+                del a.ints[:]
+                a.ints.extend(axes)
+                a.type = onnx.AttributeProto.INTS
+                break
+        else:
+            node.attribute.append(helper.make_attribute("axes", axes))
+        self._mark(info.scope)
+
+    # -- tensors ---------------------------------------------------------------------------------
+    def can_add_initializers(self, sid: int) -> bool:
+        """Graph bodies take initializers; functions do not, and below IR 4 every initializer
+        would also have to be a graph input."""
+        return self.g.scopes[sid].kind == "graph" and self.ctx.model.ir_version >= 4
+
+    def add_initializer(self, sid: int, tensor: TensorProto) -> TensorProto:
+        body = self.g.scopes[sid].proto
+        body.initializer.append(tensor)  # type: ignore[union-attr]  # graph scopes only
+        entry = body.initializer[len(body.initializer) - 1]  # type: ignore[union-attr]
+        self._made.add((sid, tensor.name))
+        self._mark(sid)
+        return entry
+
+    def retarget_initializer(self, sid: int, tensor: TensorProto, name: str, dims: list[int]) -> None:
+        """Rename an initializer of ``sid`` and give it new dims, keeping its bytes (or its external
+        data reference) as they are. Its readers must already be rewired or deleted."""
+        old = tensor.name
+        tensor.name = name
+        del tensor.dims[:]
+        tensor.dims.extend(dims)
+        self._gone.setdefault(sid, set()).add(old)
+        self._made.add((sid, name))
+        index = self._int_index.get(sid)
+        if index is not None:
+            for k, v in list(index.items()):
+                if v == old:
+                    del index[k]
+        self._mark(sid)
+
+    def remove_initializer(self, sid: int, name: str) -> None:
+        self._dropped_inits.setdefault(sid, set()).add(name)
+        self._gone.setdefault(sid, set()).add(name)
+        self.removed_initializers.append((sid, name))
+        index = self._int_index.get(sid)
+        if index is not None:
+            for k, v in list(index.items()):
+                if v == name:
+                    del index[k]
+        self._mark(sid)
+
+    def materialize(self, sid: int, tensor: TensorProto, anchor: int, base: str) -> None:
+        """Make ``tensor`` (named) available in ``sid``: an initializer where the scope takes them,
+        else a Constant node right before ``anchor``."""
+        if self.can_add_initializers(sid):
+            self.add_initializer(sid, tensor)
+        else:
+            self.new_node(sid, anchor, "Constant", [], [tensor.name], self.names.fresh(self.g, base, "const"),
+                          value=tensor)
+
+    def int64_const(self, sid: int, values: list[int], base: str, suffix: str, anchor: int) -> str:
+        """The name of a 1-D int64 constant holding ``values`` in scope ``sid``: an identical
+        initializer of the scope when there is one, else a new one (or a Constant node in a
+        function body)."""
+        vals = tuple(int(v) for v in values)
+        if self.can_add_initializers(sid):
+            index = self._ints(sid)
+            name = index.get(vals)
+            if name is None:
+                name = self.names.fresh(self.g, base, suffix)
+                self.add_initializer(sid, numpy_helper.from_array(np.asarray(vals, dtype=np.int64), name))
+                index[vals] = name
+            return name
+        name = self.names.fresh(self.g, base, suffix)
+        tensor = numpy_helper.from_array(np.asarray(vals, dtype=np.int64), name)
+        self.new_node(sid, anchor, "Constant", [], [name], self.names.fresh(self.g, name, "const"), value=tensor)
+        return name
+
+    def _ints(self, sid: int) -> dict[tuple[int, ...], str]:
+        index = self._int_index.get(sid)
+        if index is None:
+            index = {}
+            overridable = self.ctx.overridable
+            for name, t in self.g.scopes[sid].initializers.items():
+                if (t.data_type != TensorProto.INT64 or len(t.dims) != 1 or t.dims[0] > _REUSE_MAX_ELEMS
+                        or t.data_location == TensorProto.EXTERNAL or (sid, name) in overridable
+                        or t.name != name or self.is_gone(sid, name)):
+                    continue
+                try:
+                    vals = tuple(int(v) for v in numpy_helper.to_array(t).reshape(-1).tolist())
+                except Exception:  # a malformed tensor is simply not reused
+                    continue
+                index.setdefault(vals, name)
+            self._int_index[sid] = index
+        return index
+
+    # -- end of round ----------------------------------------------------------------------------
+    def finish(self) -> None:
+        """Remove what the round's rewrites left dead, check that nothing read is left without a
+        producer, and write the node, initializer and value_info lists back."""
+        from .dead_nodes import sweep  # the sweep is a pass of its own; it uses this editor
+
+        sweep(self)
+        self._check_producers()
+        self._compact()
+
+    def _check_producers(self) -> None:
+        """A deleted node's outputs must be unread or produced by something else now: the one
+        mistake that would make the output model invalid, caught before it is written."""
+        for nid in self.deleted:
+            info = self.g.nodes[nid]
+            for o in self.current_outputs(nid):  # type: ignore[attr-defined]
+                if o and (info.scope, o) not in self._made and self.needed(info.scope, o):
+                    raise AssertionError(f"rewrite left '{o}' without a producer in {self.g.scopes[info.scope].path}")
+
+    def _compact(self) -> None:
+        g = self.g
+        new_by_scope: dict[int, list[_NewNode]] = {}
+        for n in self._new:
+            new_by_scope.setdefault(n.sid, []).append(n)
+        deleted_by_scope: dict[int, int] = {}
+        for nid in self.deleted:
+            sid = g.nodes[nid].scope
+            deleted_by_scope[sid] = deleted_by_scope.get(sid, 0) + 1
+        for scope in g.scopes:
+            sid = scope.id
+            reorder = not scope.sorted_in_file and self.changed  # RELIABILITY row 19: emit sorted
+            if sid in new_by_scope or sid in deleted_by_scope or reorder:
+                self._compact_nodes(sid, new_by_scope.get(sid, []))
+            body = scope.proto
+            dropped = self._dropped_inits.get(sid)
+            if dropped and isinstance(body, onnx.GraphProto):
+                _drop_entries(body.initializer, dropped)
+            gone = {n for n in self._gone.get(sid, ()) if (sid, n) not in self._made}
+            if gone and hasattr(body, "value_info"):
+                _drop_entries(body.value_info, gone)
+
+    def _compact_nodes(self, sid: int, new: list[_NewNode]) -> None:
+        """Reorder the scope's node list once: kept nodes in (topological) order, new nodes right
+        before their anchors, deleted nodes at the end, then cut that tail.
+
+        The sort key is computed per *position* (original nodes sit at their index, new ones
+        after them), because most entries have no Python wrapper yet and creating one per node
+        just to look it up would cost memory. Sorting calls the key on the entries in list order;
+        the entries whose wrapper we hold (every edited or created node) check that it does."""
+        scope = self.g.scopes[sid]
+        nodes = self.g.nodes
+        order = scope.order if not scope.sorted_in_file else scope.nodes
+        deleted = self.deleted
+        base = scope.nodes[0] if scope.nodes else 0
+        n_orig = len(scope.nodes)
+        keys: list[tuple[int, int, int]] = [(0, 0, 0)] * (n_orig + len(new))
+        end = len(order) + 1
+        n_deleted = 0
+        position: dict[int, int] = {}
+        for k, nid in enumerate(order):
+            position[nid] = k
+            if nid in deleted:
+                keys[nid - base] = (end, 0, 0)
+                n_deleted += 1
+            else:
+                keys[nid - base] = (k, 0, 0)
+        held: dict[int, onnx.NodeProto] = {}
+        for nid in self._modified:
+            if nodes[nid].scope == sid:
+                held[nid - base] = nodes[nid].proto
+        for n in new:
+            keys[n.index] = (position[n.anchor], -1, n.seq)
+            held[n.index] = n.proto
+        field_ = scope.proto.node
+        if len(field_) != len(keys):
+            raise AssertionError(f"node list of {scope.path} changed behind the editor's back")
+        counter = iter(range(len(keys)))
+
+        def key(entry: onnx.NodeProto) -> tuple[int, int, int]:
+            i = next(counter)
+            w = held.get(i)
+            if w is not None and w is not entry:
+                raise AssertionError("protobuf sorted the node list in an unexpected order")
+            return keys[i]
+
+        field_.sort(key=key)
+        del field_[len(field_) - n_deleted:]
+
+
+def _drop_entries(entries: object, names: set[str]) -> None:
+    """Remove the entries of a repeated field of named messages whose name is in ``names``."""
+    n_drop = sum(1 for e in entries if e.name in names)  # type: ignore[attr-defined]
+    if not n_drop:
+        return
+    entries.sort(key=lambda e: e.name in names)  # type: ignore[attr-defined]  # stable
+    del entries[len(entries) - n_drop:]  # type: ignore[arg-type, attr-defined]

@@ -1,0 +1,224 @@
+"""Squeeze/Unsqueeze of a constant is a constant with other dims (SPEC.md section 4)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import onnx
+from onnx import TensorProto, helper
+
+from ..axes import squeeze_shape, unsqueeze_shape
+from ..graph import INITIALIZER
+from .base import Match, NoMatch, Result, RewriteRule, RoundContext, fmt_axes, not_applicable
+from .edit import Editor
+
+
+@dataclass(frozen=True)
+class _Source:
+    name: str
+    sid: int  # scope that defines it
+    tensor: TensorProto  # the initializer, or the Constant node's value (built for value_ints...)
+    node: int | None  # the Constant node, or None for an initializer
+
+
+@dataclass(frozen=True)
+class _Fold:
+    source: _Source
+    dims: tuple[int, ...]
+    members: tuple[int, ...]  # Squeeze/Unsqueeze nodes of the constant folded together
+    name: str | None  # the folded tensor's name: a member's output, or None for a derived name
+    in_place: bool  # every reader is a member: the initializer itself is renamed and reshaped
+
+
+def _constant_value(node: onnx.NodeProto) -> TensorProto | None:
+    """The tensor a Constant node holds (numeric forms only; a sparse value is not folded)."""
+    for a in node.attribute:
+        if a.name == "value" and a.type == onnx.AttributeProto.TENSOR:
+            return a.t
+        if a.name == "value_int":
+            return helper.make_tensor("", TensorProto.INT64, [], [a.i])
+        if a.name == "value_ints":
+            return helper.make_tensor("", TensorProto.INT64, [len(a.ints)], list(a.ints))
+        if a.name == "value_float":
+            return helper.make_tensor("", TensorProto.FLOAT, [], [a.f])
+        if a.name == "value_floats":
+            return helper.make_tensor("", TensorProto.FLOAT, [len(a.floats)], list(a.floats))
+    return None
+
+
+def _source(ctx: RoundContext, sid: int, name: str) -> _Source | NoMatch:
+    where = ctx.definition(sid, name)
+    if where is None:
+        return not_applicable("input is not a constant")
+    def_sid, p = where
+    if p == INITIALIZER:
+        t = ctx.scope(def_sid).initializers.get(name)
+        if t is None:
+            return NoMatch(f"'{name}' is a sparse initializer")
+        if (def_sid, name) in ctx.overridable:
+            return NoMatch(f"initializer '{name}' is also a graph input (overridable)")
+        if t.HasField("segment"):
+            return NoMatch(f"initializer '{name}' is stored in segments")
+        return _Source(name, def_sid, t, None)
+    if p >= 0 and ctx.is_standard(p, "Constant"):
+        t = _constant_value(ctx.peek(p))
+        if t is None:
+            return NoMatch(f"Constant '{name}' holds a sparse or string-list value")
+        return _Source(name, def_sid, t, p)
+    return not_applicable("input is not a constant")
+
+
+def _result_dims(ctx: RoundContext, nid: int, dims: tuple[int, ...]) -> tuple[int, ...] | NoMatch:
+    if ctx.info(nid).op_type == "Unsqueeze":
+        a = ctx.unsqueeze_axes(nid)
+        if isinstance(a, NoMatch):
+            return a
+        if len(a) + len(dims) != len(ctx.facts[nid].output_shape or ()):
+            return NoMatch(f"{ctx.display(nid)}: rank disagrees with the constant")
+        return unsqueeze_shape(dims, a)
+    b = ctx.squeeze_axes(nid)
+    if isinstance(b, NoMatch):
+        return b
+    if any(p >= len(dims) or dims[p] != 1 for p in b):
+        return NoMatch(f"{ctx.display(nid)}: squeezes a dim that is not 1")
+    return squeeze_shape(dims, b)
+
+
+class FoldConstant(RewriteRule):
+    """S(b)(c) and U(a)(c) of a constant c are a constant: c's bytes with the new dims.
+
+    Inserting or removing 1-dims does not move any element in row-major order, so the new tensor
+    holds exactly the bytes of ``c`` (an external-data reference is copied, its file never read).
+    All the Squeezes/Unsqueezes of one constant that give the same dims are folded together into
+    one tensor. When they are all of ``c``'s readers, ``c`` itself is renamed and reshaped (no copy);
+    otherwise a copy is made only if it is smaller than the nodes it removes, so a shared
+    initializer is never duplicated to grow the model. In a function body (no initializers) the
+    result is a Constant node.
+
+    Does not fire when the axes are not constants, when a squeezed dim is not 1, when an output is a
+    graph output, when the constant is a sparse tensor or an initializer that is also a graph input
+    (it can be overridden), or when a copy would grow the model.
+    """
+
+    name = "fold-constant"
+    code = "SF203"
+    roots = ("Squeeze", "Unsqueeze")
+
+    def match(self, ctx: RoundContext, nid: int) -> Result:
+        names = ctx.inputs(nid)
+        if not names or not names[0]:
+            return not_applicable("no data input")
+        sid = ctx.sid(nid)
+        source = _source(ctx, sid, names[0])
+        if isinstance(source, NoMatch):
+            return source
+        dims = tuple(int(d) for d in source.tensor.dims)
+        mine = _result_dims(ctx, nid, dims)
+        if isinstance(mine, NoMatch):
+            return mine
+        z = ctx.output(nid)
+        if ctx.is_output(sid, z):
+            return NoMatch(f"{ctx.display(nid)}: output '{z}' is a graph output")
+        groups = _groups(ctx, sid, source, dims)
+        members = groups.get(mine, ())
+        if nid in members:
+            # Every member of a group gets the same rewrite: work it out once per round, because a
+            # shared initializer may have thousands of readers.
+            key = ("fold-constant-match", sid, source.sid, source.name, mine)
+            found = ctx.cache.get(key)
+            if found is None:
+                found = self._group_match(ctx, nid, sid, source, dims, mine, members)
+                ctx.cache[key] = found
+            if isinstance(found, Match):
+                return Match(nid, found.writes, found.reads, found.message, found.note, found.payload,
+                             found.rewires)
+            return found  # type: ignore[return-value]
+        return self._group_match(ctx, nid, sid, source, dims, mine, members)
+
+    def _group_match(self, ctx: RoundContext, nid: int, sid: int, source: _Source, dims: tuple[int, ...],
+                     mine: tuple[int, ...], members: tuple[int, ...]) -> Result:
+        z = ctx.output(nid)
+        readers = ctx.readers(sid, source.name)
+        if nid not in members:
+            # Its output is read by name in a subgraph: it can be folded alone, under its own name.
+            if readers != [nid]:
+                return NoMatch(f"{ctx.display(nid)}: '{z}' is read by a subgraph and '{source.name}' "
+                               "has other readers")
+            members = (nid,)
+        in_place = (source.sid == sid and len(members) == len(readers)
+                    and not ctx.is_output(sid, source.name))
+        label = f"{'Constant' if source.node is not None else 'initializer'} '{source.name}'"
+        if not in_place:
+            copy = source.tensor.ByteSize() + len(z) + 2 * len(mine)
+            removed = sum(ctx.peek(m).ByteSize() for m in members)
+            if copy > removed:
+                return NoMatch(f"{label} has other readers: a copy ({copy} bytes) would grow the "
+                               f"model more than the {removed} bytes of nodes it removes")
+        name = ctx.output(members[0]) if len(members) == 1 else None
+        rewires: list[int] = []
+        if name is None:
+            for m in members:
+                rewires.extend(ctx.readers(sid, ctx.output(m)))
+        reads = (source.node,) if source.node is not None else ()
+        what = f"{len(members)} nodes" if len(members) > 1 else ctx.display(nid)
+        message = f"{what} of {label} {fmt_axes(list(dims))} fold to {fmt_axes(list(mine))}"
+        folded = set(members)
+        return Match(nid, members, reads, message, "", _Fold(source, mine, members, name, in_place),
+                     tuple(r for r in dict.fromkeys(rewires) if r not in folded))
+
+    def apply(self, ctx: RoundContext, edit: Editor, m: Match) -> None:
+        plan = m.payload
+        assert isinstance(plan, _Fold)
+        source = plan.source
+        sid = ctx.sid(m.nid)
+        name = plan.name or edit.names.fresh(ctx.graph, source.name, "folded")
+        for member in plan.members:
+            z = ctx.output(member)
+            if z != name:
+                edit.replace_uses(sid, z, name)
+            edit.delete_node(member)
+        # In place only if nothing of this round started reading the initializer meanwhile (an
+        # identical axes initializer is reused by other rewrites).
+        if plan.in_place and source.node is None and edit.count(sid, source.name) == 0:
+            edit.retarget_initializer(sid, source.tensor, name, list(plan.dims))
+            return
+        folded = TensorProto()
+        folded.CopyFrom(source.tensor)
+        folded.name = name
+        del folded.dims[:]
+        folded.dims.extend(plan.dims)
+        first = min(plan.members, key=lambda n: _position(ctx, sid, n))
+        edit.materialize(sid, folded, first, name)
+
+
+def _groups(ctx: RoundContext, sid: int, source: _Source, dims: tuple[int, ...]) -> dict[tuple[int, ...], tuple[int, ...]]:
+    """The readers of ``source`` in ``sid`` that fold, by resulting dims; computed once per round
+    per constant (a shared initializer may have thousands of readers)."""
+    key = ("fold-constant", sid, source.sid, source.name)
+    found = ctx.cache.get(key)
+    if found is None:
+        groups: dict[tuple[int, ...], list[int]] = {}
+        for r in ctx.readers(sid, source.name):
+            info = ctx.info(r)
+            if (not ctx.is_standard(r) or info.op_type not in ("Squeeze", "Unsqueeze")
+                    or info.inputs[0] != source.name or source.name in info.inputs[1:]):
+                continue
+            z = info.outputs[0]
+            if ctx.is_output(sid, z) or not ctx.direct_readers_only(sid, z):
+                continue
+            d = _result_dims(ctx, r, dims)
+            if isinstance(d, NoMatch):
+                continue
+            groups.setdefault(d, []).append(r)
+        found = {d: tuple(v) for d, v in groups.items()}
+        ctx.cache[key] = found
+    return found  # type: ignore[return-value]
+
+
+def _position(ctx: RoundContext, sid: int, nid: int) -> int:
+    key = ("position", sid)
+    pos = ctx.cache.get(key)
+    if pos is None:
+        pos = {n: k for k, n in enumerate(ctx.scope(sid).order)}
+        ctx.cache[key] = pos
+    return pos[nid]  # type: ignore[index]

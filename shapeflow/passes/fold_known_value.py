@@ -1,0 +1,97 @@
+"""Squeeze/Unsqueeze whose value is known before run time is a constant (SPEC.md section 4)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from onnx import helper, numpy_helper
+
+from ..graph import INITIALIZER
+from .base import INT_RANGES, Match, NoMatch, Result, RewriteRule, RoundContext, not_applicable
+from .edit import Editor
+
+# Folding makes an initializer of the output; larger values would grow the model for little gain.
+MAX_FOLD_ELEMS = 64
+
+
+@dataclass(frozen=True)
+class _Value:
+    dtype: int
+    shape: tuple[int, ...]
+    values: tuple[int, ...]
+
+
+class FoldKnownValue(RewriteRule):
+    """S/U(x) is the constant v when value inference knows x's value on every run.
+
+    Exporters compute shapes at run time even where they are static: ``Unsqueeze(Gather(Shape(h),
+    2), 0)`` of a tensor ``[batch, seq, 64]`` is ``[64]`` whatever the input. Inference carries the
+    values of small integer tensors (a static dim read through Shape→Gather, arithmetic on
+    constants); when the node's output value is fully known it becomes an initializer (a Constant
+    node in a function body or where the output is a graph output), and the nodes that only fed
+    it are removed by the dead-node sweep.
+
+    Does not fire when any element is symbolic (``batch``; see shape-slice), for non-integer
+    element types, for values over 64 elements, when the input is a plain constant (fold-constant
+    does that), or when the model has initializers that are also graph inputs (values could be
+    overridden at run time).
+    """
+
+    name = "fold-known-value"
+    code = "SF203"
+    roots = ("Squeeze", "Unsqueeze")
+
+    def match(self, ctx: RoundContext, nid: int) -> Result:
+        names = ctx.inputs(nid)
+        sid = ctx.sid(nid)
+        if not names or not names[0]:
+            return not_applicable("no data input")
+        z = ctx.output(nid)
+        t = ctx.tensor(sid, z)
+        if t is None or t.value is None or t.shape is None:
+            return not_applicable("value not known before run time")
+        if not all(type(v) is int for v in t.value):
+            return not_applicable("value is symbolic")
+        where = ctx.definition(sid, names[0])
+        if where is not None and (where[1] == INITIALIZER or (where[1] >= 0 and ctx.is_standard(where[1], "Constant"))):
+            return not_applicable("input is a constant (fold-constant's case)")
+        if ctx.overridable:
+            return NoMatch(f"{ctx.display(nid)}: the model has initializers that are also graph "
+                           "inputs, so computed values may change at run time")
+        problem = ctx.axes_problem(nid)
+        if problem is not None:
+            return NoMatch(f"{ctx.display(nid)}: {problem}")
+        if any(type(d) is not int for d in t.shape):
+            return NoMatch(f"{ctx.display(nid)}: output shape is not static")
+        n = 1
+        for d in t.shape:
+            n *= d  # type: ignore[operator]
+        if n != len(t.value):
+            return NoMatch(f"{ctx.display(nid)}: value and shape disagree")
+        if n > MAX_FOLD_ELEMS:
+            return NoMatch(f"{ctx.display(nid)}: value of {n} elements is too large to fold")
+        bounds = INT_RANGES.get(t.dtype)
+        if bounds is None:
+            return NoMatch(f"{ctx.display(nid)}: element type {t.dtype} is not folded")
+        lo, hi = bounds
+        if not all(lo <= v <= hi for v in t.value):  # type: ignore[operator]
+            return NoMatch(f"{ctx.display(nid)}: value out of range of its element type")
+        value = _Value(t.dtype, tuple(t.shape), tuple(t.value))  # type: ignore[arg-type]
+        shown = list(value.values) if n <= 8 else f"{n} values"
+        # Its readers are "read": when one of them was folded or cancelled earlier in the round
+        # (the rounds visit chains from their end), this node is left to the dead-node sweep.
+        readers = tuple(ctx.readers(sid, z))
+        return Match(nid, (nid,), readers, f"{ctx.display(nid)} is the constant {shown}", "", value)
+
+    def apply(self, ctx: RoundContext, edit: Editor, m: Match) -> None:
+        value = m.payload
+        assert isinstance(value, _Value)
+        sid = ctx.sid(m.nid)
+        z = ctx.output(m.nid)
+        arr = np.asarray(value.values, dtype=helper.tensor_dtype_to_np_dtype(value.dtype)).reshape(value.shape)
+        if edit.can_add_initializers(sid) and not ctx.is_output(sid, z):
+            edit.delete_node(m.nid)
+            edit.add_initializer(sid, numpy_helper.from_array(arr, z))
+        else:
+            edit.replace_node(m.nid, "Constant", [], "const", value=numpy_helper.from_array(arr))

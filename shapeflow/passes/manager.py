@@ -1,0 +1,330 @@
+"""Running the rewrite rules to a fixpoint, and listing what they would do.
+
+One round: index the model (``graph.build_graph``), infer it (``inference.infer``), visit every
+Squeeze/Unsqueeze of every scope (latest first, so the end of a chain is rewritten as a whole
+before its start is rewritten alone), apply the first rule that matches when none of the nodes it
+writes was touched by an earlier rewrite of the round, then sweep what the rewrites left dead and
+write the node lists back once. Rounds repeat until one changes nothing. Each rewrite removes a
+node or a Squeeze/Unsqueeze and none adds either, so the loop ends; a round is O(N).
+
+The first round also runs the lint rules: a model with an error-level finding is refused, never
+"repaired" on the way (``OptimizeRefused``, exit 1).
+"""
+
+from __future__ import annotations
+
+import gc
+import time
+from dataclasses import dataclass, field, replace
+from typing import Callable, Sequence
+
+import onnx
+
+from ..analysis import analyze
+from ..diagnostics import Diagnostic, Severity
+from ..errors import EXIT_FINDINGS, LimitExceeded, ModelUnreadable, ShapeflowError
+from ..graph import ModelGraph, build_graph
+from ..inference import Inference, infer
+from ..io import LoadedModel, external_data_problems
+from ..limits import DEFAULT_LIMITS, Limits
+from ..opsets import MAX_KNOWN_OPSET, canonical_domain
+from ..rules import LintContext, select_rules
+from .base import Match, NoMatch, RewriteRule, RoundContext
+from .dead_nodes import NAME as DEAD_NODES
+from .edit import Editor, NameRegistry
+from .registry import resolve_rules
+from .reinfer import carry_inference
+
+Progress = Callable[[int, int], None]
+
+COUNTED_OPS = ("Squeeze", "Unsqueeze")
+# Every rewrite shrinks (nodes + Squeeze/Unsqueeze), so rounds are bounded by the model; this only
+# turns a bug into an error instead of a hang.
+MAX_ROUNDS = 1000
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A rewrite a rule would make (what SF201-SF203 report)."""
+
+    rule: str
+    code: str | None
+    nid: int  # root node id in the graph index
+    message: str
+
+
+@dataclass
+class OptimizeResult:
+    model: onnx.ModelProto  # the loaded proto, edited in place
+    changed: bool
+    rewrites: dict[str, int]  # rule name -> times it fired (and dead-nodes -> nodes swept)
+    log: list[str]  # one line per rewrite, with node names
+    skipped: list[str]  # why rules did not fire on near misses, as of the final round
+    before: dict[str, int]  # {"nodes", "Squeeze", "Unsqueeze"}
+    after: dict[str, int]
+    rounds: int = 0
+    notes: list[str] = field(default_factory=list)  # rewrites that remove a run-time failure
+
+
+class OptimizeRefused(ShapeflowError):
+    """The model has error-level findings: optimizing would silently "repair" it (exit 1)."""
+
+    exit_code = EXIT_FINDINGS
+
+    def __init__(self, message: str, diagnostics: list[Diagnostic], **kw: object) -> None:
+        super().__init__(message, **kw)  # type: ignore[arg-type]
+        self.diagnostics = diagnostics
+
+
+def count_ops(graph: ModelGraph) -> dict[str, int]:
+    """Node count (every scope) and ai.onnx Squeeze/Unsqueeze counts."""
+    counts = {"nodes": len(graph.nodes), "Squeeze": 0, "Unsqueeze": 0}
+    for info in graph.nodes:
+        op = info.proto.op_type
+        if op in COUNTED_OPS and info.domain == "":
+            counts[op] += 1
+    return counts
+
+
+def _dispatch(rules: Sequence[RewriteRule]) -> dict[str, list[RewriteRule]]:
+    table: dict[str, list[RewriteRule]] = {}
+    for rule in rules:
+        for op in rule.roots:
+            table.setdefault(op, []).append(rule)
+    return table
+
+
+def _error_nodes(graph: ModelGraph, inference: Inference) -> set[int]:
+    """Nodes with an error-level axis finding: never rewritten."""
+    rules = [r for r in select_rules() if r.severity == Severity.ERROR]
+    if not rules:
+        return set()
+    where = {(a.graph, a.node): a.nid for a in inference.axis_nodes}
+    ctx = LintContext(graph.path, graph, inference)
+    blocked: set[int] = set()
+    for rule in rules:
+        for f in rule.check(ctx):
+            if (f.severity or rule.severity) == Severity.ERROR:
+                nid = where.get((f.location.graph, f.location.node or ""))
+                if nid is not None:
+                    blocked.add(nid)
+    return blocked
+
+
+def find_candidates(graph: ModelGraph, inference: Inference, *, strict: bool = False,
+                    rules: Sequence[str] | None = None) -> list[Candidate]:
+    """What the rules would rewrite in this model, one candidate per root node (the rule that
+    would fire first there), in scope and file order. Nodes with error-level findings are left
+    out. Nothing is changed."""
+    ctx = RoundContext.build(graph, inference, strict)
+    table = _dispatch(resolve_rules(rules))
+    blocked = _error_nodes(graph, inference)
+    out: list[Candidate] = []
+    for scope in graph.scopes:
+        for nid in scope.order:
+            info = graph.nodes[nid]
+            if nid in blocked or info.domain != "" or info.since_version is None:
+                continue
+            for rule in table.get(info.proto.op_type, ()):
+                r = rule.match(ctx, nid)
+                if isinstance(r, Match):
+                    message = r.message + (f" ({r.note})" if r.note else "")
+                    out.append(Candidate(rule.name, rule.code, nid, message))
+                    break
+    return out
+
+
+def _preflight(loaded: LoadedModel) -> None:
+    """What ``optimize`` refuses before looking at a node (RELIABILITY.md rows 11 and 37)."""
+    model = loaded.proto
+    if model.ir_version > onnx.IR_VERSION:
+        raise ShapeflowError(f"IR version {model.ir_version} is newer than this onnx knows ({onnx.IR_VERSION}); "
+                             "refusing to rewrite a model whose format is not verified", file=loaded.path)
+    for imp in list(model.opset_import) + [o for f in model.functions for o in f.opset_import]:
+        if canonical_domain(imp.domain) == "" and imp.version > MAX_KNOWN_OPSET:
+            raise ShapeflowError(f"ai.onnx opset {imp.version} is newer than this onnx knows "
+                                 f"({MAX_KNOWN_OPSET}); refusing to rewrite ops of unverified semantics",
+                                 file=loaded.path)
+    # An external data reference spells its key "location" in the file: without those bytes there
+    # is nothing to check, and the check walks every tensor of the model.
+    if loaded.raw and b"location" not in loaded.raw:
+        return
+    for p in external_data_problems(loaded):
+        if p.severity == "error":
+            raise ModelUnreadable(f"tensor '{p.tensor}': {p.message}", file=loaded.path, tensor=p.tensor)
+
+
+def _check_known_ops(graph: ModelGraph) -> None:
+    """An unknown op in ai.onnx (a typo such as ``Sqeeze``) has unknown semantics: refuse (row 14)."""
+    for nid, info in enumerate(graph.nodes):
+        node = info.proto
+        if info.domain == "" and info.since_version is None and (node.domain, node.op_type) not in graph.functions:
+            version = graph.scopes[info.scope].opsets.get("")
+            raise ShapeflowError(f"unknown operator '{node.op_type}' in ai.onnx opset {version}",
+                                 file=graph.path, node=graph.display(nid))
+
+
+@dataclass
+class _Round:
+    fired: dict[str, int] = field(default_factory=dict)
+    log: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+
+
+def _roots(ctx: RoundContext) -> list[int]:
+    """The round's Squeeze/Unsqueeze nodes, scope by scope, each scope from its last node back."""
+    graph = ctx.graph
+    by_scope: dict[int, list[int]] = {}
+    for nid in ctx.facts:
+        by_scope.setdefault(graph.nodes[nid].scope, []).append(nid)
+    out: list[int] = []
+    for sid in sorted(by_scope):
+        scope = graph.scopes[sid]
+        nids = by_scope[sid]
+        if scope.sorted_in_file:
+            nids.sort(reverse=True)  # node ids follow file order within a scope
+        else:
+            position = {n: k for k, n in enumerate(scope.order)}
+            nids.sort(key=lambda n: -position[n])
+        out.extend(nids)
+    return out
+
+
+def _conflicts(m: Match, written: set[int], read: set[int], rewired: set[int]) -> bool:
+    """Whether ``m`` touches a node that an earlier rewrite of the round wrote, or writes one that
+    an earlier rewrite relies on. Renaming different inputs of one node is the one overlap allowed."""
+    for n in m.writes:
+        if n in written or n in read or n in rewired:
+            return True
+    for n in m.reads:
+        if n in written or n in rewired:
+            return True
+    for n in m.rewires:
+        if n in written or n in read:
+            return True
+    return False
+
+
+def _run_round(ctx: RoundContext, edit: Editor, table: dict[str, list[RewriteRule]]) -> _Round:
+    out = _Round()
+    written: set[int] = set()
+    read: set[int] = set()
+    rewired: set[int] = set()
+    graph = ctx.graph
+    for nid in _roots(ctx):
+        info = graph.nodes[nid]
+        rules = table.get(info.op_type)
+        if not rules or info.domain != "" or info.since_version is None:
+            continue
+        for rule in rules:
+            r = rule.match(ctx, nid)
+            if isinstance(r, NoMatch):
+                if r.near:
+                    out.skipped.append(f"{rule.name}: {r.reason}")
+                continue
+            if _conflicts(r, written, read, rewired):
+                break  # a node it needs was rewritten this round; the next round retries
+            rule.apply(ctx, edit, r)
+            written.update(r.writes)
+            read.update(r.reads)
+            rewired.update(r.rewires)
+            out.fired[rule.name] = out.fired.get(rule.name, 0) + 1
+            line = f"{rule.name}: {r.message}"
+            if r.note:
+                line += f" ({r.note})"
+                out.notes.append(line)
+            out.log.append(line)
+            break
+    return out
+
+
+def optimize_model(loaded: LoadedModel, *, rules: Sequence[str] | None = None, strict: bool = False,
+                   limits: Limits = DEFAULT_LIMITS, progress: Progress | None = None,
+                   full_inference: bool = False) -> OptimizeResult:
+    """Rewrite ``loaded.proto`` in place until no rule fires.
+
+    Raises ``OptimizeRefused`` (exit 1) for a model with error-level findings, and
+    ``ShapeflowError`` (exit 2) for one that cannot be optimized safely (invalid graph, unknown
+    operator, unsupported opset, unsafe external data, a limit). ``rules`` selects rules by name
+    (all by default); ``strict`` cancels Squeeze→Unsqueeze only over dims statically 1.
+    ``full_inference`` re-infers the whole model every round instead of carrying the previous
+    round's inference over (``reinfer``); the result is the same, only slower.
+    """
+    table = _dispatch(resolve_rules(rules))
+    _preflight(loaded)
+    started = time.monotonic()
+    # The index and inference allocate millions of small objects per round and free them all at
+    # its end; the cyclic collector only adds super-linear time here (it is restored below).
+    gc_was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _fixpoint(loaded, table, strict, limits, progress, started, full_inference)
+    finally:
+        if gc_was_enabled:
+            gc.enable()
+
+
+def _fixpoint(loaded: LoadedModel, table: dict[str, list[RewriteRule]], strict: bool, limits: Limits,
+              progress: Progress | None, started: float, full_inference: bool) -> OptimizeResult:
+    names = NameRegistry()
+    fired: dict[str, int] = {}
+    log: list[str] = []
+    notes: list[str] = []
+    before: dict[str, int] = {}
+    changed = False
+    rounds = 0
+    carried: tuple[Inference, set[tuple[int, str]]] | None = None
+    while True:
+        rounds += 1
+        remaining = limits.timeout - (time.monotonic() - started)
+        if remaining <= 0:
+            raise LimitExceeded("timeout", f"{limits.timeout:g} s", "--timeout", file=loaded.path)
+        round_limits = replace(limits, timeout=remaining)
+        if rounds == 1:
+            # The info-level rules (SF110, SF201-SF203) cannot refuse a model; SF201-SF203 would
+            # only run the rewrite rules a second time.
+            judges = [r for r in select_rules() if r.severity != Severity.INFO]
+            analysis = analyze(loaded, limits=round_limits, rules=judges, progress=progress)
+            _check_known_ops(analysis.graph)  # exit 2 for optimize, before the lint verdict (exit 1)
+            errors = [d for d in analysis.diagnostics if d.severity == Severity.ERROR]
+            if errors:
+                raise OptimizeRefused(
+                    f"refusing to optimize: {len(errors)} error-level finding"
+                    f"{'' if len(errors) == 1 else 's'} (fix the model first)", errors, file=loaded.path)
+            graph, inference = analysis.graph, analysis.inference
+            del analysis
+            before = count_ops(graph)
+        else:
+            graph = build_graph(loaded, round_limits)
+            if carried is None:
+                inference = infer(graph, None, round_limits, progress)
+            else:
+                inference = carry_inference(graph, carried[0], carried[1])
+            carried = None
+        ctx = RoundContext.build(graph, inference, strict)
+        edit = Editor(ctx, names)
+        result = _run_round(ctx, edit, table)
+        if not edit.changed:
+            after = count_ops(graph)
+            return OptimizeResult(loaded.proto, changed, fired, log, result.skipped, before, after,
+                                  rounds, notes)
+        edit.finish()
+        changed = True
+        for name, n in result.fired.items():
+            fired[name] = fired.get(name, 0) + n
+        if edit.dead:
+            fired[DEAD_NODES] = fired.get(DEAD_NODES, 0) + len(edit.dead)
+        log.extend(result.log)
+        log.extend(f"{DEAD_NODES}: removed {shown}" for shown in edit.dead)
+        log.extend(f"{DEAD_NODES}: removed initializer '{name}'"
+                   + ("" if sid == 0 else f" in {graph.scopes[sid].path}")
+                   for sid, name in edit.removed_initializers)
+        notes.extend(result.notes)
+        if not full_inference:
+            carried = (inference, edit.made)
+        # Drop this round's index before building the next one: peak memory is one round's.
+        # (Nothing here forms reference cycles, so this frees it without the cyclic collector.)
+        del ctx, edit, graph, inference, result
+        if rounds >= MAX_ROUNDS:
+            raise AssertionError(f"optimize found no fixpoint after {MAX_ROUNDS} rounds")

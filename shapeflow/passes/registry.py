@@ -1,0 +1,48 @@
+"""The rewrite rules in the order they are tried on each root node, and selection by name."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from ..errors import UsageError
+from .base import RewriteRule
+from .cancel_squeeze_unsqueeze import CancelSqueezeUnsqueeze
+from .cancel_unsqueeze_squeeze import CancelUnsqueezeSqueeze
+from .dead_nodes import NAME as DEAD_NODES
+from .fold_constant import FoldConstant
+from .fold_known_value import FoldKnownValue
+from .merge_squeeze import MergeSqueeze
+from .merge_unsqueeze import MergeUnsqueeze
+from .shape_slice import ShapeSlice
+
+# Priority on one root: folds first (they remove the most: a fold of the last node of a chain
+# takes the whole chain with it), then cancels (which remove two nodes), merges, and shape slicing
+# last (its Unsqueeze may fold or cancel instead).
+ALL_RULES: tuple[type[RewriteRule], ...] = (
+    FoldConstant,
+    FoldKnownValue,
+    CancelUnsqueezeSqueeze,
+    CancelSqueezeUnsqueeze,
+    MergeUnsqueeze,
+    MergeSqueeze,
+    ShapeSlice,
+)
+
+RULE_NAMES: tuple[str, ...] = tuple(r.name for r in ALL_RULES)
+
+
+def resolve_rules(names: Sequence[str] | None = None) -> list[RewriteRule]:
+    """Rules by name (``cancel-unsqueeze-squeeze`` or ``cancel_unsqueeze_squeeze``), in priority
+    order whatever the order given; all of them for None. Unknown names are a usage error.
+    The dead-node sweep is not a choice: it always cleans up after the chosen rules."""
+    if names is None:
+        return [r() for r in ALL_RULES]
+    wanted = set()
+    for raw in names:
+        name = raw.strip().lower().replace("_", "-")
+        if not name or name == DEAD_NODES:
+            continue
+        if name not in RULE_NAMES:
+            raise UsageError(f"unknown rule '{raw.strip()}'; choose from {', '.join(RULE_NAMES)}")
+        wanted.add(name)
+    return [r() for r in ALL_RULES if r.name in wanted]

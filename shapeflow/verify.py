@@ -1,0 +1,188 @@
+"""``optimize --verify``: run the original and the optimized model and require bit-identical outputs.
+
+Squeeze and Unsqueeze move no data, so a correct rewrite changes no output bit (RELIABILITY.md
+section 2.5): outputs are compared as bytes, with the same dtype and shape, never with a tolerance.
+Both models run in onnxruntime with graph optimizations off (``ORT_DISABLE_ALL``, so that the
+runtime does not rewrite either model on its own) on the same random inputs, once with every
+symbolic dim bound to 1 and once bound to a larger value; 1 is where squeezes of symbolic dims
+matter, the larger value is where a wrong rewrite shows.
+
+A binding on which the original model fails tells nothing (the rewrites only promise identical
+outputs where the original runs); if the original fails on every binding, nothing was verified
+and the check fails. onnxruntime is an optional dependency (``pip install 'shapeflow[verify]'``),
+imported only here and only when asked for.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Mapping, Sequence
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper
+
+from .errors import UsageError
+
+MISSING_ORT = "--verify needs onnxruntime: pip install 'shapeflow[verify]'"
+DEFAULT_VALUES = (1, 3)
+
+
+@dataclass
+class VerifyReport:
+    """``ok`` when every output matched bit for bit on every binding the original runs on."""
+
+    ok: bool
+    runs: list[str] = field(default_factory=list)  # one line per binding: what was run, the outcome
+    problems: list[str] = field(default_factory=list)
+
+    def summary(self) -> str:
+        if self.ok:
+            return "outputs bit-identical (" + "; ".join(self.runs) + ")"
+        return "; ".join(self.problems)
+
+
+def _ort():  # type: ignore[no-untyped-def]
+    try:
+        import onnxruntime
+    except ImportError:
+        raise UsageError(MISSING_ORT) from None
+    return onnxruntime
+
+
+def _session(ort, model: bytes, directory: str):  # type: ignore[no-untyped-def]
+    so = ort.SessionOptions()
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    # Failures come back as exceptions and are reported in one line; onnxruntime's own log lines
+    # (declared vs actual shapes, a run failing on a binding) would only be noise on stderr.
+    so.log_severity_level = 4
+    if directory:
+        # external data is resolved next to the input model, as when the model is loaded from there
+        so.add_session_config_entry("session.model_external_initializers_file_folder_path", directory)
+    return ort.InferenceSession(model, so, providers=["CPUExecutionProvider"])
+
+
+def _symbols(model: onnx.ModelProto) -> list[str]:
+    names: dict[str, None] = {}
+    init = {t.name for t in model.graph.initializer}
+    for vi in model.graph.input:
+        if vi.name in init:
+            continue
+        tt = vi.type.tensor_type
+        for d in tt.shape.dim:
+            if d.WhichOneof("value") == "dim_param" and d.dim_param:
+                names[d.dim_param] = None
+    return list(names)
+
+
+def random_inputs(model: onnx.ModelProto, value: int, rng: np.random.Generator) -> dict[str, np.ndarray]:
+    """One random array per graph input (initializers with a default excluded), every symbolic or
+    unknown dim set to ``value``. Integers are 0 or 1 (valid indices, masks and token ids for any
+    vocabulary); floats are standard normal."""
+    init = {t.name for t in model.graph.initializer}
+    feeds: dict[str, np.ndarray] = {}
+    for vi in model.graph.input:
+        if vi.name in init:
+            continue
+        if vi.type.WhichOneof("value") != "tensor_type":
+            raise ValueError(f"input '{vi.name}' is not a tensor; --verify cannot make one up")
+        tt = vi.type.tensor_type
+        if not tt.HasField("shape"):
+            raise ValueError(f"input '{vi.name}' has no declared shape; --verify cannot make one up")
+        shape = []
+        for d in tt.shape.dim:
+            shape.append(int(d.dim_value) if d.WhichOneof("value") == "dim_value" else value)
+        dtype = helper.tensor_dtype_to_np_dtype(tt.elem_type)
+        if tt.elem_type == TensorProto.STRING:
+            feeds[vi.name] = np.full(shape, "a", dtype=object)
+        elif tt.elem_type == TensorProto.BOOL:
+            feeds[vi.name] = rng.integers(0, 2, size=shape).astype(bool)
+        elif np.issubdtype(dtype, np.integer):
+            feeds[vi.name] = rng.integers(0, 2, size=shape).astype(dtype)
+        else:
+            feeds[vi.name] = rng.standard_normal(shape).astype(dtype)
+    return feeds
+
+
+def _same(a: object, b: object) -> bool:
+    if isinstance(a, np.ndarray) and isinstance(b, np.ndarray):
+        if a.dtype != b.dtype or a.shape != b.shape:
+            return False
+        if a.dtype == object:
+            return a.tolist() == b.tolist()
+        return np.ascontiguousarray(a).tobytes() == np.ascontiguousarray(b).tobytes()
+    return type(a) is type(b) and repr(a) == repr(b)
+
+
+def verify_models(original: bytes, optimized: onnx.ModelProto | bytes, *, directory: str = "",
+                  values: Sequence[int] = DEFAULT_VALUES, seed: int = 0,
+                  feeds: Sequence[Mapping[str, np.ndarray]] | None = None) -> VerifyReport:
+    """Run both models on the same inputs and compare every output bit for bit.
+
+    ``directory`` is where the original model lives (its external data is read from there).
+    ``feeds`` replaces the random inputs (one mapping per run). Raises ``UsageError`` (exit 2) when
+    onnxruntime is not installed.
+    """
+    ort = _ort()
+    opt_bytes = optimized if isinstance(optimized, bytes) else optimized.SerializeToString()
+    report = VerifyReport(ok=True)
+    try:
+        before = _session(ort, original, directory)
+    except Exception as exc:  # onnxruntime cannot load the input: nothing to compare against
+        report.ok = False
+        report.problems.append(f"onnxruntime cannot load the original model: {_first_line(exc)}")
+        return report
+    try:
+        after = _session(ort, opt_bytes, directory)
+    except Exception as exc:
+        report.ok = False
+        report.problems.append(f"onnxruntime cannot load the optimized model: {_first_line(exc)}")
+        return report
+    proto = onnx.ModelProto.FromString(original)
+    symbols = _symbols(proto)
+    runs: list[tuple[str, Mapping[str, np.ndarray]]] = []
+    if feeds is not None:
+        runs = [(f"given inputs #{k}", f) for k, f in enumerate(feeds)]
+    else:
+        for v in values:
+            label = ", ".join(f"{s}={v}" for s in symbols) or f"dims={v}"
+            try:
+                runs.append((label, random_inputs(proto, v, np.random.default_rng(seed))))
+            except ValueError as exc:
+                report.ok = False
+                report.problems.append(str(exc))
+                return report
+    names = [o.name for o in before.get_outputs()]
+    quiet = ort.RunOptions()
+    quiet.log_severity_level = 4
+    ran = 0
+    for label, inputs in runs:
+        try:
+            want = before.run(names, dict(inputs), quiet)
+        except Exception as exc:
+            report.runs.append(f"{label}: original fails ({_first_line(exc)}), skipped")
+            continue
+        ran += 1
+        try:
+            got = after.run(names, dict(inputs), quiet)
+        except Exception as exc:
+            report.ok = False
+            report.problems.append(f"{label}: the optimized model fails where the original runs: "
+                                   f"{_first_line(exc)}")
+            continue
+        bad = [n for n, a, b in zip(names, want, got) if not _same(a, b)]
+        if bad:
+            report.ok = False
+            report.problems.append(f"{label}: output{'s' if len(bad) > 1 else ''} "
+                                   f"{', '.join(repr(n) for n in bad)} differ")
+        else:
+            report.runs.append(label)
+    if ran == 0 and report.ok:
+        report.ok = False
+        report.problems.append("the original model fails on every binding tried; nothing was verified")
+    return report
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0][:300] if text else type(exc).__name__

@@ -1,0 +1,174 @@
+"""Which files shapeflow opens, proved with a PEP 578 audit hook (``sys.addaudithook``).
+
+For every command, on a model with external data inside its folder, with a location that escapes
+it (``..``), with a data file that is a symlink out, and in the Hugging Face cache layout:
+
+* the only file opened for reading is the model itself (plus Python's own module files, the
+  process's umask in /proc/self/status, and a pyproject.toml for lint's settings);
+* no external data file is ever opened, and nothing outside the model's folder;
+* the only write is one temp file in the output folder, created with O_EXCL, then linked or
+  renamed onto the output and removed (and the folder opened to fsync the rename); nothing else is
+  created, renamed, removed or chmod-ed;
+* no subprocess is started.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+import sysconfig
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from .harness import require, run_cli
+from .models import cancelling_pair, external, weight_model, with_external_weight, write
+
+AUDIT = Path(__file__).with_name("audit_run.py")
+WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
+TEMP = re.compile(r"^\.out\.onnx\.[^/]+\.tmp$")
+
+
+def _python_roots() -> list[str]:
+    roots = {sys.prefix, sys.base_prefix, sys.exec_prefix, sysconfig.get_paths()["stdlib"],
+             sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"],
+             str(Path(__file__).resolve().parents[2] / "shapeflow")}
+    return sorted(os.path.realpath(r) for r in roots)
+
+
+PY_ROOTS = _python_roots()
+MODULE_SUFFIXES = (".py", ".pyc", ".so", ".pth", ".json", ".txt", ".typed")
+
+
+def _is_python_file(path: str) -> bool:
+    real = os.path.realpath(path)
+    return real.endswith(MODULE_SUFFIXES) and any(real.startswith(r + os.sep) for r in PY_ROOTS)
+
+
+def _writes(mode: object, flags: object) -> bool:
+    if isinstance(mode, str):
+        return any(c in mode for c in "wax+")
+    return isinstance(flags, int) and bool(flags & WRITE_FLAGS)
+
+
+# -- scenarios ---------------------------------------------------------------------------------------
+
+def inside(tmp: Path) -> tuple[Path, list[Path]]:
+    d = tmp / "model"
+    d.mkdir()
+    path, data = with_external_weight(d, "weights.bin")
+    return Path(path), [data]
+
+
+def dotdot(tmp: Path) -> tuple[Path, list[Path]]:
+    d = tmp / "model"
+    d.mkdir()
+    secret = tmp / "secret.bin"
+    secret.write_bytes(np.arange(4, dtype=np.float32).tobytes())
+    path, _ = with_external_weight(d, "../secret.bin", data_path=secret)
+    return Path(path), [secret]
+
+
+def symlink_out(tmp: Path) -> tuple[Path, list[Path]]:
+    d = tmp / "model"
+    d.mkdir()
+    secret = tmp / "secret.bin"
+    secret.write_bytes(np.arange(4, dtype=np.float32).tobytes())
+    os.symlink("../secret.bin", d / "weights.bin")
+    path, _ = with_external_weight(d, "weights.bin", data_path=d / "weights.bin")
+    return Path(path), [secret, d / "weights.bin"]
+
+
+def hf_cache(tmp: Path) -> tuple[Path, list[Path]]:
+    repo = tmp / "hub" / "models--org--name"
+    blobs, snap = repo / "blobs", repo / "snapshots" / "0123abc"
+    blobs.mkdir(parents=True)
+    snap.mkdir(parents=True)
+    m, w = weight_model()
+    external(m, "w", "model.onnx.data", offset="0", length="16")
+    (blobs / "b1e2f3").write_bytes(m.SerializeToString())
+    (blobs / "d4c5a6").write_bytes(w.tobytes())
+    os.symlink("../../blobs/b1e2f3", snap / "model.onnx")
+    os.symlink("../../blobs/d4c5a6", snap / "model.onnx.data")
+    return snap / "model.onnx", [blobs / "d4c5a6", snap / "model.onnx.data"]
+
+
+def plain(tmp: Path) -> tuple[Path, list[Path]]:
+    d = tmp / "model"
+    d.mkdir()
+    return Path(write(cancelling_pair(), d / "m.onnx")), []
+
+
+SCENARIOS = {"plain": plain, "data-inside": inside, "data-dotdot": dotdot, "data-symlink-out": symlink_out,
+             "hugging-face-cache": hf_cache}
+
+
+def audited(cmd: str, model: Path, tmp: Path) -> tuple[dict, object]:
+    log = tmp / "audit.json"
+    argv = [cmd, str(model)]
+    if cmd in ("infer", "optimize"):
+        argv += ["-o", str(model.parent / "out.onnx")]
+    r = run_cli(argv, cwd=model.parent, module=[str(AUDIT), str(log)])
+    assert "Traceback" not in r.output, r.describe()
+    assert log.exists(), r.describe()
+    return json.loads(log.read_text()), r
+
+
+@pytest.mark.parametrize("scenario", list(SCENARIOS))
+@pytest.mark.parametrize("cmd", ["infer", "lint", "optimize"])
+def test_opens_only_the_model_and_writes_only_its_temp(cmd: str, scenario: str, tmp_path: Path) -> None:
+    require(cmd)
+    model, data_files = SCENARIOS[scenario](tmp_path)
+    log, run = audited(cmd, model, tmp_path)
+    info = run.describe() + "\n" + "\n".join(map(str, log["events"]))
+    folder = os.path.abspath(model.parent)
+    out = os.path.join(folder, "out.onnx")
+    forbidden = {os.path.realpath(p) for p in data_files} | {os.path.abspath(p) for p in data_files}
+
+    temps: set[str] = set()
+    reads: list[str] = []
+    for ev in log["events"]:
+        kind = ev[0]
+        if kind == "open":
+            path, mode, flags = ev[1], ev[2], ev[3]
+            if isinstance(path, int):
+                continue  # os.fdopen of a descriptor opened (and logged) just before
+            absolute = os.path.abspath(os.path.join(folder, path))
+            assert absolute not in forbidden and os.path.realpath(absolute) not in forbidden, \
+                f"opened external data {path}\n{info}"
+            if _writes(mode, flags):
+                assert os.path.dirname(absolute) == folder and TEMP.match(os.path.basename(absolute)), \
+                    f"wrote something other than a temp file in the output folder: {path}\n{info}"
+                assert isinstance(flags, int) and flags & os.O_EXCL, f"temp file opened without O_EXCL\n{info}"
+                temps.add(absolute)
+                continue
+            if absolute == os.path.abspath(model):
+                reads.append(absolute)
+            elif absolute == folder and isinstance(flags, int) and flags & os.O_DIRECTORY:
+                pass  # the output folder itself, to fsync the rename
+            elif absolute == "/proc/self/status" or os.path.basename(absolute) == "pyproject.toml":
+                pass  # the umask (io._current_umask); lint's [tool.shapeflow] settings
+            else:
+                assert _is_python_file(absolute), f"opened a file that is not the model: {path}\n{info}"
+        elif kind in ("os.rename", "os.link"):
+            src, dst = (os.path.abspath(os.path.join(folder, x)) for x in ev[1:3])
+            assert src in temps and dst == out, f"{kind} {src} -> {dst}\n{info}"
+        elif kind == "os.remove":
+            assert os.path.abspath(os.path.join(folder, ev[1])) in temps, f"removed {ev[1]}\n{info}"
+        elif kind == "os.chmod":
+            assert isinstance(ev[1], int) or os.path.abspath(ev[1]) in temps, f"chmod {ev[1]}\n{info}"
+        elif kind in ("os.truncate", "os.symlink", "os.rmdir", "os.mkdir", "os.utime", "os.chown",
+                      "shutil.copyfile", "shutil.rmtree"):
+            pytest.fail(f"unexpected {kind} {ev[1:]}\n{info}")
+        elif kind in ("subprocess.Popen", "os.system", "os.exec", "os.posix_spawn", "os.fork"):
+            pytest.fail(f"started a process: {ev}\n{info}")
+    assert reads, f"the model was never opened?\n{info}"
+    # infer -o writes with findings too (exit 1); optimize writes only when it exits 0
+    wrote = cmd == "infer" and run.returncode <= 1 or cmd == "optimize" and run.returncode == 0
+    if wrote:
+        assert len(temps) == 1 and os.path.exists(out), f"expected exactly one temp file\n{info}"
+    else:
+        assert not temps and not os.path.exists(out), f"exit {run.returncode} but something was written\n{info}"
