@@ -110,7 +110,7 @@ def _shapeflow_stages(path: str, fmt: str, times: dict[str, float], start: float
     from shapeflow import analysis
     from shapeflow.io import load_model
     from shapeflow.render import infer_text
-    from shapeflow.rules import select_rules
+    from shapeflow.rules.base import Rule
 
     times["import"] = time.perf_counter() - start
 
@@ -125,21 +125,22 @@ def _shapeflow_stages(path: str, fmt: str, times: dict[str, float], start: float
 
     analysis.build_graph = timed("graph", analysis.build_graph)
     analysis.infer = timed("infer", analysis.infer)
-    rules = select_rules()
     rule_times: dict[str, float] = {}
-    for rule in rules:
-        def run(ctx, _rule=rule, _fn=rule.diagnostics):  # type: ignore[no-untyped-def]
-            t0 = time.perf_counter()
-            out = list(_fn(ctx))
-            rule_times[_rule.code] = time.perf_counter() - t0
-            return out
-        rule.diagnostics = run  # type: ignore[method-assign]
+    diagnostics = Rule.diagnostics
+
+    def timed_rule(self, ctx):  # type: ignore[no-untyped-def]
+        t0 = time.perf_counter()
+        out = list(diagnostics(self, ctx))
+        rule_times[self.code] = rule_times.get(self.code, 0.0) + time.perf_counter() - t0
+        return out
+
+    Rule.diagnostics = timed_rule  # type: ignore[method-assign]  # analyze keeps its own rule set
 
     t = time.perf_counter()
     loaded = load_model(path)
     times["load"] = time.perf_counter() - t
     t = time.perf_counter()
-    result = analysis.analyze(loaded, rules=rules)
+    result = analysis.analyze(loaded)
     times["rules"] = time.perf_counter() - t - times["graph"] - times["infer"]
     t = time.perf_counter()
     with analysis.gc_paused():

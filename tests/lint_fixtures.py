@@ -237,6 +237,26 @@ F (a) => (b)
     b = Identity (a)
 }
 """, frozenset({("SF104", "then_sq"), ("SF101", "body_far"), ("SF104", "f_sq")}), select=("SF1",)),
+    F("sf115_rank_above_64", "SF115", f"""
+<ir_version: 8, opset_import: ["" : 13]>
+g (float[{", ".join(["1"] * 65)}] big, float[2, 3] small) => (float[2, 3] y)
+{{
+    [clean] y = Relu (small)
+}}
+""", frozenset({("SF115", "big")})),
+    F("sf116_control_flow_signature", "SF116", """
+<ir_version: 8, opset_import: ["" : 13]>
+g (int64 m, bool c, float[2] v) => (float[2] good_out, float[2] bad_out)
+{
+    [good_loop] good_out = Loop (m, c, v) <body = b1 (int64 i1, bool c1, float[2] v1) => (bool co1, float[2] vo1) {
+        co1 = Identity (c1)
+        vo1 = Relu (v1)
+    }>
+    [bad_loop] bad_out = Loop (m, c, v) <body = b2 (int64 i2, bool c2, float[2] v2) => (bool co2) {
+        co2 = Identity (c2)
+    }>
+}
+""", frozenset({("SF116", "bad_loop")})),
 ]
 
 

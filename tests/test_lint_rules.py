@@ -330,3 +330,15 @@ def test_docs_cover_every_rule() -> None:
     text = rules_markdown()
     for r in ALL_RULES:
         assert f"## {r.code} {r.name}" in text
+
+
+def test_sf007_unknown_fields_are_reported_where_they_are(tmp_path) -> None:
+    fx = next(f for f in FIXTURES if f.code == "SF115")
+    model = fx.model()
+    node_bytes = model.graph.node[0].SerializeToString() + b"\xa0\x06\x05"  # field 100, varint 5
+    model.graph.node[0].ParseFromString(node_bytes)
+    model = onnx.ModelProto.FromString(model.SerializeToString() + b"\xa8\x06\x01")  # field 101
+    result = lint_proto(model, tmp_path, select=("SF007",))
+    assert places(result) == {("SF007", None), ("SF007", "clean")}
+    assert all(d.severity.value == "warning" for d in result.diagnostics)
+    assert any("unknown field(s) 101" in d.message for d in result.diagnostics)

@@ -20,6 +20,7 @@ from .sf003_nodes_not_sorted import NodesNotSorted
 from .sf004_unknown_operator import UnknownOperator
 from .sf005_unsupported_version import UnsupportedVersion
 from .sf006_limit_exceeded import LimitExceeded
+from .sf007_unknown_fields import UnknownFields
 from .sf101_axes_out_of_range import AxesOutOfRange
 from .sf102_duplicate_axes import DuplicateAxes
 from .sf103_squeeze_duplicate_axes import SqueezeDuplicateAxes
@@ -34,6 +35,8 @@ from .sf111_unsqueeze_empty_axes import UnsqueezeEmptyAxes
 from .sf112_shape_conflict import ShapeConflict
 from .sf113_squeeze_empty_axes import SqueezeEmptyAxes
 from .sf114_invalid_dim_value import InvalidDimValue
+from .sf115_rank_above_64 import RankAbove64
+from .sf116_control_flow_signature import ControlFlowSignature
 from .sf201_cancelling_pair import CancellingPair
 from .sf202_mergeable_chain import MergeableChain
 from .sf203_foldable_constant import FoldableConstant
@@ -41,10 +44,11 @@ from .sf203_foldable_constant import FoldableConstant
 ALL_RULES: tuple[type[Rule], ...] = tuple(
     sorted(
         (
-            ModelUnreadable, GraphInvalid, NodesNotSorted, UnknownOperator, UnsupportedVersion, LimitExceeded,
+            ModelUnreadable, GraphInvalid, NodesNotSorted, UnknownOperator, UnsupportedVersion, LimitExceeded, UnknownFields,
             AxesOutOfRange, DuplicateAxes, SqueezeDuplicateAxes, SqueezeNonUnitDim, SqueezeSymbolicDim,
             SqueezeRankUnknowable, NegativeAxesOpset1, AxesFormMismatch, AxesBadTensor, AxesNotConstant,
-            UnsqueezeEmptyAxes, ShapeConflict, SqueezeEmptyAxes, InvalidDimValue,
+            UnsqueezeEmptyAxes, ShapeConflict, SqueezeEmptyAxes, InvalidDimValue, RankAbove64,
+            ControlFlowSignature,
             CancellingPair, MergeableChain, FoldableConstant,
         ),
         key=lambda r: r.code,

@@ -176,8 +176,7 @@ ROWS = [
         warning("graph input 'x' declares dim 0 as 1152921504606846976, above 2^53", code="SF114",
                 names=("'x'",))),
     Row("29-rank-100", saved(high_rank(100)), {
-        cmd: E(WARNING_EXIT, "rank 100", severity="warning",
-               xfail="no rule warns about rank > 64 (RELIABILITY row 29)") for cmd in ("infer", "lint")
+        cmd: E(WARNING_EXIT, "rank 100", severity="warning") for cmd in ("infer", "lint")
     }),
     Row("29-rank-100001", saved(high_rank(100_001)),
         limit("limit max-rank exceeded (value 100001); raise with --max-rank", names=("'x'",))),

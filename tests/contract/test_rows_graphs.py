@@ -112,11 +112,11 @@ ROWS = [
     Row("34-nested-32-deep", saved(nested_if(32)), {
         cmd: E(2, "nesting too deep for protobuf (max ≈ 31 levels)", code="SF001", writes=False) for cmd in ALL}),
     Row("35-loop-body-missing-carried-output", saved(loop_missing_carried_output()), {
-        cmd: E(1, "Loop body has 1 output", names=("loop",), writes=False,
-               xfail="no check of Loop/Scan body signatures (RELIABILITY row 35)") for cmd in ALL}),
+        cmd: E(1, "Loop body has 1 output", code="SF116", names=("loop",),
+               writes=False if cmd == "optimize" else None) for cmd in ALL}),
     Row("35-scan-body-wrong-arity", saved(scan_wrong_arity()), {
-        cmd: E(1, "Scan body has 1 input", names=("scan",), writes=False,
-               xfail="no check of Loop/Scan body signatures (RELIABILITY row 35)") for cmd in ALL}),
+        cmd: E(1, "Scan body has 1 input", code="SF116", names=("scan",),
+               writes=False if cmd == "optimize" else None) for cmd in ALL}),
     Row("36-function-calls-itself", saved(recursive_functions("self")), {
         cmd: E(2, "function cycle: local::F → local::F", code="SF002", writes=False) for cmd in ALL}),
     Row("36-mutually-recursive-functions", saved(recursive_functions("mutual")), {

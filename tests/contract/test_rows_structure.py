@@ -212,8 +212,7 @@ ROWS = [
         invalid_graph("'x' defined twice", "(file may be concatenated models)")),
     Row("09-unknown-fields", saved(future_ir_model()), {
         "infer": E(0, writes=True),
-        "lint": E(WARNING_EXIT, "unknown field", severity="warning",
-                  xfail="no rule reports unknown protobuf fields (RELIABILITY row 9: lint warning)"),
+        "lint": E(WARNING_EXIT, "unknown field", severity="warning"),
         "optimize": E(0, writes=True, check=keeps_unknown_fields),
     }),
     Row("10-no-graph", saved(no_graph()), unreadable("model has no graph")),
