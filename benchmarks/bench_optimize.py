@@ -113,23 +113,44 @@ def count(path: str) -> tuple[int, int]:
     return nodes, su
 
 
+# Linux carries a process's peak RSS over fork and exec: a tool started straight from this process
+# (which holds the models) would report at least our own peak. A small launcher process starts the
+# tool instead, times it, and reports the tool's own peak from its wait4() rusage.
+LAUNCHER = r"""
+import os, subprocess, sys, time
+report, cmd = sys.argv[1], sys.argv[2:]
+started = time.perf_counter()
+proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+err = proc.stderr.read()
+_, status, usage = os.wait4(proc.pid, 0)
+elapsed = time.perf_counter() - started
+with open(report, "w") as fh:
+    fh.write(f"{status} {elapsed} {usage.ru_maxrss}\n")
+sys.stderr.buffer.write(err)
+"""
+
+
 def measure(cmd: list[str], timeout: float) -> tuple[str, float, int | None]:
     """Run ``cmd``; (status, wall seconds, peak RSS in bytes of that process)."""
+    fd, report = tempfile.mkstemp(prefix="bench_rss.")
+    os.close(fd)
     started = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
-    deadline = started + timeout
-    while True:
-        pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
-        if pid:
-            break
-        if time.perf_counter() > deadline:
-            os.killpg(proc.pid, signal.SIGKILL)
-            os.wait4(proc.pid, 0)
-            return "timeout", time.perf_counter() - started, None
-        time.sleep(0.02)
-    elapsed = time.perf_counter() - started
-    rss = usage.ru_maxrss * 1024  # kilobytes on Linux
-    err = proc.stderr.read().decode(errors="replace").strip().splitlines() if proc.stderr else []
+    proc = subprocess.Popen([sys.executable, "-c", LAUNCHER, report, *cmd], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        _, err_bytes = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)  # the launcher and the tool
+        proc.communicate()
+        os.unlink(report)
+        return "timeout", time.perf_counter() - started, None
+    with open(report) as fh:
+        fields = fh.read().split()
+    os.unlink(report)
+    if len(fields) != 3:
+        return "error: launcher failed", time.perf_counter() - started, None
+    status, elapsed, rss = int(fields[0]), float(fields[1]), int(fields[2]) * 1024  # ru_maxrss is in KiB
+    err = err_bytes.decode(errors="replace").strip().splitlines()
     if os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0:
         return "ok", elapsed, rss
     return "error: " + (err[-1][:120] if err else f"status {status}"), elapsed, rss

@@ -53,13 +53,51 @@ class Scope:
     outputs: list[str] = field(default_factory=list)
     initializers: dict[str, onnx.TensorProto] = field(default_factory=dict)
     producer: dict[str, int] = field(default_factory=dict)  # tensor -> node id | GRAPH_INPUT | INITIALIZER
-    consumers: dict[str, list[int]] = field(default_factory=dict)  # tensor -> nodes of this scope reading it
     free: set[str] = field(default_factory=set)  # names read from enclosing scopes
     order: list[int] = field(default_factory=list)  # a topological order (file order when it is one)
     sorted_in_file: bool = True
     attr: str | None = None  # attribute of the owner node holding this body (subgraphs only)
-    # names first read before any definition in this scope, in first-read order (see _index_scope)
-    late: list[str] = field(default_factory=list, repr=False)
+    # (name, first reader) for names read before any definition in this scope, in file order:
+    # produced later (the file is not sorted), read from an enclosing scope, or undefined
+    late: list[tuple[str, int]] = field(default_factory=list, repr=False)
+    # For ``consumers``, built on first use: the graph's node list, and the (name, owner node)
+    # reads that subgraphs make through their owner, in the order the index found them.
+    _all_nodes: "list[NodeInfo] | None" = field(default=None, repr=False)
+    _owner_reads: list[tuple[str, int]] = field(default_factory=list, repr=False)
+    _consumers: dict[str, list[int]] | None = field(default=None, repr=False)
+
+    @property
+    def consumers(self) -> dict[str, list[int]]:
+        """tensor -> nodes of this scope reading it (file order), owners of subgraphs that read it
+        by name included.
+
+        Built on first use: ``infer`` never needs it, and on a large model it is a list per tensor
+        (a second per million nodes, and tens of MB)."""
+        found = self._consumers
+        if found is None:
+            found = self._consumers = self._build_consumers()
+        return found
+
+    @consumers.setter
+    def consumers(self, value: dict[str, list[int]]) -> None:
+        self._consumers = value
+
+    def _build_consumers(self) -> dict[str, list[int]]:
+        consumers: dict[str, list[int]] = {}
+        all_nodes = self._all_nodes or []
+        for nid in self.nodes:
+            for name in all_nodes[nid].inputs:
+                if name:
+                    lst = consumers.get(name)
+                    if lst is None:
+                        consumers[name] = [nid]
+                    elif lst[-1] != nid:  # a node reading one tensor twice is one reader
+                        lst.append(nid)
+        for name, owner in self._owner_reads:
+            lst = consumers.setdefault(name, [])
+            if owner not in lst:
+                lst.append(owner)
+        return consumers
 
 
 class NodeInfo:
@@ -214,7 +252,7 @@ def build_graph(loaded: LoadedModel, limits: Limits = DEFAULT_LIMITS) -> ModelGr
 def _index_scope(g: ModelGraph, scope: Scope, limits: Limits, pending: deque) -> None:
     body = scope.proto
     producer = scope.producer
-    consumers = scope.consumers
+    scope._all_nodes = g.nodes
     file = g.path
     if isinstance(body, onnx.GraphProto):
         scope.inputs = [vi.name for vi in body.input]
@@ -247,8 +285,8 @@ def _index_scope(g: ModelGraph, scope: Scope, limits: Limits, pending: deque) ->
     # One schema lookup per op type, not per node: domain -> op_type -> (domain, since, op_type).
     # Keeping the first op_type string also shares one str among all nodes of that type.
     versions: dict[str, dict[str, tuple[str, int | None, str]]] = {}
-    # Names whose first reader comes before any definition in this scope: produced later (the file
-    # is not sorted), read from an enclosing scope, or undefined. Usually empty, and it replaces a
+    # Reads that come before any definition in this scope: of a name produced later (the file is
+    # not sorted), read from an enclosing scope, or undefined. Usually empty, and it replaces a
     # pass over every edge to check the order and the definitions.
     late = scope.late
     graph_attr, graphs_attr = onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS
@@ -272,14 +310,8 @@ def _index_scope(g: ModelGraph, scope: Scope, limits: Limits, pending: deque) ->
         attrs = node.attribute
         add_node(NodeInfo(None, sid, index, v[0], v[1], v[2], inputs, outputs, (), len(attrs) > 0, node_list))
         for name in inputs:
-            if name:
-                lst = consumers.get(name)
-                if lst is None:
-                    consumers[name] = [nid]
-                    if name not in producer:
-                        late.append(name)
-                elif lst[-1] != nid:  # a node reading one tensor twice is one reader
-                    lst.append(nid)
+            if name and name not in producer:
+                late.append((name, nid))
         for name in outputs:
             if name:
                 if name in producer:
@@ -297,7 +329,12 @@ def _index_scope(g: ModelGraph, scope: Scope, limits: Limits, pending: deque) ->
                         pending.append((sub, f"{scope.path}/{g.display(nid)}.{attr.name}[{k}]",
                                         "graph", sid, nid, opsets))
     scope.nodes = list(range(base, len(nodes)))
-    for name in late:
+    if late:
+        firsts: dict[str, int] = {}
+        for name, nid in late:
+            firsts.setdefault(name, nid)
+        scope.late = late = list(firsts.items())  # first reads only
+    for name, _ in late:
         p = producer.get(name)
         if p is not None and p >= 0:  # read before the node that produces it
             scope.sorted_in_file = False
@@ -367,14 +404,13 @@ def _check_definitions(g: ModelGraph) -> None:
                         raise GraphInvalid(
                             f"'{name}' in {scope.path} shadows a tensor of {s.path}", file=file, tensor=name
                         )
-        # Only names first read before any definition here can be undefined (see _index_scope);
-        # they are in first-read order, as the consumer table is.
-        for name in scope.late:
+        # Only names read before any definition here can be undefined (see _index_scope); they are
+        # in first-read order, with their first reader.
+        for name, nid in scope.late:
             if name in scope.producer:
                 continue
             if any(name in s.producer for s in outer):
                 continue
-            nid = scope.consumers[name][0]
             info = g.nodes[nid]
             raise GraphInvalid(
                 f"node '{g.display(nid)}' ({info.op_type}) in {scope.path} reads undefined tensor '{name}'",
@@ -398,7 +434,7 @@ def _compute_free_names(g: ModelGraph) -> None:
     for scope in reversed(g.scopes):
         producer = scope.producer
         free: set[str] = set()
-        for name in scope.late:  # every name read here but not defined here is among these
+        for name, _ in scope.late:  # every name read here but not defined here is among these
             if name not in producer:
                 free.add(name)
         for name in scope.outputs:
@@ -415,10 +451,8 @@ def _compute_free_names(g: ModelGraph) -> None:
             for name in free:
                 p = parent.producer.get(name)
                 if p is not None:
-                    lst = parent.consumers.setdefault(name, [])
-                    if owner not in lst:
-                        lst.append(owner)
-                    if p >= owner:  # the owner reads it (through its body) before it is produced
+                    parent._owner_reads.append((name, owner))  # the owner reads it (consumers)
+                    if p >= owner:  # ... before it is produced
                         parent.sorted_in_file = False
 
 

@@ -128,7 +128,7 @@ def _emit(results: list[FileResult], fmt: str, *, diff: bool, debug: bool) -> No
         if lines:
             click.echo("\n".join(lines))
     elif diff:
-        text = "".join(r.diff for r in results if r.diff)
+        text = "".join(r.diff if r.diff.endswith("\n") else r.diff + "\n" for r in results if r.diff)
         if text:
             click.echo(text, nl=False)
     else:

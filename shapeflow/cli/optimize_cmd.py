@@ -73,7 +73,7 @@ def command(model: str, output: str | None, in_place: bool, force: bool, check: 
     loaded = load_model(model, limits)
     try:
         result = optimize_model(loaded, rules=rules, strict=strict, limits=limits,
-                                progress=progress_printer("optimizing"))
+                                progress=progress_printer("optimizing"), explain=verbose > 0)
     except OptimizeRefused as exc:
         clear_progress()
         _refused(model, exc, fmt)

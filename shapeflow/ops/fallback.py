@@ -84,4 +84,40 @@ def infer_with_onnx(call: OpCall) -> list[TensorInfo | None]:
         outs = onnx.shape_inference.infer_node_outputs(sch, node, types, data, opset_imports=imports)
     except Exception:  # onnx refuses what it cannot infer; for us that is "unknown"
         return [None] * n_out
-    return [_from_type(outs[o], names) if o in outs else None for o in node.output]
+    result = [_from_type(outs[o], names) if o in outs else None for o in node.output]
+    if any(t is not None and t.shape is not None and any(type(d) is not int for d in t.shape)
+           for t in call.inputs):
+        _distrust_numbers_from_symbols(result, sch, node, call.inputs, types, data, imports)
+    return result
+
+
+# Some of onnx's shape functions read a symbolic or unknown dim as 0 (``dim_value()`` of a dim
+# that has none): Attention-23 infers [batch, seq, 0] for a symbolic hidden size, where the run
+# gives [batch, seq, 24]. A number that onnx computed from a non-numeric input dim is not to be
+# trusted, so the node is inferred a second time with every such input dim set to this probe;
+# an output dim that comes out different depended on them and becomes unknown.
+_PROBE_DIM = 7919
+
+
+def _distrust_numbers_from_symbols(result: list[TensorInfo | None], sch: object, node: onnx.NodeProto,
+                                   inputs: list[TensorInfo | None], types: dict[str, onnx.TypeProto],
+                                   data: dict[str, onnx.TensorProto], imports: list) -> None:
+    probe_types = dict(types)
+    for name, t in zip(node.input, inputs):
+        if name and t is not None and t.shape is not None and any(type(d) is not int for d in t.shape):
+            shape = tuple(d if type(d) is int else _PROBE_DIM for d in t.shape)
+            probe_types[name] = type_proto(TensorInfo(t.dtype, shape))
+    try:
+        probed = onnx.shape_inference.infer_node_outputs(sch, node, probe_types, data, opset_imports=imports)
+    except Exception:
+        probed = {}
+    for k, o in enumerate(node.output):
+        t = result[k]
+        if t is None or t.shape is None:
+            continue
+        p = _from_type(probed[o], {}) if o in probed else None
+        same = p is not None and p.shape is not None and len(p.shape) == len(t.shape)
+        dims = tuple(d if type(d) is not int or (same and p.shape[i] == d) else None  # type: ignore[index]
+                     for i, d in enumerate(t.shape))
+        if dims != t.shape:
+            result[k] = TensorInfo(t.dtype, dims, None)

@@ -21,7 +21,8 @@ from __future__ import annotations
 
 import inspect
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, ClassVar, Union
+from functools import lru_cache
+from typing import TYPE_CHECKING, Callable, ClassVar, Union
 
 import onnx
 from onnx import TensorProto
@@ -45,6 +46,9 @@ AXES_INPUT_SINCE = 13
 class Match:
     """A rewrite a rule would make at root node ``nid``.
 
+    ``message`` says what it does with node names; it may be given as a function that builds the
+    text, because on a large model most messages are never shown (only ``-v`` lists them).
+
     ``writes`` are the nodes the rewrite modifies or deletes; no other rewrite may touch them in
     the same round. ``reads`` are nodes whose content the rewrite relies on without changing them;
     others may read them too, but not write them.
@@ -53,13 +57,18 @@ class Match:
     nid: int
     writes: tuple[int, ...]
     reads: tuple[int, ...] = ()
-    message: str = ""
+    message: "str | Callable[[], str]" = ""
     note: str = ""  # e.g. "removes a run-time failure when dim 0 (batch) is not 1"
     payload: object = None
     # Nodes that only get one input renamed (the readers of a tensor the rewrite replaces). Two
     # rewrites may rename different inputs of one node in the same round; nothing else may
     # write or read a renamed node.
     rewires: tuple[int, ...] = ()
+
+    @property
+    def text(self) -> str:
+        m = self.message
+        return m if isinstance(m, str) else m()
 
 
 @dataclass(frozen=True)
@@ -74,7 +83,10 @@ class NoMatch:
 Result = Union[Match, NoMatch]
 
 
+@lru_cache(maxsize=None)
 def not_applicable(reason: str) -> NoMatch:
+    """A NoMatch for a rule that does not apply at all; one shared (immutable) object per reason,
+    because most roots get one from most rules."""
     return NoMatch(reason, near=False)
 
 
@@ -370,7 +382,8 @@ class IdentityPlan:
     drop_chain: bool  # the root is the only reader of the chain: it goes too
 
 
-def identity_match(ctx: RoundContext, chain: list[int], root: int, message: str, note: str = "") -> Result:
+def identity_match(ctx: RoundContext, chain: list[int], root: int, message: "str | Callable[[], str]",
+                   note: str = "") -> Result:
     """The Match of a run that composes to the identity (shared by the two cancel rules).
 
     ``chain`` lists the nodes feeding ``root``, nearest first (``RoundContext.chain``). The root

@@ -57,16 +57,19 @@ class CancelSqueezeUnsqueeze(RewriteRule):
             return NoMatch(f"{ctx.display(chain[0])} {fmt_axes(axes[0])} then {ctx.display(nid)} "
                            f"{fmt_axes(a)}: the positions differ")
         run = chain[:depth]
-        names = " then ".join(ctx.display(s) for s in reversed(run))
-        pair = f"{names} {fmt_axes(b)} then {ctx.display(nid)} {fmt_axes(a)}"
+
+        def pair() -> str:
+            names = " then ".join(ctx.display(s) for s in reversed(run))
+            return f"{names} {fmt_axes(b)} then {ctx.display(nid)} {fmt_axes(a)}"  # type: ignore[arg-type]
+
         unproven = ctx.unproven_ones(run[-1], b)
         note = ""
         if unproven:
             dims = ", ".join(unproven)
             if ctx.strict:
-                return NoMatch(f"{pair}: --strict and squeezed {dims} not statically 1")
+                return NoMatch(f"{pair()}: --strict and squeezed {dims} not statically 1")
             note = f"removes a run-time failure when squeezed {dims} is not 1"
-        return identity_match(ctx, run, nid, f"{pair} cancel", note)
+        return identity_match(ctx, run, nid, lambda: f"{pair()} cancel", note)
 
     def apply(self, ctx: RoundContext, edit: Editor, m: Match) -> None:
         assert isinstance(m.payload, IdentityPlan)

@@ -69,15 +69,18 @@ class CancelUnsqueezeSqueeze(RewriteRule):
                            f"axes {fmt_axes(b)} overlap only partly")
         run = chain[:depth]
         kind, rest = result
-        names = " then ".join(ctx.display(u) for u in reversed(run))
-        pair = f"{names} {fmt_axes(a)} then {ctx.display(nid)} {fmt_axes(b)}"
+
+        def pair() -> str:
+            names = " then ".join(ctx.display(u) for u in reversed(run))
+            return f"{names} {fmt_axes(a)} then {ctx.display(nid)} {fmt_axes(b)}"  # type: ignore[arg-type]
+
         if kind == "identity":
-            return identity_match(ctx, run, nid, f"{pair} cancel")
+            return identity_match(ctx, run, nid, lambda: f"{pair()} cancel")
         if not ctx.only_reader(ctx.sid(nid), ctx.output(run[0]), nid):
-            return NoMatch(f"{pair}: the Unsqueeze output has other readers; a partial cancel would "
+            return NoMatch(f"{pair()}: the Unsqueeze output has other readers; a partial cancel would "
                            "not remove a node")
         left = "Unsqueeze" if kind == "unsqueeze" else "Squeeze"
-        return Match(nid, (nid, *run), (), f"{pair} cancel to {left} {fmt_axes(rest)}", "",
+        return Match(nid, (nid, *run), (), lambda: f"{pair()} cancel to {left} {fmt_axes(rest)}", "",
                      _Partial(tuple(run), kind, rest))
 
     def apply(self, ctx: RoundContext, edit: Editor, m: Match) -> None:

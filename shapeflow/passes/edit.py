@@ -105,7 +105,9 @@ class Editor:
 
     ctx: RoundContext
     names: NameRegistry
+    explain: bool = True  # keep a display string per node the sweep removes (for the log)
     changed: bool = False
+    dead_count: int = 0
     deleted: set[int] = field(default_factory=set)
     dead: list[str] = field(default_factory=list)  # nodes removed by the sweep, as displayed
     removed_initializers: list[tuple[int, str]] = field(default_factory=list)
@@ -116,38 +118,49 @@ class Editor:
     _gone: dict[int, set[str]] = field(default_factory=dict)  # tensors that no longer exist, per scope
     _dropped_inits: dict[int, set[str]] = field(default_factory=dict)
     _int_index: dict[int, dict[tuple[int, ...], str]] = field(default_factory=dict)
-    _touched: set[int] = field(default_factory=set)
     _modified: set[int] = field(default_factory=set)  # nodes whose proto an edit changed
 
-    @property
-    def g(self) -> ModelGraph:
-        return self.ctx.graph
+    g: ModelGraph = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.g = self.ctx.graph
 
     # -- reader bookkeeping ----------------------------------------------------------------------
+    def _initial_count(self, sid: int, name: str) -> int:
+        # Index-time inputs are still right for ``name``: any edit that changes a reader's use of
+        # ``name`` initialises the count first.
+        nodes = self.g.nodes
+        c = 0
+        for r in self.g.scopes[sid].consumers.get(name, ()):
+            if name in nodes[r].inputs:
+                c += 1
+        return c
+
     def count(self, sid: int, name: str) -> int:
         """Direct readers of ``name`` in scope ``sid`` now. Initialised from the index on first use,
         which every edit does before it changes a reader, so the index is still true then."""
         key = (sid, name)
         c = self._counts.get(key)
         if c is None:
-            nodes = self.g.nodes
-            c = 0
-            # Index-time inputs are still right for ``name``: any edit that changes a reader's use of
-            # ``name`` initialises this count first.
-            for r in self.g.scopes[sid].consumers.get(name, ()):
-                if name in nodes[r].inputs:
-                    c += 1
-            self._counts[key] = c
+            c = self._counts[key] = self._initial_count(sid, name)
         return c
 
     def _add_read(self, sid: int, name: str) -> None:
-        self._counts[(sid, name)] = self.count(sid, name) + 1
+        key = (sid, name)
+        c = self._counts.get(key)
+        if c is None:
+            c = self._initial_count(sid, name)
+        self._counts[key] = c + 1
 
     def _drop_read(self, sid: int, name: str) -> None:
-        c = self.count(sid, name) - 1
-        self._counts[(sid, name)] = c
+        key = (sid, name)
+        c = self._counts.get(key)
+        if c is None:
+            c = self._initial_count(sid, name)
+        c -= 1
+        self._counts[key] = c
         if c == 0:
-            self.released.append((sid, name))
+            self.released.append(key)
 
     def needed(self, sid: int, name: str) -> bool:
         """Whether anything still reads ``name`` in scope ``sid``: a node, the scope's outputs, or a
@@ -174,7 +187,6 @@ class Editor:
     # -- nodes -----------------------------------------------------------------------------------
     def _mark(self, sid: int) -> None:
         self.changed = True
-        self._touched.add(sid)
 
     def _edit(self, nid: int) -> onnx.NodeProto:
         """The proto of ``nid``, to be changed: from now on its index entry is out of date."""
@@ -247,10 +259,10 @@ class Editor:
             raise AssertionError(f"refusing to delete {self.ctx.display(nid)}: it owns subgraphs")
         sid = info.scope
         names = {n for n in self.current_inputs(nid) if n}  # type: ignore[attr-defined]
-        for n in names:
-            self.count(sid, n)
         if dead:
-            self.dead.append(self.ctx.display(nid))  # now: after the compaction names move
+            self.dead_count += 1
+            if self.explain:
+                self.dead.append(self.ctx.display(nid))  # now: after the compaction names move
         self.deleted.add(nid)
         for n in names:
             self._drop_read(sid, n)

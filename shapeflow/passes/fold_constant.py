@@ -160,8 +160,10 @@ class FoldConstant(RewriteRule):
             for m in members:
                 rewires.extend(ctx.readers(sid, ctx.output(m)))
         reads = (source.node,) if source.node is not None else ()
-        what = f"{len(members)} nodes" if len(members) > 1 else ctx.display(nid)
-        message = f"{what} of {label} {fmt_axes(list(dims))} fold to {fmt_axes(list(mine))}"
+        def message() -> str:
+            what = f"{len(members)} nodes" if len(members) > 1 else ctx.display(nid)
+            return f"{what} of {label} {fmt_axes(list(dims))} fold to {fmt_axes(list(mine))}"
+
         folded = set(members)
         return Match(nid, members, reads, message, "", _Fold(source, mine, members, name, in_place),
                      tuple(r for r in dict.fromkeys(rewires) if r not in folded))

@@ -79,10 +79,11 @@ class FoldKnownValue(RewriteRule):
             return NoMatch(f"{ctx.display(nid)}: value out of range of its element type")
         value = _Value(t.dtype, tuple(t.shape), tuple(t.value))  # type: ignore[arg-type]
         shown = list(value.values) if n <= 8 else f"{n} values"
+        message = lambda: f"{ctx.display(nid)} is the constant {shown}"  # noqa: E731
         # Its readers are "read": when one of them was folded or cancelled earlier in the round
         # (the rounds visit chains from their end), this node is left to the dead-node sweep.
         readers = tuple(ctx.readers(sid, z))
-        return Match(nid, (nid,), readers, f"{ctx.display(nid)} is the constant {shown}", "", value)
+        return Match(nid, (nid,), readers, message, "", value)
 
     def apply(self, ctx: RoundContext, edit: Editor, m: Match) -> None:
         value = m.payload

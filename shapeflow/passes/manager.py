@@ -128,7 +128,7 @@ def find_candidates(graph: ModelGraph, inference: Inference, *, strict: bool = F
             for rule in table.get(info.proto.op_type, ()):
                 r = rule.match(ctx, nid)
                 if isinstance(r, Match):
-                    message = r.message + (f" ({r.note})" if r.note else "")
+                    message = r.text + (f" ({r.note})" if r.note else "")
                     out.append(Candidate(rule.name, rule.code, nid, message))
                     break
     return out
@@ -206,7 +206,7 @@ def _conflicts(m: Match, written: set[int], read: set[int], rewired: set[int]) -
     return False
 
 
-def _run_round(ctx: RoundContext, edit: Editor, table: dict[str, list[RewriteRule]]) -> _Round:
+def _run_round(ctx: RoundContext, edit: Editor, table: dict[str, list[RewriteRule]], explain: bool = True) -> _Round:
     out = _Round()
     written: set[int] = set()
     read: set[int] = set()
@@ -230,26 +230,30 @@ def _run_round(ctx: RoundContext, edit: Editor, table: dict[str, list[RewriteRul
             read.update(r.reads)
             rewired.update(r.rewires)
             out.fired[rule.name] = out.fired.get(rule.name, 0) + 1
-            line = f"{rule.name}: {r.message}"
-            if r.note:
-                line += f" ({r.note})"
-                out.notes.append(line)
-            out.log.append(line)
+            if explain or r.note:
+                line = f"{rule.name}: {r.text}"
+                if r.note:
+                    line += f" ({r.note})"
+                    out.notes.append(line)
+                if explain:
+                    out.log.append(line)
             break
     return out
 
 
 def optimize_model(loaded: LoadedModel, *, rules: Sequence[str] | None = None, strict: bool = False,
                    limits: Limits = DEFAULT_LIMITS, progress: Progress | None = None,
-                   full_inference: bool = False) -> OptimizeResult:
+                   explain: bool = True, full_inference: bool = False) -> OptimizeResult:
     """Rewrite ``loaded.proto`` in place until no rule fires.
 
     Raises ``OptimizeRefused`` (exit 1) for a model with error-level findings, and
     ``ShapeflowError`` (exit 2) for one that cannot be optimized safely (invalid graph, unknown
     operator, unsupported opset, unsafe external data, a limit). ``rules`` selects rules by name
     (all by default); ``strict`` cancels Squeeze→Unsqueeze only over dims statically 1.
-    ``full_inference`` re-infers the whole model every round instead of carrying the previous
-    round's inference over (``reinfer``); the result is the same, only slower.
+    ``explain=False`` leaves ``log`` empty (building one line per rewrite costs time on large
+    models; ``notes`` and ``skipped`` are kept). ``full_inference`` re-infers the whole model every
+    round instead of carrying the previous round's inference over (``reinfer``); the result is the
+    same, only slower.
     """
     table = _dispatch(resolve_rules(rules))
     _preflight(loaded)
@@ -259,14 +263,14 @@ def optimize_model(loaded: LoadedModel, *, rules: Sequence[str] | None = None, s
     gc_was_enabled = gc.isenabled()
     gc.disable()
     try:
-        return _fixpoint(loaded, table, strict, limits, progress, started, full_inference)
+        return _fixpoint(loaded, table, strict, limits, progress, started, explain, full_inference)
     finally:
         if gc_was_enabled:
             gc.enable()
 
 
 def _fixpoint(loaded: LoadedModel, table: dict[str, list[RewriteRule]], strict: bool, limits: Limits,
-              progress: Progress | None, started: float, full_inference: bool) -> OptimizeResult:
+              progress: Progress | None, started: float, explain: bool, full_inference: bool) -> OptimizeResult:
     names = NameRegistry()
     fired: dict[str, int] = {}
     log: list[str] = []
@@ -303,8 +307,8 @@ def _fixpoint(loaded: LoadedModel, table: dict[str, list[RewriteRule]], strict: 
                 inference = carry_inference(graph, carried[0], carried[1])
             carried = None
         ctx = RoundContext.build(graph, inference, strict)
-        edit = Editor(ctx, names)
-        result = _run_round(ctx, edit, table)
+        edit = Editor(ctx, names, explain=explain)
+        result = _run_round(ctx, edit, table, explain)
         if not edit.changed:
             after = count_ops(graph)
             return OptimizeResult(loaded.proto, changed, fired, log, result.skipped, before, after,
@@ -313,13 +317,14 @@ def _fixpoint(loaded: LoadedModel, table: dict[str, list[RewriteRule]], strict: 
         changed = True
         for name, n in result.fired.items():
             fired[name] = fired.get(name, 0) + n
-        if edit.dead:
-            fired[DEAD_NODES] = fired.get(DEAD_NODES, 0) + len(edit.dead)
-        log.extend(result.log)
-        log.extend(f"{DEAD_NODES}: removed {shown}" for shown in edit.dead)
-        log.extend(f"{DEAD_NODES}: removed initializer '{name}'"
-                   + ("" if sid == 0 else f" in {graph.scopes[sid].path}")
-                   for sid, name in edit.removed_initializers)
+        if edit.dead_count:
+            fired[DEAD_NODES] = fired.get(DEAD_NODES, 0) + edit.dead_count
+        if explain:
+            log.extend(result.log)
+            log.extend(f"{DEAD_NODES}: removed {shown}" for shown in edit.dead)
+            log.extend(f"{DEAD_NODES}: removed initializer '{name}'"
+                       + ("" if sid == 0 else f" in {graph.scopes[sid].path}")
+                       for sid, name in edit.removed_initializers)
         notes.extend(result.notes)
         if not full_inference:
             carried = (inference, edit.made)

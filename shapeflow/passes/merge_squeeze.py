@@ -52,14 +52,16 @@ class MergeSqueeze(RewriteRule):
                 break
             run.append(s)
             merged = compose_squeeze(b1, merged)
-        names = " then ".join(ctx.display(s) for s in reversed(run))
+        def names() -> str:
+            return " then ".join(ctx.display(s) for s in reversed(run))
+
         if not exclusive:
-            return NoMatch(f"{names} then {ctx.display(nid)}: the first output has other readers or is "
+            return NoMatch(f"{names()} then {ctx.display(nid)}: the first output has other readers or is "
                            "a graph output")
         if not merged:
-            return NoMatch(f"{names} then {ctx.display(nid)}: none removes a dim")
-        return Match(nid, (nid, *run), (), f"{names} then {ctx.display(nid)} {fmt_axes(b)} merge to "
-                     f"{fmt_axes(merged)}", "", (tuple(run), merged))
+            return NoMatch(f"{names()} then {ctx.display(nid)}: none removes a dim")
+        return Match(nid, (nid, *run), (), lambda: f"{names()} then {ctx.display(nid)} {fmt_axes(b)} merge "  # type: ignore[arg-type]
+                     f"to {fmt_axes(merged)}", "", (tuple(run), merged))
 
     def apply(self, ctx: RoundContext, edit: Editor, m: Match) -> None:
         if m.payload is None:

@@ -42,12 +42,14 @@ class MergeUnsqueeze(RewriteRule):
                 break
             run.append(u)
             merged = compose_unsqueeze(a1, merged)
-        names = " then ".join(ctx.display(u) for u in reversed(run))
+        def names() -> str:
+            return " then ".join(ctx.display(u) for u in reversed(run))
+
         if not ctx.only_reader(ctx.sid(nid), ctx.output(run[0]), nid):
-            return NoMatch(f"{names} then {ctx.display(nid)}: the first output has other readers or is "
+            return NoMatch(f"{names()} then {ctx.display(nid)}: the first output has other readers or is "
                            "a graph output")
-        return Match(nid, (nid, *run), (), f"{names} then {ctx.display(nid)} {fmt_axes(a)} merge to "
-                     f"{fmt_axes(merged)}", "", (tuple(run), merged))
+        return Match(nid, (nid, *run), (), lambda: f"{names()} then {ctx.display(nid)} {fmt_axes(a)} merge "  # type: ignore[arg-type]
+                     f"to {fmt_axes(merged)}", "", (tuple(run), merged))
 
     def apply(self, ctx: RoundContext, edit: Editor, m: Match) -> None:
         run, merged = m.payload  # type: ignore[misc]

@@ -93,8 +93,11 @@ class ShapeSlice(RewriteRule):
             form = "slice-attr"
         what = f"Shape(start={k}, end={k + 1})" if form == "shape" else f"Slice [{rel}:{rel + 1}] of the shape"
         dim = xi.shape[k]
-        message = (f"{ctx.display(shape_node)} -> {ctx.display(gather)} [{i}] -> {ctx.display(nid)} [0] "
-                   f"is {what} (dim {'?' if dim is None else dim})")
+
+        def message() -> str:
+            return (f"{ctx.display(shape_node)} -> {ctx.display(gather)} [{i}] -> {ctx.display(nid)} [0] "  # type: ignore[arg-type]
+                    f"is {what} (dim {'?' if dim is None else dim})")
+
         return Match(nid, (nid,), (gather, shape_node), message, "",
                      _Plan(x, k, ctx.output(shape_node), rel, form))
 
