@@ -250,8 +250,8 @@ def _ratio(a: dict[str, object] | None, b: dict[str, object] | None, key: str = 
 
 
 def print_table(results: dict[int, dict[str, dict[str, object]]], fmt: str) -> None:
-    head = f"{'model':<8} {'nodes':>8}  {'tool':<14} {'seconds':>8} {'in-proc s':>9} {'peak MB':>8} " \
-           f"{'x onnx':>7} {'x onnx in-proc':>14}"
+    head = f"{'model':<8} {'nodes':>8}  {'tool':<14} {'seconds':>8} {'cpu s':>7} {'in-proc s':>9} {'peak MB':>8} " \
+           f"{'x onnx':>7} {'x onnx cpu':>10} {'x onnx in-proc':>14}"
     print(head)
     print("-" * len(head))
     for n, tools in results.items():
@@ -262,8 +262,8 @@ def print_table(results: dict[int, dict[str, dict[str, object]]], fmt: str) -> N
                 continue
             label = tool if tool != "shapeflow" else f"shapeflow {fmt}"
             rss = "-" if r.get("timed_out") or "error" in r else f"{r['rss_bytes'] / 2**20:.0f}"
-            print(f"{'chain':<8} {n:>8}  {label:<14} {_secs(r):>8} {_secs(r, 'inner'):>9} {rss:>8} "
-                  f"{_ratio(r, onnx_r):>7} {_ratio(r, onnx_r, 'inner'):>14}")
+            print(f"{'chain':<8} {n:>8}  {label:<14} {_secs(r):>8} {_secs(r, 'cpu'):>7} {_secs(r, 'inner'):>9} {rss:>8} "
+                  f"{_ratio(r, onnx_r):>7} {_ratio(r, onnx_r, 'cpu'):>10} {_ratio(r, onnx_r, 'inner'):>14}")
             if "error" in r:
                 print(f"{'':<18}  {tool} failed: {r['error'][:100]}")
 
@@ -405,8 +405,9 @@ def main() -> int:
 
     print(f"\nsynthetic squeeze_unsqueeze_chain models, opset {args.opset}; best of "
           f"{'/'.join(str(args.repeat or (2 if n >= 500_000 else 3)) for n in sizes)} runs per tool; "
-          f"seconds = wall time of a fresh process (start-up, imports, load, inference{', output' if True else ''}); "
-          f"in-proc = load + inference inside it")
+          f"seconds = wall time of a fresh process (start-up, imports, load, inference, output), "
+          f"cpu s = its user + system time, in-proc = load + inference (+ lint and rendering for shapeflow) "
+          f"timed inside it; peak MB = the process's peak RSS (MiB)")
     print_table(results, args.format)
     print_stages(results)
     print()

@@ -6,13 +6,17 @@ The Python API mirrors the commands::
     result = shapeflow.infer("model.onnx", dims={"batch": 1})
     for d in result.diagnostics:
         print(d.code, d.message)
+    for file in shapeflow.lint(["a.onnx", "b.onnx"]):
+        print(file.path, file.exit_code, len(file.diagnostics))
+    report = shapeflow.optimize("model.onnx", "model.opt.onnx")
+    print(report.before, report.after, report.rewrites)
 """
 
 from __future__ import annotations
 
 from importlib.metadata import PackageNotFoundError, version
 
-from .api import infer
+from .api import infer, lint, optimize
 from .analysis import Analysis
 from .diagnostics import Diagnostic, Location, Severity
 from .errors import ShapeflowError
@@ -23,4 +27,5 @@ try:
 except PackageNotFoundError:  # a source tree that is not installed
     __version__ = "0+unknown"
 
-__all__ = ["Analysis", "Diagnostic", "Limits", "Location", "Severity", "ShapeflowError", "__version__", "infer"]
+__all__ = ["Analysis", "Diagnostic", "Limits", "Location", "Severity", "ShapeflowError", "__version__", "infer",
+           "lint", "optimize"]

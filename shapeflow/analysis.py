@@ -129,7 +129,10 @@ def dtype_name(dtype: int) -> str | None:
     except Exception:
         name = ""
     if not name or name == "object":
-        return helper.TensorProto.DataType.Name(dtype).lower()  # type: ignore[attr-defined]
+        try:
+            return helper.TensorProto.DataType.Name(dtype).lower()  # type: ignore[attr-defined]
+        except ValueError:  # a number no onnx release defines (the file is input, too)
+            return f"dtype {dtype}"
     return name
 
 

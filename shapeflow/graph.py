@@ -5,11 +5,13 @@ function; an edge for every tensor a node reads from another node of its own sco
 outer-scope tensor that a subgraph reads (the edge goes to the node that owns the subgraph, which is
 where the value has to exist).
 
-The index itself (per-scope producer and consumer tables and a topological order) is built eagerly
-and is what inference walks; the networkx view, ``ModelGraph.dag``, is built from it on first use.
-On a 500k-node model networkx costs more time and memory than inference, and ``infer``/``lint``
-never need it; rewrite passes and API users get it on demand. Building the index also validates the structure (SF002): one producer
-per tensor, every read defined, no cycle, every graph output produced, no recursive functions.
+The index itself (per-scope producer tables, a NodeInfo per node and a topological order) is built
+eagerly, in one pass over the nodes, and is what inference walks. What ``infer`` does not need is
+built on first use: the consumer tables (``Scope.consumers``), the networkx view (``ModelGraph.dag``)
+and each node's protobuf wrapper (``NodeInfo.proto``). On a 500k-node model those cost more time
+and memory than inference; rewrite passes, lint rules and API users get them on demand. Building
+the index also validates the structure (SF002): one producer per tensor, every read defined, no
+cycle, every graph output produced, no recursive functions.
 
 Everything here walks with explicit stacks and loops: a 200,000-node chain must not recurse.
 """

@@ -42,7 +42,7 @@ def test_benchmark_chain_goes_to_zero(opset):
     model = squeeze_unsqueeze_chain(400, opset)
     out = optimize(model)
     assert out.count("Squeeze") == 0 and out.count("Unsqueeze") == 0
-    assert out.result.rounds == 2
+    assert out.result.rounds == 1
     check_rewrite(out)
 
 

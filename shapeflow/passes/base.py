@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import inspect
 from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import TYPE_CHECKING, Callable, ClassVar, Union
 
 import onnx
@@ -83,10 +82,9 @@ class NoMatch:
 Result = Union[Match, NoMatch]
 
 
-@lru_cache(maxsize=None)
 def not_applicable(reason: str) -> NoMatch:
-    """A NoMatch for a rule that does not apply at all; one shared (immutable) object per reason,
-    because most roots get one from most rules."""
+    """A NoMatch for a rule that does not apply at all (rules keep the common ones as module
+    constants: most roots get one from most rules, and they are immutable)."""
     return NoMatch(reason, near=False)
 
 
@@ -249,14 +247,15 @@ class RoundContext:
             return None
         return p
 
-    def chain(self, nid: int, op_type: str) -> list[int]:
+    def chain(self, nid: int, op_type: str, limit: int = 16) -> list[int]:
         """The run of ``op_type`` nodes feeding ``nid`` through input 0, nearest first, each read
         only by the next (so the whole run can go once ``nid`` no longer needs it). The nearest one
-        is included even when it has other readers."""
+        is included even when it has other readers. At most ``limit`` nodes: a longer run is
+        taken over several rounds, and a match stays O(1)."""
         out: list[int] = []
         sid = self.graph.nodes[nid].scope
         cur = nid
-        while True:
+        while len(out) < limit:
             p = self.input_producer(cur, 0, op_type)
             if p is None or p in out:
                 return out
@@ -267,6 +266,7 @@ class RoundContext:
             if not exclusive:
                 return out
             cur = p
+        return out
 
     def tensor(self, sid: int, name: str) -> TensorInfo | None:
         return self.inference.lookup(sid, name)
@@ -279,11 +279,21 @@ class RoundContext:
         return f"{label} in {self.graph.scopes[info.scope].path}"
 
     # -- axes ------------------------------------------------------------------------------------
+    def refers_to_function_attributes(self, nid: int) -> bool:
+        """A node of a function body whose attributes refer to the function's own (``axes = @a``):
+        their values are the caller's, unknown here."""
+        info = self.graph.nodes[nid]
+        if not info.has_attrs or self.graph.scopes[info.scope].kind != "function":
+            return False
+        return any(a.ref_attr_name for a in info.peek().attribute)
+
     def axes_problem(self, nid: int) -> str | None:
         """Why the axes of Squeeze/Unsqueeze ``nid`` cannot be rewritten, or None."""
         fact = self.facts.get(nid)
         if fact is None:
             return "not analysed"
+        if self.refers_to_function_attributes(nid):
+            return "attributes refer to the function's attributes"
         axes = fact.axes
         if axes.source == AXES_ABSENT:
             return None if fact.op_type == "Squeeze" else "Unsqueeze without axes"

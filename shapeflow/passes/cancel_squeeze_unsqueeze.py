@@ -11,6 +11,9 @@ from .edit import Editor
 
 MAX_RUN = 16
 
+# Shared answers for roots the rule does not apply to (immutable).
+_NOT_AFTER_SQUEEZE = not_applicable("input is not produced by a Squeeze")
+
 
 class CancelSqueezeUnsqueeze(RewriteRule):
     """U(a) after S(b) is the identity when a = b.
@@ -33,9 +36,9 @@ class CancelSqueezeUnsqueeze(RewriteRule):
     roots = ("Unsqueeze",)
 
     def match(self, ctx: RoundContext, nid: int) -> Result:
-        chain = ctx.chain(nid, "Squeeze")[:MAX_RUN]
+        chain = ctx.chain(nid, "Squeeze", MAX_RUN)
         if not chain:
-            return not_applicable("input is not produced by a Squeeze")
+            return _NOT_AFTER_SQUEEZE
         a = ctx.unsqueeze_axes(nid)
         if isinstance(a, NoMatch):
             return a

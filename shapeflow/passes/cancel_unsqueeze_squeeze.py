@@ -14,6 +14,9 @@ from .edit import Editor
 # Runs of Unsqueezes longer than this are cancelled over several rounds (keeps a match O(1)).
 MAX_RUN = 16
 
+# Shared answers for roots the rule does not apply to (immutable).
+_NOT_AFTER_UNSQUEEZE = not_applicable("input is not produced by an Unsqueeze")
+
 
 @dataclass(frozen=True)
 class _Partial:
@@ -42,9 +45,9 @@ class CancelUnsqueezeSqueeze(RewriteRule):
     roots = ("Squeeze",)
 
     def match(self, ctx: RoundContext, nid: int) -> Result:
-        chain = ctx.chain(nid, "Unsqueeze")[:MAX_RUN]
+        chain = ctx.chain(nid, "Unsqueeze", MAX_RUN)
         if not chain:
-            return not_applicable("input is not produced by an Unsqueeze")
+            return _NOT_AFTER_UNSQUEEZE
         b = ctx.squeeze_axes(nid)
         if isinstance(b, NoMatch):
             return b

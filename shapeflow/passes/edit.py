@@ -177,6 +177,25 @@ class Editor:
         return False
 
     @property
+    def modified(self) -> set[int]:
+        """Original nodes whose proto an edit changed."""
+        return self._modified
+
+    @property
+    def created(self) -> int:
+        """How many nodes the round created."""
+        return len(self._new)
+
+    def touched_tensors(self) -> set[tuple[int, str]]:
+        """(scope id, name) of every tensor whose readers or producer this round changed (or that
+        it looked at while sweeping): a superset of what a next round's matches could see differ."""
+        out = set(self._counts)
+        out |= self._made
+        for sid, names in self._gone.items():
+            out.update((sid, n) for n in names)
+        return out
+
+    @property
     def made(self) -> set[tuple[int, str]]:
         """(scope id, name) of the tensors this round's edits produce in a new way."""
         return self._made
@@ -185,9 +204,6 @@ class Editor:
         return name in self._gone.get(sid, ()) and (sid, name) not in self._made
 
     # -- nodes -----------------------------------------------------------------------------------
-    def _mark(self, sid: int) -> None:
-        self.changed = True
-
     def _edit(self, nid: int) -> onnx.NodeProto:
         """The proto of ``nid``, to be changed: from now on its index entry is out of date."""
         self._modified.add(nid)
@@ -217,7 +233,7 @@ class Editor:
             self._drop_read(sid, old)
         if name and not had_new:
             self._add_read(sid, name)
-        self._mark(sid)
+        self.changed = True
 
     def append_input(self, nid: int, name: str) -> None:
         node = self._edit(nid)
@@ -227,7 +243,7 @@ class Editor:
         node.input.append(name)
         if not had:
             self._add_read(sid, name)
-        self._mark(sid)
+        self.changed = True
 
     def set_output(self, nid: int, index: int, name: str) -> None:
         """Make node ``nid`` produce ``name`` (a tensor whose previous producer this round deletes)."""
@@ -237,7 +253,7 @@ class Editor:
         node.output[index] = name
         self._gone.setdefault(sid, set()).add(old)
         self._made.add((sid, name))
-        self._mark(sid)
+        self.changed = True
 
     def replace_uses(self, sid: int, old: str, new: str) -> list[int]:
         """Rewire every direct reader of ``old`` in ``sid`` to ``new``; returns the rewired nodes."""
@@ -270,7 +286,7 @@ class Editor:
         for o in self.current_outputs(nid):  # type: ignore[attr-defined]
             if o:
                 gone.add(o)
-        self._mark(sid)
+        self.changed = True
 
     def new_node(self, sid: int, anchor: int, op_type: str, inputs: list[str], outputs: list[str],
                  name: str = "", **attrs: object) -> onnx.NodeProto:
@@ -286,7 +302,7 @@ class Editor:
         for o in outputs:
             if o:
                 self._made.add((sid, o))
-        self._mark(sid)
+        self.changed = True
         return entry
 
     def replace_node(self, nid: int, op_type: str, inputs: list[str], suffix: str,
@@ -325,7 +341,7 @@ class Editor:
                 break
         else:
             node.attribute.append(helper.make_attribute("axes", axes))
-        self._mark(info.scope)
+        self.changed = True
 
     # -- tensors ---------------------------------------------------------------------------------
     def can_add_initializers(self, sid: int) -> bool:
@@ -338,7 +354,7 @@ class Editor:
         body.initializer.append(tensor)  # type: ignore[union-attr]  # graph scopes only
         entry = body.initializer[len(body.initializer) - 1]  # type: ignore[union-attr]
         self._made.add((sid, tensor.name))
-        self._mark(sid)
+        self.changed = True
         return entry
 
     def retarget_initializer(self, sid: int, tensor: TensorProto, name: str, dims: list[int]) -> None:
@@ -355,7 +371,7 @@ class Editor:
             for k, v in list(index.items()):
                 if v == old:
                     del index[k]
-        self._mark(sid)
+        self.changed = True
 
     def remove_initializer(self, sid: int, name: str) -> None:
         self._dropped_inits.setdefault(sid, set()).add(name)
@@ -366,7 +382,7 @@ class Editor:
             for k, v in list(index.items()):
                 if v == name:
                     del index[k]
-        self._mark(sid)
+        self.changed = True
 
     def materialize(self, sid: int, tensor: TensorProto, anchor: int, base: str) -> None:
         """Make ``tensor`` (named) available in ``sid``: an initializer where the scope takes them,

@@ -12,6 +12,10 @@ from ..graph import INITIALIZER
 from .base import Match, NoMatch, Result, RewriteRule, RoundContext, fmt_axes, not_applicable
 from .edit import Editor
 
+# Shared answers for roots the rule does not apply to (immutable).
+_NOT_CONSTANT = not_applicable("input is not a constant")
+_NO_INPUT = not_applicable("no data input")
+
 
 @dataclass(frozen=True)
 class _Source:
@@ -49,7 +53,7 @@ def _constant_value(node: onnx.NodeProto) -> TensorProto | None:
 def _source(ctx: RoundContext, sid: int, name: str) -> _Source | NoMatch:
     where = ctx.definition(sid, name)
     if where is None:
-        return not_applicable("input is not a constant")
+        return _NOT_CONSTANT
     def_sid, p = where
     if p == INITIALIZER:
         t = ctx.scope(def_sid).initializers.get(name)
@@ -61,11 +65,13 @@ def _source(ctx: RoundContext, sid: int, name: str) -> _Source | NoMatch:
             return NoMatch(f"initializer '{name}' is stored in segments")
         return _Source(name, def_sid, t, None)
     if p >= 0 and ctx.is_standard(p, "Constant"):
+        if ctx.refers_to_function_attributes(p):
+            return NoMatch(f"Constant '{name}' takes its value from the function's attributes")
         t = _constant_value(ctx.peek(p))
         if t is None:
             return NoMatch(f"Constant '{name}' holds a sparse or string-list value")
         return _Source(name, def_sid, t, p)
-    return not_applicable("input is not a constant")
+    return _NOT_CONSTANT
 
 
 def _result_dims(ctx: RoundContext, nid: int, dims: tuple[int, ...]) -> tuple[int, ...] | NoMatch:
@@ -107,7 +113,7 @@ class FoldConstant(RewriteRule):
     def match(self, ctx: RoundContext, nid: int) -> Result:
         names = ctx.inputs(nid)
         if not names or not names[0]:
-            return not_applicable("no data input")
+            return _NO_INPUT
         sid = ctx.sid(nid)
         source = _source(ctx, sid, names[0])
         if isinstance(source, NoMatch):

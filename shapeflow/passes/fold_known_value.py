@@ -14,6 +14,12 @@ from .edit import Editor
 # Folding makes an initializer of the output; larger values would grow the model for little gain.
 MAX_FOLD_ELEMS = 64
 
+# Shared answers for roots the rule does not apply to (immutable).
+_NO_INPUT = not_applicable("no data input")
+_UNKNOWN = not_applicable("value not known before run time")
+_SYMBOLIC = not_applicable("value is symbolic")
+_CONSTANT = not_applicable("input is a constant (fold-constant's case)")
+
 
 @dataclass(frozen=True)
 class _Value:
@@ -46,16 +52,16 @@ class FoldKnownValue(RewriteRule):
         names = ctx.inputs(nid)
         sid = ctx.sid(nid)
         if not names or not names[0]:
-            return not_applicable("no data input")
+            return _NO_INPUT
         z = ctx.output(nid)
         t = ctx.tensor(sid, z)
         if t is None or t.value is None or t.shape is None:
-            return not_applicable("value not known before run time")
+            return _UNKNOWN
         if not all(type(v) is int for v in t.value):
-            return not_applicable("value is symbolic")
+            return _SYMBOLIC
         where = ctx.definition(sid, names[0])
         if where is not None and (where[1] == INITIALIZER or (where[1] >= 0 and ctx.is_standard(where[1], "Constant"))):
-            return not_applicable("input is a constant (fold-constant's case)")
+            return _CONSTANT
         if ctx.overridable:
             return NoMatch(f"{ctx.display(nid)}: the model has initializers that are also graph "
                            "inputs, so computed values may change at run time")

@@ -1,11 +1,17 @@
 """Running the rewrite rules to a fixpoint, and listing what they would do.
 
-One round: index the model (``graph.build_graph``), infer it (``inference.infer``), visit every
-Squeeze/Unsqueeze of every scope (latest first, so the end of a chain is rewritten as a whole
-before its start is rewritten alone), apply the first rule that matches when none of the nodes it
-writes was touched by an earlier rewrite of the round, then sweep what the rewrites left dead and
-write the node lists back once. Rounds repeat until one changes nothing. Each rewrite removes a
-node or a Squeeze/Unsqueeze and none adds either, so the loop ends; a round is O(N).
+One round: index the model (``graph.build_graph``), infer it, visit every Squeeze/Unsqueeze of
+every scope (latest first, so the end of a chain is rewritten as a whole before its start is
+rewritten alone), apply the first rule that matches when none of the nodes it touches was touched
+by an earlier rewrite of the round, then sweep what the rewrites left dead and write the node
+lists back once. Each rewrite removes a node or a Squeeze/Unsqueeze and none adds either, so the
+rounds end; a round is O(N).
+
+Two things keep the rounds after the first cheap. The inference of a round is carried over to the
+next (``reinfer``: rewrites never change the value of a surviving tensor). And a round that
+changed nothing a rule could see differently is the last one: the confirming round would find
+nothing (``_may_continue``). ``full_inference=True`` does it the slow way, re-inferring every round
+and always confirming; the tests check that both give the same bytes.
 
 The first round also runs the lint rules: a model with an error-level finding is refused, never
 "repaired" on the way (``OptimizeRefused``, exit 1).
@@ -169,7 +175,9 @@ class _Round:
     fired: dict[str, int] = field(default_factory=dict)
     log: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
-    skipped: list[str] = field(default_factory=list)
+    skipped: list[tuple[int, str]] = field(default_factory=list)  # (root, why a rule did not fire)
+    deferred: list[int] = field(default_factory=list)  # roots left for the next round: a node was taken
+    written: set[int] = field(default_factory=set)
 
 
 def _roots(ctx: RoundContext) -> list[int]:
@@ -206,9 +214,50 @@ def _conflicts(m: Match, written: set[int], read: set[int], rewired: set[int]) -
     return False
 
 
+def _may_continue(ctx: RoundContext, edit: Editor) -> bool:
+    """Whether a next round could rewrite anything, judged from what this round changed.
+
+    Every rule is rooted at a Squeeze/Unsqueeze, and what its match looks at is the node itself,
+    the tensors it reads and writes, their producers and readers, and runs of Squeeze/Unsqueeze
+    through them. A Squeeze/Unsqueeze whose match could differ in the next round was edited, or
+    reads or writes a tensor whose producer or readers changed (every such tensor got a reader
+    count or a new producer in the editor). If no surviving one did, the next round would find
+    what this round found not to fire: nothing. ``full_inference`` runs that round anyway, and
+    the tests check that both ways give the same model."""
+    dirty = edit.touched_tensors()
+    deleted = edit.deleted
+    modified = edit.modified
+    nodes = ctx.graph.nodes
+    for nid in ctx.facts:
+        if nid in deleted:
+            continue
+        if nid in modified:
+            return True
+        info = nodes[nid]
+        sid = info.scope
+        for name in info.inputs:
+            if name and (sid, name) in dirty:
+                return True
+        for name in info.outputs:
+            if name and (sid, name) in dirty:
+                return True
+    return False
+
+
+def _counts_after(graph: ModelGraph, edit: Editor) -> dict[str, int]:
+    """count_ops of the model a round wrote, from the round's index and the editor."""
+    counts = {"nodes": len(graph.nodes) - len(edit.deleted) + edit.created, "Squeeze": 0, "Unsqueeze": 0}
+    deleted = edit.deleted
+    for nid, info in enumerate(graph.nodes):
+        op = info.op_type
+        if op in COUNTED_OPS and info.domain == "" and nid not in deleted:
+            counts[op] += 1
+    return counts
+
+
 def _run_round(ctx: RoundContext, edit: Editor, table: dict[str, list[RewriteRule]], explain: bool = True) -> _Round:
     out = _Round()
-    written: set[int] = set()
+    written = out.written
     read: set[int] = set()
     rewired: set[int] = set()
     graph = ctx.graph
@@ -221,9 +270,11 @@ def _run_round(ctx: RoundContext, edit: Editor, table: dict[str, list[RewriteRul
             r = rule.match(ctx, nid)
             if isinstance(r, NoMatch):
                 if r.near:
-                    out.skipped.append(f"{rule.name}: {r.reason}")
+                    out.skipped.append((nid, f"{rule.name}: {r.reason}"))
                 continue
             if _conflicts(r, written, read, rewired):
+                if nid not in written:  # (a root taken by an earlier rewrite has nothing left to do)
+                    out.deferred.append(nid)
                 break  # a node it needs was rewritten this round; the next round retries
             rule.apply(ctx, edit, r)
             written.update(r.writes)
@@ -286,9 +337,10 @@ def _fixpoint(loaded: LoadedModel, table: dict[str, list[RewriteRule]], strict: 
             raise LimitExceeded("timeout", f"{limits.timeout:g} s", "--timeout", file=loaded.path)
         round_limits = replace(limits, timeout=remaining)
         if rounds == 1:
-            # The info-level rules (SF110, SF201-SF203) cannot refuse a model; SF201-SF203 would
-            # only run the rewrite rules a second time.
-            judges = [r for r in select_rules() if r.severity != Severity.INFO]
+            # Only error-level findings refuse a model, and no rule raises a finding above its
+            # default severity: the warning and info rules need not run (SF201-SF203 would only run
+            # the rewrite rules a second time).
+            judges = [r for r in select_rules() if r.severity == Severity.ERROR]
             analysis = analyze(loaded, limits=round_limits, rules=judges, progress=progress)
             _check_known_ops(analysis.graph)  # exit 2 for optimize, before the lint verdict (exit 1)
             errors = [d for d in analysis.diagnostics if d.severity == Severity.ERROR]
@@ -311,9 +363,12 @@ def _fixpoint(loaded: LoadedModel, table: dict[str, list[RewriteRule]], strict: 
         result = _run_round(ctx, edit, table, explain)
         if not edit.changed:
             after = count_ops(graph)
-            return OptimizeResult(loaded.proto, changed, fired, log, result.skipped, before, after,
-                                  rounds, notes)
+            return OptimizeResult(loaded.proto, changed, fired, log, [t for _, t in result.skipped],
+                                  before, after, rounds, notes)
         edit.finish()
+        # A deferred root that the sweep removed has nothing left to do either.
+        deferred = [n for n in result.deferred if n not in edit.deleted]
+        last = not full_inference and not deferred and not _may_continue(ctx, edit)
         changed = True
         for name, n in result.fired.items():
             fired[name] = fired.get(name, 0) + n
@@ -326,6 +381,12 @@ def _fixpoint(loaded: LoadedModel, table: dict[str, list[RewriteRule]], strict: 
                        + ("" if sid == 0 else f" in {graph.scopes[sid].path}")
                        for sid, name in edit.removed_initializers)
         notes.extend(result.notes)
+        if last:
+            # Nothing a next round could match has changed: that round would find nothing.
+            gone = edit.deleted | result.written
+            skipped = [t for nid, t in result.skipped if nid not in gone]
+            return OptimizeResult(loaded.proto, changed, fired, log, skipped, before,
+                                  _counts_after(graph, edit), rounds, notes)
         if not full_inference:
             carried = (inference, edit.made)
         # Drop this round's index before building the next one: peak memory is one round's.

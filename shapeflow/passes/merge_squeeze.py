@@ -8,6 +8,9 @@ from .edit import Editor
 
 MAX_RUN = 16
 
+# Shared answers for roots the rule does not apply to (immutable).
+_NOT_AFTER_SQUEEZE = not_applicable("input is not produced by a Squeeze")
+
 
 class MergeSqueeze(RewriteRule):
     """S(b2) after S(b1) is S(b1 ∪ {lift(b1, q) : q ∈ b2}); S() after S() is S().
@@ -28,9 +31,9 @@ class MergeSqueeze(RewriteRule):
     roots = ("Squeeze",)
 
     def match(self, ctx: RoundContext, nid: int) -> Result:
-        chain = ctx.chain(nid, "Squeeze")[:MAX_RUN]
+        chain = ctx.chain(nid, "Squeeze", MAX_RUN)
         if not chain:
-            return not_applicable("input is not produced by a Squeeze")
+            return _NOT_AFTER_SQUEEZE
         first = chain[0]
         exclusive = ctx.only_reader(ctx.sid(nid), ctx.output(first), nid)
         if (ctx.squeezes_all(first) and ctx.squeezes_all(nid)

@@ -8,6 +8,9 @@ from .edit import Editor
 
 MAX_RUN = 16
 
+# Shared answers for roots the rule does not apply to (immutable).
+_NOT_AFTER_UNSQUEEZE = not_applicable("input is not produced by an Unsqueeze")
+
 
 class MergeUnsqueeze(RewriteRule):
     """U(a2) after U(a1) is U(a2 ∪ {lift(a2, p) : p ∈ a1}).
@@ -26,9 +29,9 @@ class MergeUnsqueeze(RewriteRule):
     roots = ("Unsqueeze",)
 
     def match(self, ctx: RoundContext, nid: int) -> Result:
-        chain = ctx.chain(nid, "Unsqueeze")[:MAX_RUN]
+        chain = ctx.chain(nid, "Unsqueeze", MAX_RUN)
         if not chain:
-            return not_applicable("input is not produced by an Unsqueeze")
+            return _NOT_AFTER_UNSQUEEZE
         a = ctx.unsqueeze_axes(nid)
         if isinstance(a, NoMatch):
             return a

@@ -10,6 +10,10 @@ from .edit import Editor
 SHAPE_SLICE_SINCE = 15  # Shape takes start/end from opset 15
 SLICE_INPUTS_SINCE = 10  # Slice takes starts/ends as inputs from opset 10
 
+# Shared answers for roots the rule does not apply to (immutable).
+_NOT_AFTER_GATHER = not_applicable("input is not produced by a Gather")
+_NOT_A_SHAPE = not_applicable("the Gather does not read a Shape")
+
 
 @dataclass(frozen=True)
 class _Plan:
@@ -40,13 +44,15 @@ class ShapeSlice(RewriteRule):
     def match(self, ctx: RoundContext, nid: int) -> Result:
         gather = ctx.input_producer(nid, 0, "Gather")
         if gather is None:
-            return not_applicable("input is not produced by a Gather")
+            return _NOT_AFTER_GATHER
         shape_node = ctx.input_producer(gather, 0, "Shape")
         if shape_node is None:
-            return not_applicable("the Gather does not read a Shape")
+            return _NOT_A_SHAPE
         a = ctx.unsqueeze_axes(nid)
         if isinstance(a, NoMatch):
             return a
+        if ctx.refers_to_function_attributes(gather) or ctx.refers_to_function_attributes(shape_node):
+            return NoMatch(f"{ctx.display(gather)}: attributes refer to the function's attributes")
         if a != (0,):
             return NoMatch(f"{ctx.display(nid)}: axes {fmt_axes(a)}, not [0]")
         sid = ctx.sid(nid)
