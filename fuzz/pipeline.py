@@ -40,7 +40,7 @@ class KnownBug:
     xfail mark there."""
 
     name: str
-    exception: type[BaseException]
+    exception: type[BaseException] | tuple[type[BaseException], ...]
     message: str  # a substring of str(exception)
     where: str  # a file (path suffix) on the traceback: the shapeflow code at fault
     test: str  # the regression test in tests/test_fuzz_regressions.py
@@ -59,6 +59,9 @@ class KnownBug:
 KNOWN_BUGS: list[KnownBug] = [
     KnownBug("sf109-unknown-dtype", ValueError, "has no name defined for value",
              "shapeflow/rules/sf109_axes_bad_tensor.py", "test_axes_of_an_unknown_dtype"),
+    # protobuf hands a string field that is not valid UTF-8 over as bytes: JSON cannot encode it,
+    # the text table cannot format it, str/bytes comparisons fail (one root cause, several sites)
+    KnownBug("non-utf8-name", (TypeError, AttributeError), "bytes", "", "test_names_that_are_not_utf8"),
 ]
 
 

@@ -17,9 +17,14 @@ EXIT_INTERNAL = 3
 _CODE_NAMES = {"SF001": "model-unreadable", "SF002": "graph-invalid", "SF006": "limit-exceeded"}
 
 
-def _quote(name: str, limit: int = 120) -> str:
+def _quote(name: object, limit: int = 120) -> str:
     """A name from the (untrusted) model, quoted for a one-line message: no newline or terminal
-    escape gets through, and a huge name is cut (the same form as the messages of io)."""
+    escape gets through, and a huge name is cut (the same form as the messages of io).
+
+    protobuf hands a name that is not valid UTF-8 over as ``bytes``: shown with escapes."""
+    if isinstance(name, (bytes, bytearray)):
+        name = bytes(name).decode("utf-8", "backslashreplace")
+    name = str(name)
     if len(name) > limit:
         name = name[:limit] + "..."
     cleaned = "".join(c if c.isprintable() else repr(c)[1:-1] for c in name)
@@ -52,6 +57,10 @@ class ShapeflowError(Exception):
         node: str | None = None,
         tensor: str | None = None,
     ) -> None:
+        # One line, whatever the model's names hold: a newline or an escape in a name that a
+        # message quotes raw must not split the line or reach the terminal.
+        if not message.isprintable():
+            message = "".join(c if c.isprintable() else repr(c)[1:-1] for c in message)
         super().__init__(message)
         self.message = message
         self.file = file

@@ -116,6 +116,8 @@ def _q(text: str, limit: int = 120) -> str:
     Names come from untrusted files: a newline or terminal escape in a tensor name must not
     break the one-line-per-problem contract, and a 1 MB name must not flood the terminal.
     """
+    if isinstance(text, (bytes, bytearray)):  # protobuf's form of a string that is not UTF-8
+        text = bytes(text).decode("utf-8", "backslashreplace")
     if len(text) > limit:
         text = text[:limit] + "..."
     cleaned = "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)

@@ -943,3 +943,68 @@ def test_function_attribute_references_are_never_rewritten():
     out = optimize(text)
     assert not out.result.changed
     assert any("function's attributes" in s for s in out.result.skipped)
+
+
+def test_rewrites_inside_scan_body_and_folds_an_outer_constant():
+    # the body squeezes an initializer of the main graph: folded into the body, which now holds
+    # the constant; the main graph's initializer, read by nothing else, goes
+    body = parse_graph("""
+    body (float[3] acc, float[3] xi) => (float[3] acc_out, float[3] yi) <int64[1] ax = {0}>
+    {
+      k = Squeeze(c, ax)
+      t = Unsqueeze(xi, ax)
+      u = Squeeze(t, ax)
+      acc_out = Add(acc, k)
+      yi = Add(u, k)
+    }""")
+    c = numpy_helper.from_array(np.array([[0.5, 1.5, 2.5]], np.float32), "c")
+    n = helper.make_node("Scan", ["s0", "x"], ["s", "y"], name="scan", body=body, num_scan_inputs=1)
+    g = helper.make_graph([n], "g", [helper.make_tensor_value_info("s0", TensorProto.FLOAT, [3]),
+                                     helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3])],
+                          [helper.make_tensor_value_info("s", TensorProto.FLOAT, [3]),
+                           helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 3])], initializer=[c])
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)], ir_version=8)
+    out = optimize(model)
+    body_after = out.after.graph.node[0].attribute[0].g
+    assert [n.op_type for n in body_after.node] == ["Add", "Add"]
+    assert [t.name for t in body_after.initializer] == ["k"]
+    assert not out.after.graph.initializer  # c had no other reader
+    check_rewrite(out)
+
+
+def test_shape_slice_in_a_subgraph_reading_an_outer_tensor():
+    then_g = parse_graph("""
+    then_g () => (int64[1] o1) <int64 i = {1}, int64[1] ax = {0}>
+    {
+      s = Shape(x)
+      g = Gather <axis = 0> (s, i)
+      o1 = Unsqueeze(g, ax)
+    }""")
+    else_g = parse_graph("""
+    else_g () => (int64[1] o2)
+    {
+      o2 = Constant <value = int64[1] {7}> ()
+    }""")
+    n = helper.make_node("If", ["cond"], ["y"], name="if", then_branch=then_g, else_branch=else_g)
+    g = helper.make_graph([n], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", "S"]),
+                                     helper.make_tensor_value_info("cond", TensorProto.BOOL, [])],
+                          [helper.make_tensor_value_info("y", TensorProto.INT64, [1])])
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    out = optimize(model)
+    then_after = next(a.g for a in out.after.graph.node[0].attribute if a.name == "then_branch")
+    assert [n.op_type for n in then_after.node] == ["Shape"]
+    assert [o.name for o in then_after.output] == ["o1"]
+    check_rewrite(out)
+
+
+def test_malformed_nodes_are_left_alone():
+    # a Shape without its input, a Squeeze without any: nothing reads through them, nothing crashes
+    nodes = [helper.make_node("Shape", [], ["shape"], name="shape"),
+             helper.make_node("Gather", ["shape", "i0"], ["d"], name="gather", axis=0),
+             helper.make_node("Unsqueeze", ["d"], ["y"], name="unsq", axes=[0])]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3])],
+                          [helper.make_tensor_value_info("y", TensorProto.INT64, None)],
+                          initializer=[numpy_helper.from_array(np.array(0, np.int64), "i0")])
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 11)], ir_version=6)
+    out = optimize(model)
+    assert not out.result.changed

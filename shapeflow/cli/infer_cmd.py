@@ -52,8 +52,10 @@ def infer(model: str, all_tensors: bool, fmt: str, output: str | None, force: bo
     # would mean traversing the whole analysis again.
     with gc_paused():
         if fmt == "json":
-            # written as it is produced: the document of a 500k-node model is 200 MB
-            for chunk in result.json_chunks():
+            # All pieces first (an error while rendering prints nothing), then written piece by
+            # piece: the document of a 500k-node model is 200 MB, not worth joining and encoding whole.
+            chunks = list(result.json_chunks())
+            for chunk in chunks:
                 click.echo(chunk, nl=False)
             click.echo()
         else:

@@ -23,9 +23,15 @@ AXES_INPUT_SINCE = 13
 
 def read_axes(call: OpCall) -> AxesInfo:
     info = call.info
+    names = info.inputs
+    if not info.has_attrs and len(names) > 1 and names[1]:
+        # The form of opset 13 on, and the one exporters repeat thousands of times: answered from
+        # the memo below once its tensor has been read.
+        found = call.engine.memo.get(("axes", call.scope, names[1], False))
+        if found is not None:
+            return found  # type: ignore[return-value]
     attr = call.attrs.get("axes") if info.has_attrs else None
     attr_present = attr is not None
-    names = info.inputs
     input_present = len(names) > 1 and bool(names[1])
     limit = call.engine.limits.max_axes_elems
     prefer_attr = call.since < AXES_INPUT_SINCE

@@ -44,7 +44,7 @@ def _squeeze_axes(in_shape: tuple, values: tuple[int, ...]) -> tuple[tuple[int, 
 
 @register("Squeeze")
 def squeeze(call: OpCall) -> list[TensorInfo | None]:
-    x = call.input(0)
+    x = call.inputs[0] if call.inputs else None
     axes = read_axes(call)
     in_shape = x.shape if x is not None else None
     normalized: tuple[int, ...] | None = None
@@ -68,10 +68,10 @@ def squeeze(call: OpCall) -> list[TensorInfo | None]:
     dtype = x.dtype if x is not None else 0
     value = x.value if x is not None and out is not None else None
     result = TensorInfo(dtype, out, value)
-    g = engine.graph
     info = call.info
     # appended directly (what call.record does for an AxisNode): this runs for every Squeeze
-    engine.axis_nodes.append(AxisNode(call.nid, g.scopes[call.scope].path, g.display(call.nid), "Squeeze",
+    engine.axis_nodes.append(AxisNode(call.nid, engine.graph.scopes[call.scope].path,
+                                      info.peek().name or f"#{info.index}", "Squeeze",
                                       call.since, info.inputs[0] if info.inputs else "", info.outputs[0],
                                       in_shape, out, axes, normalized))
     return [result]

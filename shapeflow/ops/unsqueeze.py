@@ -30,7 +30,7 @@ def _unsqueeze_axes(in_shape: tuple, values: tuple[int, ...]) -> tuple[tuple[int
 
 @register("Unsqueeze")
 def unsqueeze(call: OpCall) -> list[TensorInfo | None]:
-    x = call.input(0)
+    x = call.inputs[0] if call.inputs else None
     axes = read_axes(call)
     in_shape = x.shape if x is not None else None
     normalized: tuple[int, ...] | None = None
@@ -49,10 +49,10 @@ def unsqueeze(call: OpCall) -> list[TensorInfo | None]:
             out = (None,) * (len(in_shape) + axes.count)
     dtype = x.dtype if x is not None else 0
     value = x.value if x is not None and out is not None else None
-    g = engine.graph
     info = call.info
     # appended directly (what call.record does for an AxisNode): this runs for every Unsqueeze
-    engine.axis_nodes.append(AxisNode(call.nid, g.scopes[call.scope].path, g.display(call.nid), "Unsqueeze",
+    engine.axis_nodes.append(AxisNode(call.nid, engine.graph.scopes[call.scope].path,
+                                      info.peek().name or f"#{info.index}", "Unsqueeze",
                                       call.since, info.inputs[0] if info.inputs else "", info.outputs[0],
                                       in_shape, out, axes, normalized))
     return [TensorInfo(dtype, out, value)]

@@ -245,6 +245,8 @@ class RoundContext:
         pinfo = self.graph.nodes[p]
         if pinfo.op_type != op_type or pinfo.domain != "" or pinfo.since_version is None:
             return None
+        if not pinfo.inputs or not pinfo.inputs[0]:
+            return None  # a malformed node (no data input): nothing to rewrite through it
         return p
 
     def chain(self, nid: int, op_type: str, limit: int = 16) -> list[int]:

@@ -51,6 +51,6 @@ def sweep(edit: "Editor") -> None:
         info = g.nodes[p]
         if info.domain != "" or info.since_version is None or info.subscopes:
             continue
-        if any(o and edit.needed(sid, o) for o in info.proto.output):
+        if any(o and edit.needed(sid, o) for o in edit.current_outputs(p)):  # type: ignore[attr-defined]
             continue
         edit.delete_node(p, dead=True)

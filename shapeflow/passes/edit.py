@@ -274,7 +274,8 @@ class Editor:
         if info.subscopes:  # never: rules and the sweep only delete nodes without bodies
             raise AssertionError(f"refusing to delete {self.ctx.display(nid)}: it owns subgraphs")
         sid = info.scope
-        names = {n for n in self.current_inputs(nid) if n}  # type: ignore[attr-defined]
+        # in input order (not a set): the sweep then visits and logs in the same order every run
+        names = [n for n in dict.fromkeys(self.current_inputs(nid)) if n]  # type: ignore[call-overload]
         if dead:
             self.dead_count += 1
             if self.explain:
@@ -293,8 +294,9 @@ class Editor:
         """Create a node placed right before original node ``anchor`` of scope ``sid``."""
         body = self.g.scopes[sid].proto
         node = helper.make_node(op_type, inputs, outputs, name=name or None, **attrs)
-        for n in {n for n in inputs if n}:
-            self._add_read(sid, n)
+        for n in dict.fromkeys(inputs):
+            if n:
+                self._add_read(sid, n)
         body.node.append(node)  # a copy; the entry in the list is the one to keep
         index = len(body.node) - 1
         entry = body.node[index]
@@ -442,11 +444,20 @@ class Editor:
     def _check_producers(self) -> None:
         """A deleted node's outputs must be unread or produced by something else now: the one
         mistake that would make the output model invalid, caught before it is written."""
+        nodes, scopes = self.g.nodes, self.g.scopes
+        counts, made = self._counts, self._made
         for nid in self.deleted:
-            info = self.g.nodes[nid]
+            info = nodes[nid]
+            sid = info.scope
             for o in self.current_outputs(nid):  # type: ignore[attr-defined]
-                if o and (info.scope, o) not in self._made and self.needed(info.scope, o):
-                    raise AssertionError(f"rewrite left '{o}' without a producer in {self.g.scopes[info.scope].path}")
+                if not o or (sid, o) in made:
+                    continue
+                c = counts.get((sid, o))
+                # No count: no edit touched a read of it, so the index's readers still read it.
+                read = (bool(scopes[sid].consumers.get(o)) or o in self.ctx.outputs(sid)) if c is None \
+                    else (c > 0 or self.needed(sid, o))
+                if read:
+                    raise AssertionError(f"rewrite left '{o}' without a producer in {scopes[sid].path}")
 
     def _compact(self) -> None:
         g = self.g

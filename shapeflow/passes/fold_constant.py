@@ -31,7 +31,8 @@ class _Fold:
     dims: tuple[int, ...]
     members: tuple[int, ...]  # Squeeze/Unsqueeze nodes of the constant folded together
     name: str | None  # the folded tensor's name: a member's output, or None for a derived name
-    in_place: bool  # every reader is a member: the initializer itself is renamed and reshaped
+    in_place: bool  # the members are every read of an initializer of their own scope: it is renamed
+    # and reshaped where it is, not copied
 
 
 def _constant_value(node: onnx.NodeProto) -> TensorProto | None:
@@ -96,9 +97,10 @@ class FoldConstant(RewriteRule):
     Inserting or removing 1-dims does not move any element in row-major order, so the new tensor
     holds exactly the bytes of ``c`` (an external-data reference is copied, its file never read).
     All the Squeezes/Unsqueezes of one constant that give the same dims are folded together into
-    one tensor. When they are all of ``c``'s readers, ``c`` itself is renamed and reshaped (no copy);
-    otherwise a copy is made only if it is smaller than the nodes it removes, so a shared
-    initializer is never duplicated to grow the model. In a function body (no initializers) the
+    one tensor. When they are all of ``c``'s readers, ``c`` goes: renamed and reshaped where it is,
+    or moved into the subgraph that was its only reader; otherwise a copy is made only if it is
+    smaller than the nodes it removes, so a shared initializer is never duplicated to grow the
+    model. In a function body (no initializers) the
     result is a Constant node.
 
     Does not fire when the axes are not constants, when a squeezed dim is not 1, when an output is a
@@ -151,10 +153,10 @@ class FoldConstant(RewriteRule):
                 return NoMatch(f"{ctx.display(nid)}: '{z}' is read by a subgraph and '{source.name}' "
                                "has other readers")
             members = (nid,)
-        in_place = (source.sid == sid and len(members) == len(readers)
-                    and not ctx.is_output(sid, source.name))
+        dies = _left_unread(ctx, source, sid, members)
+        in_place = dies and source.sid == sid
         label = f"{'Constant' if source.node is not None else 'initializer'} '{source.name}'"
-        if not in_place:
+        if not dies:
             copy = source.tensor.ByteSize() + len(z) + 2 * len(mine)
             removed = sum(ctx.peek(m).ByteSize() for m in members)
             if copy > removed:
@@ -221,6 +223,29 @@ def _groups(ctx: RoundContext, sid: int, source: _Source, dims: tuple[int, ...])
         found = {d: tuple(v) for d, v in groups.items()}
         ctx.cache[key] = found
     return found  # type: ignore[return-value]
+
+
+def _left_unread(ctx: RoundContext, source: _Source, sid: int, members: tuple[int, ...]) -> bool:
+    """Whether ``members`` are every read of the constant in the model, so that folding them
+    leaves it dead (the sweep removes it) and nothing is duplicated: true when they are all its
+    readers in ``sid`` and every scope between ``sid`` and the one defining it reads it only
+    through the body that leads to ``sid``."""
+    name = source.name
+    if set(ctx.readers(sid, name)) != set(members) or ctx.is_output(sid, name):
+        return False
+    cur = sid
+    while cur != source.sid:
+        scope = ctx.scope(cur)
+        parent, owner = scope.parent, scope.owner
+        if parent is None or owner is None or ctx.readers(parent, name) != [owner] or ctx.is_output(parent, name):
+            return False
+        if name in ctx.inputs(owner):
+            return False
+        for sub in ctx.info(owner).subscopes:
+            if sub != cur and name in ctx.scope(sub).consumers:
+                return False
+        cur = parent
+    return True
 
 
 def _position(ctx: RoundContext, sid: int, nid: int) -> int:

@@ -86,7 +86,7 @@ def count_ops(graph: ModelGraph) -> dict[str, int]:
     """Node count (every scope) and ai.onnx Squeeze/Unsqueeze counts."""
     counts = {"nodes": len(graph.nodes), "Squeeze": 0, "Unsqueeze": 0}
     for info in graph.nodes:
-        op = info.proto.op_type
+        op = info.op_type  # from the index: fetching every NodeProto would cost memory
         if op in COUNTED_OPS and info.domain == "":
             counts[op] += 1
     return counts
@@ -126,17 +126,16 @@ def find_candidates(graph: ModelGraph, inference: Inference, *, strict: bool = F
     table = _dispatch(resolve_rules(rules))
     blocked = _error_nodes(graph, inference)
     out: list[Candidate] = []
-    for scope in graph.scopes:
-        for nid in scope.order:
-            info = graph.nodes[nid]
-            if nid in blocked or info.domain != "" or info.since_version is None:
-                continue
-            for rule in table.get(info.proto.op_type, ()):
-                r = rule.match(ctx, nid)
-                if isinstance(r, Match):
-                    message = r.text + (f" ({r.note})" if r.note else "")
-                    out.append(Candidate(rule.name, rule.code, nid, message))
-                    break
+    for nid in _roots(ctx, latest_first=False):
+        info = graph.nodes[nid]
+        if nid in blocked or info.domain != "" or info.since_version is None:
+            continue
+        for rule in table.get(info.op_type, ()):
+            r = rule.match(ctx, nid)
+            if isinstance(r, Match):
+                message = r.text + (f" ({r.note})" if r.note else "")
+                out.append(Candidate(rule.name, rule.code, nid, message))
+                break
     return out
 
 
@@ -163,10 +162,13 @@ def _preflight(loaded: LoadedModel) -> None:
 def _check_known_ops(graph: ModelGraph) -> None:
     """An unknown op in ai.onnx (a typo such as ``Sqeeze``) has unknown semantics: refuse (row 14)."""
     for nid, info in enumerate(graph.nodes):
-        node = info.proto
-        if info.domain == "" and info.since_version is None and (node.domain, node.op_type) not in graph.functions:
+        if info.domain != "" or info.since_version is not None:
+            continue
+        node = info.peek()
+        if (node.domain, node.op_type) not in graph.functions:
             version = graph.scopes[info.scope].opsets.get("")
-            raise ShapeflowError(f"unknown operator '{node.op_type}' in ai.onnx opset {version}",
+            what = f"operator '{node.op_type}'" if node.op_type else "empty op_type"
+            raise ShapeflowError(f"unknown {what} in ai.onnx opset {version}",
                                  file=graph.path, node=graph.display(nid))
 
 
@@ -180,21 +182,24 @@ class _Round:
     written: set[int] = field(default_factory=set)
 
 
-def _roots(ctx: RoundContext) -> list[int]:
-    """The round's Squeeze/Unsqueeze nodes, scope by scope, each scope from its last node back."""
+def _roots(ctx: RoundContext, latest_first: bool = True) -> list[int]:
+    """The round's Squeeze/Unsqueeze nodes, scope by scope, each scope from its last node back
+    (or in file order). Malformed ones (no data input or no output) are left alone."""
     graph = ctx.graph
     by_scope: dict[int, list[int]] = {}
     for nid in ctx.facts:
-        by_scope.setdefault(graph.nodes[nid].scope, []).append(nid)
+        info = graph.nodes[nid]
+        if info.inputs and info.inputs[0] and info.outputs and info.outputs[0]:
+            by_scope.setdefault(info.scope, []).append(nid)
     out: list[int] = []
     for sid in sorted(by_scope):
         scope = graph.scopes[sid]
         nids = by_scope[sid]
         if scope.sorted_in_file:
-            nids.sort(reverse=True)  # node ids follow file order within a scope
+            nids.sort(reverse=latest_first)  # node ids follow file order within a scope
         else:
             position = {n: k for k, n in enumerate(scope.order)}
-            nids.sort(key=lambda n: -position[n])
+            nids.sort(key=lambda n: position[n], reverse=latest_first)
         out.extend(nids)
     return out
 

@@ -47,6 +47,22 @@ def fine_with_warning(*says: str, names: tuple[str, ...] = ("'w'",)) -> dict:
 
 # -- 37 location strings -------------------------------------------------------------------------------
 
+def no_location_key(tmp: Path) -> Setup:
+    """data_location EXTERNAL, but no "location" entry at all (only offset and length)."""
+    d = folder(tmp)
+    m, _ = weight_model()
+    from .models import external
+
+    external(m, "w", "weights.bin", offset="0", length="16")
+    t = m.graph.initializer[0]
+    kept = [(e.key, e.value) for e in t.external_data if e.key != "location"]
+    del t.external_data[:]
+    for k, v in kept:
+        e = t.external_data.add()
+        e.key, e.value = k, v
+    return Setup(write(m, d / "m.onnx"))
+
+
 def location(loc: str):  # type: ignore[no-untyped-def]
     def build(tmp: Path) -> Setup:
         d = folder(tmp)
@@ -189,6 +205,13 @@ ROWS = [
     Row("37-location-drive-letter", location("C:\\weights.bin"), escaping("has a drive letter")),
     Row("37-location-nul", location("weights.bin\x00../../secret.bin"), escaping("contains a NUL byte")),
     Row("37-location-empty", location(""), escaping("external data location is empty")),
+    Row("37-location-key-missing", no_location_key, {
+        **escaping("external data location is empty"),
+        "optimize": E(2, "external data location is empty", code="SF001", names=("'w'",), writes=False,
+                      xfail="passes/manager.py _preflight skips the external-data check when the file has no "
+                            "b'location' bytes, so a missing location key is refused by the lint verdict "
+                            "(exit 1) instead of rejected (exit 2); nothing is written either way"),
+    }),
     Row("38-data-symlink-out", data_symlink_out, escaping("resolves outside the model folder via a symlink")),
     Row("38-parent-symlink-out", parent_symlink_out, escaping("resolves outside the model folder via a symlink")),
     Row("38-data-hardlink", data_hardlink, fine_with_warning("is a hard link (2 links)")),

@@ -226,9 +226,7 @@ ROWS = [
     Row("11-ir-2^40", saved(with_ir(2**40)), {
         "infer": E(WARNING_EXIT, "IR version 1099511627776 is newer", code="SF005", severity="warning"),
         "lint": E(WARNING_EXIT, "IR version 1099511627776 is newer", code="SF005", severity="warning"),
-        "optimize": E(2, "IR version 1099511627776", writes=False,
-                      xfail="optimize refuses an opset newer than known but not an IR version newer than "
-                            "known (passes/manager.py _preflight checks opsets only; RELIABILITY row 11)"),
+        "optimize": E(2, "IR version 1099511627776 is newer", writes=False),
     }),
     Row("12-opset-2^62", saved(with_opset(2**62)), unreadable("invalid opset version 4611686018427387904")),
     Row("12-opset-negative", saved(with_opset(-1)), unreadable("invalid opset version -1")),

@@ -198,11 +198,11 @@ def test_48_no_space_left(cmd: str, tmp_path: Path) -> None:
 
 
 def _big_model() -> onnx.ModelProto:
-    w = numpy_helper.from_array(np.zeros((40, 1 << 20), dtype=np.float32), "w")  # 160 MiB
+    w = numpy_helper.from_array(np.zeros((20, 1 << 20), dtype=np.float32), "w")  # 80 MiB
     nodes = [helper.make_node("Unsqueeze", ["x", "axes"], ["u"], name="unsq"),
              helper.make_node("Squeeze", ["u", "axes"], ["s"], name="sq"),
              helper.make_node("Add", ["s", "w"], ["y"], name="add")]
-    return model(nodes, [vi("x", [40, 1 << 20])], [vi("y", [40, 1 << 20])], [w, ints("axes", [0])])
+    return model(nodes, [vi("x", [20, 1 << 20])], [vi("y", [20, 1 << 20])], [w, ints("axes", [0])])
 
 
 @pytest.mark.parametrize("cmd", WRITERS)
@@ -221,11 +221,12 @@ def test_48_kill_9_during_write(cmd: str, tmp_path: Path) -> None:
     full = time.monotonic() - t0
     assert done.returncode == 0, done.stderr
     complete = out.read_bytes()
-    for attempt in range(5):
+    # the write is the last part of a run: kill mostly late, where a temp file exists
+    for attempt, fraction in enumerate((0.5, 0.75, 0.85, 0.95)):
         out.write_bytes(previous)
         before = snapshot(tmp_path)
         p = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=cli_env())
-        time.sleep(rng.uniform(0.3, full))
+        time.sleep(full * fraction * rng.uniform(0.95, 1.05))
         p.send_signal(signal.SIGKILL)
         p.wait(60)
         after = snapshot(tmp_path)
@@ -269,4 +270,56 @@ def test_49_read_only_folder(cmd: str, tmp_path: Path) -> None:
     assert r.returncode == 2, r.describe()
     assert expected in r.output, r.describe()
     assert "Traceback" not in r.output and "internal error" not in r.output, r.describe()
+    assert_untouched(before, snapshot(tmp_path))
+
+
+# -- models over 2 GiB are written with external data ------------------------------------------------------------
+
+# The real CLI with io's switch-over point lowered from 2 GiB to 16 KiB: the mechanism end to end,
+# without writing 2 GiB (tests/test_io.py covers save_model itself).
+SMALL_SWITCH = ["-c", "import shapeflow.io as io; io.MAX_INLINE_MODEL_BYTES = 16 << 10; "
+                      "from shapeflow.cli import main; main()"]
+
+
+def _weighty_model() -> tuple[onnx.ModelProto, np.ndarray]:
+    w = np.arange(16384, dtype=np.float32)  # 64 KiB: over the lowered switch-over point
+    m = cancelling_pair()
+    m.graph.initializer.append(numpy_helper.from_array(w, "w"))
+    m.graph.node.append(helper.make_node("Identity", ["w"], ["w_out"], name="w_id"))
+    m.graph.output.append(vi("w_out", [16384]))
+    return m, w
+
+
+@pytest.mark.parametrize("cmd", WRITERS)
+def test_large_output_is_written_with_external_data(cmd: str, tmp_path: Path) -> None:
+    require(cmd)
+    m, w = _weighty_model()
+    src = Path(write(m, tmp_path / "m.onnx"))
+    out = tmp_path / "out.onnx"
+    before = snapshot(tmp_path)
+    r = run_cli([cmd, str(src), "-o", str(out)], cwd=tmp_path, module=SMALL_SWITCH)
+    assert r.returncode == 0, r.describe()
+    assert_untouched(before, snapshot(tmp_path), allowed_new=[str(out), str(out) + ".data"])
+    data = Path(str(out) + ".data")
+    assert data.exists() and out.stat().st_size < 16 << 10, r.describe()
+    loaded = onnx.load(str(out))  # resolves out.onnx.data next to the output: no dangling reference
+    got = {t.name: numpy_helper.to_array(t) for t in loaded.graph.initializer}
+    assert got["w"].tobytes() == w.tobytes()
+    for t in onnx.load(str(out), load_external_data=False).graph.initializer:
+        if t.data_location == onnx.TensorProto.EXTERNAL:
+            entries = {e.key: e.value for e in t.external_data}
+            assert entries["location"] == "out.onnx.data" and int(entries["offset"]) % 4096 == 0
+
+
+@pytest.mark.parametrize("cmd", WRITERS)
+def test_47_output_data_file_exists_is_never_appended_to(cmd: str, tmp_path: Path) -> None:
+    require(cmd)
+    m, _ = _weighty_model()
+    src = Path(write(m, tmp_path / "m.onnx"))
+    out = tmp_path / "out.onnx"
+    Path(str(out) + ".data").write_bytes(b"someone else's weights")
+    before = snapshot(tmp_path)
+    r = run_cli([cmd, str(src), "-o", str(out), "--force"], cwd=tmp_path, module=SMALL_SWITCH)
+    assert r.returncode == 2, r.describe()
+    assert_one_line(r, "out.onnx.data", "exists")
     assert_untouched(before, snapshot(tmp_path))

@@ -1,0 +1,119 @@
+"""The fast paths of the large-model work keep the slow paths' answers.
+
+Each test compares a fast path with the straightforward computation it replaces: the JSON writer
+with ``json.dumps(indent=2)``, the column-wise table with the row-wise one, the lazily built
+consumer tables with a scan of every node, and the axis shortcuts with the general code.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper, parser
+
+from shapeflow.analysis import analyze
+from shapeflow.axes import squeeze_shape, unsqueeze_shape
+from shapeflow.graph import build_graph
+from shapeflow.io import load_model_bytes
+from shapeflow.render import _table
+
+sys.path.insert(0, str(Path(__file__).parent))
+import model_builders as mb  # noqa: E402
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+
+SUBGRAPHS = """
+<ir_version: 8, opset_import: ["" : 13]>
+g (float[2, batch] x, bool c) => (float[1, 2, batch] y, float[?] z) {
+    t = Relu (x)
+    ax = Constant <value = int64[1] {0}> ()
+    y = If (c) <
+        then_branch = a () => (float[1, 2, batch] o1) { o1 = Unsqueeze (t, ax) },
+        else_branch = b () => (float[1, 2, batch] o2) { o2 = Unsqueeze (x, ax) }
+    >
+    z = Squeeze (x)
+}
+"""
+
+
+def _models() -> list[tuple[str, onnx.ModelProto]]:
+    models = [(p.name, onnx.load(str(p))) for p in sorted(EXAMPLES.glob("*.onnx"))]
+    models.append(("chain", mb.squeeze_unsqueeze_chain(400)))
+    models.append(("chain11", mb.squeeze_unsqueeze_chain(400, 11)))
+    models.append(("subgraphs", parser.parse_model(SUBGRAPHS)))
+    return models
+
+
+@pytest.mark.parametrize("name, model", _models(), ids=lambda v: v if isinstance(v, str) else "")
+def test_json_text_is_json_dumps(name: str, model: onnx.ModelProto) -> None:
+    a = analyze(load_model_bytes(model.SerializeToString(), name))
+    assert a.json_text() == json.dumps(a.to_json(), indent=2)
+    bound = analyze(load_model_bytes(model.SerializeToString(), name), dims={"batch": 2, "seq": 5})
+    assert bound.json_text() == json.dumps(bound.to_json(), indent=2)
+
+
+def test_json_text_escapes_like_json_dumps() -> None:
+    nodes = [helper.make_node("Unsqueeze", ["x\u00e9\"\\\n", "ax"], ["y\u2603"], name="n\u0153ud\t1"),
+             helper.make_node("Squeeze", ["y\u2603"], ["y"])]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x\u00e9\"\\\n", TensorProto.FLOAT, ["b\u00e4tch", 3])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                          [numpy_helper.from_array(np.array([0], np.int64), "ax")])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    a = analyze(load_model_bytes(m.SerializeToString(), "quote\"d.onnx"))
+    assert a.json_text() == json.dumps(a.to_json(), indent=2)
+
+
+@pytest.mark.parametrize("name, model", _models(), ids=lambda v: v if isinstance(v, str) else "")
+def test_lazy_consumers_are_every_reader(name: str, model: onnx.ModelProto) -> None:
+    g = build_graph(load_model_bytes(model.SerializeToString(), name))
+    for scope in g.scopes:
+        expected: dict[str, list[int]] = {}
+        for nid in scope.nodes:
+            for tensor in g.nodes[nid].proto.input:
+                if tensor and nid not in expected.setdefault(tensor, []):
+                    expected[tensor].append(nid)
+        for sid in (s.id for s in g.scopes if s.parent == scope.id):  # owners read what bodies read
+            for tensor in g.scopes[sid].free:
+                if tensor in scope.producer and g.scopes[sid].owner not in expected.setdefault(tensor, []):
+                    expected[tensor].append(g.scopes[sid].owner)  # type: ignore[arg-type]
+        assert {k: sorted(v) for k, v in scope.consumers.items()} == {k: sorted(v) for k, v in expected.items()}
+
+
+def test_node_proto_is_one_object() -> None:
+    g = build_graph(load_model_bytes(mb.squeeze_unsqueeze_chain(40).SerializeToString(), "m"))
+    info = g.nodes[7]
+    assert info.proto is info.proto
+    assert info.peek() is info.proto
+    assert info.proto.op_type == info.op_type and tuple(info.proto.input) == info.inputs
+
+
+@pytest.mark.parametrize("rows", [
+    [["a", "bb", "c"], ["dddd", "", "e "]],
+    [],
+    [["x", "y"]],  # shorter than the header: the row-wise path
+])
+def test_table_columns_match_rows(rows: list[list[str]]) -> None:
+    headers = ["one", "two", "three"]
+    widths = [len(h) for h in headers]
+    for row in rows:
+        for k, cell in enumerate(row):
+            widths[k] = max(widths[k], len(cell))
+    lines = ["  ".join(h.ljust(w) for h, w in zip(headers, widths)).rstrip(), "  ".join("-" * w for w in widths)]
+    lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in rows]
+    assert _table(headers, rows) == "\n".join(lines)
+
+
+@pytest.mark.parametrize("rank", range(0, 4))
+def test_single_axis_shortcuts(rank: int) -> None:
+    shape = tuple(range(2, 2 + rank))
+    for axis in range(-rank - 1, rank + 1):
+        expected = list(shape)
+        expected.insert(axis + rank + 1 if axis < 0 else axis, 1)
+        assert unsqueeze_shape(shape, [axis]) == tuple(expected) == unsqueeze_shape(shape, iter([axis]))
+    for axis in range(-rank, rank):
+        assert squeeze_shape(shape, (axis,)) == tuple(d for i, d in enumerate(shape) if i != axis % rank)
