@@ -18,7 +18,7 @@ from google.protobuf import unknown_fields
 from onnx import TensorProto, helper, numpy_helper
 
 from shapeflow.cli import main
-from shapeflow.io import load_model, save_model
+from shapeflow.io import load_model, load_model_bytes, save_model
 from shapeflow.passes import optimize_model
 from shapeflow.verify import verify_models
 
@@ -197,3 +197,25 @@ def test_no_op_is_byte_identical(tmp_path):
     except SystemExit as exc:
         assert exc.code == 0
     assert (tmp_path / "o.onnx").read_bytes() == data
+
+
+def test_names_training_info_refers_to_are_kept():
+    # the training graph reads the Squeeze output and the folded initializer by name: both stay
+    text = """<ir_version: 8, opset_import: ["" : 13]>
+    g (float[N, 3] x) => (float[N, 3] y) <int64[1] ax = {0}, float[1, 3] c = {1.0, 2.0, 3.0}>
+    {
+      t = Unsqueeze(x, ax)
+      z = Squeeze(t, ax)
+      k = Squeeze(c, ax)
+      y = Add(z, k)
+    }"""
+    model = onnx.parser.parse_model(text)
+    ti = model.training_info.add()
+    ti.algorithm.CopyFrom(helper.make_graph([helper.make_node("Relu", ["z"], ["tz"])], "algo", [], []))
+    ti.update_binding.append(_meta("c", "tz"))
+    loaded = load_model_bytes(model.SerializeToString())
+    result = optimize_model(loaded)
+    after = onnx.ModelProto.FromString(result.model.SerializeToString())
+    produced = {o for n in after.graph.node for o in n.output} | {t.name for t in after.graph.initializer}
+    assert {"z", "c"} <= produced
+    assert after.training_info[0].SerializeToString() == ti.SerializeToString()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import textwrap
 import time
 
 import click
@@ -26,7 +27,7 @@ Examples:
 
 \b
 Rules (--rules, comma-separated; all by default):
-  {", ".join(RULE_NAMES)}
+{textwrap.fill(", ".join(RULE_NAMES), 96, initial_indent="  ", subsequent_indent="  ", break_on_hyphens=False)}
 Nodes a rewrite leaves unread are always removed (dead-nodes).
 
 \b

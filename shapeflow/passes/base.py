@@ -187,9 +187,15 @@ class RoundContext:
         return self.graph.scopes[sid].opsets.get("", 0)
 
     def outputs(self, sid: int) -> frozenset[str]:
+        """Names of ``sid`` that must keep existing under their name: its outputs and, for the main
+        graph, every name its training_info refers to (bindings name initializers of the main
+        graph, and its training graphs read main-graph tensors by name, unseen by the index)."""
         found = self._outputs.get(sid)
         if found is None:
-            found = frozenset(self.graph.scopes[sid].outputs)
+            names = set(self.graph.scopes[sid].outputs)
+            if sid == 0:
+                names |= training_names(self.graph.model)
+            found = frozenset(names)
             self._outputs[sid] = found
         return found
 
@@ -367,6 +373,33 @@ class RoundContext:
             if dim_is_one(d) is not True:
                 out.append(f"dim {p} ({'?' if d is None else d})")
         return out
+
+
+def training_names(model: onnx.ModelProto) -> set[str]:
+    """Every name that the model's training_info mentions: binding keys and values, and what the
+    nodes of its initialization and algorithm graphs read (nested bodies included)."""
+    names: set[str] = set()
+    stack: list[onnx.GraphProto] = []
+    for info in model.training_info:
+        for entry in list(info.initialization_binding) + list(info.update_binding):
+            names.add(entry.key)
+            names.add(entry.value)
+        if info.HasField("initialization"):
+            stack.append(info.initialization)
+        if info.HasField("algorithm"):
+            stack.append(info.algorithm)
+    while stack:
+        g = stack.pop()
+        for vi in g.output:
+            names.add(vi.name)
+        for n in g.node:
+            names.update(n.input)
+            for a in n.attribute:
+                if a.type == onnx.AttributeProto.GRAPH:
+                    stack.append(a.g)
+                stack.extend(a.graphs)
+    names.discard("")
+    return names
 
 
 def _unranked(ctx: RoundContext, nid: int, fact: AxisNode, unique: bool) -> tuple[int, ...] | NoMatch:

@@ -46,8 +46,9 @@ class UnknownFields(Rule):
             what = "function" if scope.kind == "function" else "graph"
             places.append((f"{what} {scope.path}", Location(scope.path), scope.proto))
         for nid, info in enumerate(ctx.graph.nodes):
-            if UnknownFieldSet(info.proto):  # cheap test first: nearly every node has none
-                places.append((f"node '{ctx.graph.display(nid)}'", ctx.location_of(nid), info.proto))
+            # peek(): a throwaway wrapper, so checking every node keeps no per-node memory alive
+            if UnknownFieldSet(info.peek()):  # cheap test first: nearly every node has none
+                places.append((f"node '{ctx.graph.display(nid)}'", ctx.location_of(nid), info.peek()))
         for what, loc, msg in places:
             numbers = _unknown(msg)
             if numbers:
