@@ -57,8 +57,6 @@ class KnownBug:
 
 
 KNOWN_BUGS: list[KnownBug] = [
-    KnownBug("sf109-unknown-dtype", ValueError, "has no name defined for value",
-             "shapeflow/rules/sf109_axes_bad_tensor.py", "test_axes_of_an_unknown_dtype"),
     # protobuf hands a string field that is not valid UTF-8 over as bytes: JSON cannot encode it,
     # the text table cannot format it, str/bytes comparisons fail (one root cause, several sites)
     KnownBug("non-utf8-name", (TypeError, AttributeError), "bytes", "", "test_names_that_are_not_utf8"),

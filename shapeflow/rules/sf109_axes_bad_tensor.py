@@ -39,7 +39,10 @@ class AxesBadTensor(Rule):
                 continue
             dtype, rank = a.axes.dtype, a.axes.rank
             if dtype and dtype != TensorProto.INT64:
-                name = TensorProto.DataType.Name(dtype).lower()
+                try:
+                    name = TensorProto.DataType.Name(dtype).lower()
+                except ValueError:  # a type number this onnx does not define (a fuzzed or future file)
+                    name = f"dtype {dtype}"
                 yield Finding(self.at(a), f"axes must be int64 (got {name})",
                               "store the axes as an int64 tensor")
             elif rank is not None and rank != 1:
