@@ -246,7 +246,7 @@ class _Gen:
         elif kind == 8:
             made = (self.if_node(src, dims), dims)
         elif kind == 9:
-            made = (self.call_function(src, dims), dims)
+            made = (self.call_function(src, dims), dims) if ch.bool() else self.call_lift(src, dims)
         elif kind == 10:
             self.outputs.append((src, dims))
         else:
@@ -304,7 +304,7 @@ class _Gen:
 
     def call_function(self, src: str, dims: Dims) -> str:
         """local::SU(x) = Squeeze(Unsqueeze(x, 0), 0): a model-local function around a cancelling pair."""
-        if not self.functions:
+        if not any(f.name == "SU" for f in self.functions):
             f_nodes: list[onnx.NodeProto] = []
             if self.opset < 13:
                 f_nodes.append(helper.make_node("Unsqueeze", ["x"], ["u"], axes=[0]))
@@ -318,6 +318,32 @@ class _Gen:
                                                        [helper.make_opsetid("", self.opset)]))
             self.extra_opsets["local"] = 1
         return self.add("SU", [src], domain="local")[0]
+
+    def call_lift(self, src: str, dims: Dims) -> tuple[str, Dims] | None:
+        """local::Lift<ax>(x) = Relu(Unsqueeze(x, @ax)): a function whose axes are the caller's
+        attribute (per call-site inference), called with a random axis, sometimes negative."""
+        if len(dims) >= MAX_RANK:
+            return None
+        if not any(f.name == "Lift" for f in self.functions):
+            ref = helper.make_attribute_ref("axes" if self.opset < 13 else "value_ints",
+                                            onnx.AttributeProto.INTS)
+            ref.ref_attr_name = "ax"
+            if self.opset < 13:
+                f_nodes = [helper.make_node("Unsqueeze", ["x"], ["u"])]
+                f_nodes[0].attribute.append(ref)
+            else:
+                f_nodes = [helper.make_node("Constant", [], ["a"]), helper.make_node("Unsqueeze", ["x", "a"], ["u"])]
+                f_nodes[0].attribute.append(ref)
+            f_nodes.append(helper.make_node("Relu", ["u"], ["y"]))
+            self.functions.append(helper.make_function("local", "Lift", ["x"], ["y"], f_nodes,
+                                                       [helper.make_opsetid("", self.opset)], ["ax"]))
+            self.extra_opsets["local"] = 1
+        out_rank = len(dims) + 1
+        pos = self.ch.int(0, out_rank - 1)
+        axis = pos - out_rank if self.ch.bool() else pos
+        new = list(dims)
+        new.insert(pos, 1)
+        return self.add("Lift", [src], domain="local", ax=[axis])[0], new
 
     # -- breaking things ----------------------------------------------------------------------------
     def break_graph(self) -> None:

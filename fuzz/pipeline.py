@@ -56,11 +56,9 @@ class KnownBug:
         return False
 
 
-KNOWN_BUGS: list[KnownBug] = [
-    # protobuf hands a string field that is not valid UTF-8 over as bytes: JSON cannot encode it,
-    # the text table cannot format it, str/bytes comparisons fail (one root cause, several sites)
-    KnownBug("non-utf8-name", (TypeError, AttributeError), "bytes", "", "test_names_that_are_not_utf8"),
-]
+# Empty: every crash found so far is fixed (the last, "non-utf8-name", by io rejecting strings
+# that are not UTF-8 at load).
+KNOWN_BUGS: list[KnownBug] = []
 
 
 @dataclass

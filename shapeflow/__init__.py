@@ -14,18 +14,44 @@ The Python API mirrors the commands::
 
 from __future__ import annotations
 
-from importlib.metadata import PackageNotFoundError, version
+from typing import TYPE_CHECKING
 
-from .api import infer, lint, optimize
-from .analysis import Analysis
-from .diagnostics import Diagnostic, Location, Severity
-from .errors import ShapeflowError
-from .limits import Limits
+if TYPE_CHECKING:
+    from .analysis import Analysis
+    from .api import infer, lint, optimize
+    from .diagnostics import Diagnostic, Location, Severity
+    from .errors import ShapeflowError
+    from .limits import Limits
 
-try:
-    __version__ = version("shapeflow")
-except PackageNotFoundError:  # a source tree that is not installed
-    __version__ = "0+unknown"
+# The API is imported on first use: ``python -m shapeflow`` runs this file before the command line,
+# and a command imports only what it needs (onnx, the rules, the passes).
+_LAZY = {
+    "Analysis": "analysis", "Diagnostic": "diagnostics", "Limits": "limits", "Location": "diagnostics",
+    "Severity": "diagnostics", "ShapeflowError": "errors", "infer": "api", "lint": "api", "optimize": "api",
+}
+
+
+def __getattr__(name: str) -> object:
+    if name == "__version__":
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            value = version("shapeflow")
+        except PackageNotFoundError:  # a source tree that is not installed
+            value = "0+unknown"
+    elif name in _LAZY:
+        from importlib import import_module
+
+        value = getattr(import_module(f"{__name__}.{_LAZY[name]}"), name)
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
+
 
 __all__ = ["Analysis", "Diagnostic", "Limits", "Location", "Severity", "ShapeflowError", "__version__", "infer",
            "lint", "optimize"]

@@ -12,8 +12,8 @@ from json.encoder import encode_basestring_ascii as _json_str  # the C encoder w
 from dataclasses import dataclass, field
 from typing import Iterable, Iterator, Mapping, Sequence
 
-from onnx import helper
 
+from ._onnx import onnx
 from .diagnostics import Diagnostic
 from .dims import shape_to_json
 from .graph import ModelGraph, build_graph
@@ -22,6 +22,7 @@ from .io import LoadedModel
 from .limits import DEFAULT_LIMITS, Limits
 from .opsets import opset_map
 from .rules import LintContext, Rule, select_rules
+from .rules.rewrites import REPORTED
 
 
 @dataclass
@@ -112,25 +113,40 @@ def analyze(
         result = Analysis(loaded, graph, inference)
         ctx = LintContext(loaded.path, graph, inference)
         diags: list[Diagnostic] = []
+        reported: dict[str, list[Diagnostic]] = {}
+        ctx.cache[REPORTED] = reported  # for the rewrite candidates (SF2xx) to build on
         for rule in rules if rules is not None else select_rules(ignore=["SF2"]):
-            diags.extend(rule.diagnostics(ctx))
+            found = reported[rule.code] = list(rule.diagnostics(ctx))
+            diags.extend(found)
         # Sorted inside the pause: a sort key per diagnostic (hundreds of thousands of info
         # findings on a large model) is enough allocation to start a full collection otherwise.
         result.diagnostics = sorted(diags, key=lambda d: d.sort_key())
     return result
 
 
+# numpy's names of the element types every model uses (a test checks them against onnx.helper),
+# so that printing a shape table needs neither numpy nor onnx.helper
+_DTYPE_NAMES = {
+    1: "float32", 2: "uint8", 3: "int8", 4: "uint16", 5: "int16", 6: "int32", 7: "int64", 9: "bool",
+    10: "float16", 11: "float64", 12: "uint32", 13: "uint64", 14: "complex64", 15: "complex128",
+    16: "bfloat16",
+}
+
+
 def dtype_name(dtype: int) -> str | None:
     """``float32``, ``int64``, ...: numpy's names, which users know; None when unknown."""
     if not dtype:
         return None
+    name = _DTYPE_NAMES.get(dtype)
+    if name is not None:
+        return name
     try:
-        name = helper.tensor_dtype_to_np_dtype(dtype).name
+        name = onnx.helper.tensor_dtype_to_np_dtype(dtype).name
     except Exception:
         name = ""
     if not name or name == "object":
         try:
-            return helper.TensorProto.DataType.Name(dtype).lower()  # type: ignore[attr-defined]
+            return onnx.TensorProto.DataType.Name(dtype).lower()
         except ValueError:  # a number no onnx release defines (the file is input, too)
             return f"dtype {dtype}"
     return name

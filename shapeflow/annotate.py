@@ -8,7 +8,7 @@ is the added entries.
 
 from __future__ import annotations
 
-import onnx
+from ._onnx import onnx
 
 from .graph import ModelGraph
 from .inference import Inference

@@ -4,7 +4,9 @@
 
 Levels: error -> ``::error``, warning -> ``::warning``, info -> ``::notice``. A binary model has no
 lines, so annotations are on the file. Escaping follows the runner: in the message ``%``, CR and LF;
-in property values also ``:`` and ``,`` (which delimit the properties).
+in property values also ``:`` and ``,`` (which delimit the properties). What is still not printable
+after that (an escape sequence in a file or node name) is shown escaped, as in the text format: the
+runner has no escape for it, and it must not reach a terminal or the log raw.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 from typing import Iterable
 
 from .diagnostics import Diagnostic, Severity
+from .errors import display_path
 from .sarif import relative_path
 
 COMMANDS = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "notice"}
@@ -23,6 +26,11 @@ def escape_data(text: str) -> str:
 
 def escape_property(text: str) -> str:
     return escape_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def safe(command: str) -> str:
+    """A workflow command, escaped for the runner, with anything still not printable escaped."""
+    return display_path(command)
 
 
 def annotation(d: Diagnostic) -> str:
@@ -39,7 +47,7 @@ def annotation(d: Diagnostic) -> str:
     # the path as the repository names it: the runner resolves it against the workspace
     path = relative_path(d.file)
     props = f"file={escape_property(path)},title={escape_property(f'{d.code} {d.name}')}"
-    return f"::{COMMANDS[d.severity]} {props}::{escape_data(message)}"
+    return safe(f"::{COMMANDS[d.severity]} {props}::{escape_data(message)}")
 
 
 def annotations(diags: Iterable[Diagnostic]) -> str:

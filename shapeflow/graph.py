@@ -22,7 +22,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Iterator, Union
 
-import onnx
+from ._onnx import onnx
 
 from .errors import GraphInvalid, LimitExceeded
 from .io import LoadedModel

@@ -3,7 +3,10 @@
 Walks every scope in topological order, feeding each node's input infos to its shape rule
 (``shapeflow.ops``) and falling back to onnx's per-node inference for standard ops without one.
 Subgraph bodies are inferred when their owner node is reached (their outer-scope reads are known by
-then); model-local function bodies are inferred once, with unknown inputs.
+then). A call of a model-local function is inferred at its call site: the body runs again with the
+call's input infos and attribute values (once per distinct call signature); those runs give the
+call's outputs and nothing else. The facts and tables the lint rules read come from one more run of
+each body with unknown inputs, which is true of every call.
 
 Inference is sound: a shape it reports holds for every runtime value of its symbols, or the model
 fails at run time anyway. Whatever it cannot prove is unknown (None).
@@ -15,12 +18,12 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, Mapping
 
-import onnx
+from ._onnx import onnx
 
 from .dims import Dim, Shape, Sym, substitute
 from .errors import LimitExceeded
 from .facts import AxisNode
-from .graph import ModelGraph, Scope
+from .graph import ModelGraph, NodeInfo, Scope
 from .limits import DEFAULT_LIMITS, Limits
 from .ops import REGISTRY, fallback
 from .ops.base import OpCall
@@ -31,6 +34,8 @@ Progress = Callable[[int, int], None]
 
 # Time and progress are checked every this many nodes: cheap, and often enough for a 120 s limit.
 _CHECK_EVERY = 2048
+# Function calls nested deeper than this are opaque (outputs unknown): no recursion over depth.
+MAX_CALL_DEPTH = 16
 
 
 @dataclass
@@ -88,6 +93,9 @@ def infer(graph: ModelGraph, bindings: Mapping[str, int] | None = None,
 
 
 _MISSING = object()
+# Shape rules that read an unresolved ``@attr`` reference as unknown (ops/axes_input.py,
+# ops/constants.py); every other rule would take its empty field for a value.
+_READS_REFERENCES = frozenset({"Squeeze", "Unsqueeze", "Constant"})
 
 
 class _Runner:
@@ -105,6 +113,22 @@ class _Runner:
         # Every output shape, interned: one tuple per distinct shape, checked against the limits
         # once. Equal shapes become the same object, which also lets rules memoise by identity.
         self.shapes: dict[tuple, tuple] = {}
+        # Function calls: the attribute values of the call being re-run (None: the generic run,
+        # where ``@attr`` references are unknown), its nesting depth, the outputs per call
+        # signature, and a budget of body nodes re-run after which calls
+        # are opaque rather than an error: a few times the model's own size (exporters' calls of
+        # one function mostly share a signature), so nested calls cannot multiply the work.
+        self.env: dict[str, onnx.AttributeProto] | None = None
+        self.depth = 0
+        self.calls: dict[tuple, list[TensorInfo | None] | None] = {}
+        self.call_budget = min(result.limits.max_nodes, max(4 * len(self.g.nodes), 100_000))
+        self.in_function = [self._under_function(sc) for sc in self.g.scopes]
+        self.descendants: dict[int, list[int]] = {}
+
+    def _under_function(self, scope: Scope) -> bool:
+        while scope.parent is not None:
+            scope = self.g.scopes[scope.parent]
+        return scope.kind == "function"
 
     def _rule_for(self, domain: str, op_type: str) -> object:
         by_op = self.rules.setdefault(domain, {})
@@ -116,12 +140,14 @@ class _Runner:
             by_op[op_type] = rule
         return rule
 
-    def run_scope(self, scope: Scope) -> None:
+    def run_scope(self, scope: Scope, args: list[TensorInfo | None] | None = None) -> None:
         # The loop body runs once per node of the model: the common case (one output, a rule that
         # answers) is kept free of calls that are not the rule itself.
         r, g = self.r, self.g
         table = r.tensors[scope.id]
-        self._seed(scope, table)
+        self._seed(scope, table, args)
+        in_function = self.in_function[scope.id]
+        functions = g.functions
         nodes = g.nodes
         lookup = r.lookup
         sid = scope.id
@@ -148,14 +174,22 @@ class _Runner:
                     ins.append(lookup(sid, name))
             outs: list[TensorInfo | None] | None = None
             since = info.since_version
-            if since is not None:  # else a custom domain, an unknown op, or a function call: opaque
+            if since is not None:  # else a custom domain, an unknown op, or a function call
                 by_op = rules.get(info.domain)
                 rule = by_op.get(info.op_type, _MISSING) if by_op is not None else _MISSING
                 if rule is _MISSING:
                     rule = rule_for(info.domain, info.op_type)
+                proto = None
+                if in_function and info.has_attrs:
+                    proto = self._bind_attributes(info.peek())
+                    if proto is None:  # an ``@attr`` reference whose value is not known here
+                        if info.op_type in _READS_REFERENCES and info.domain == "":
+                            proto = info.peek()
+                        else:
+                            rule = None
                 if rule is not None:
                     try:
-                        outs = rule(OpCall(None, since, ins, nid, sid, r, info))  # type: ignore[operator]
+                        outs = rule(OpCall(proto, since, ins, nid, sid, r, info))  # type: ignore[operator]
                         if type(outs) is not list:
                             outs = list(outs)  # type: ignore[arg-type]
                     except LimitExceeded:
@@ -171,6 +205,10 @@ class _Runner:
                                     for v in value:
                                         if type(v) is Sym and v.size() > max_expr:
                                             self._check_value(value, nid)
+            elif functions:
+                fsid = functions.get((info.peek().domain, info.op_type))
+                if fsid is not None:
+                    outs = self._call(fsid, info, ins)
             outputs = info.outputs
             if len(outputs) == 1:
                 t = outs[0] if outs else None
@@ -202,23 +240,109 @@ class _Runner:
             if self.done % _CHECK_EVERY == 0:
                 self._tick()
 
-    def _seed(self, scope: Scope, table: dict[str, TensorInfo | None]) -> None:
+    # -- model-local functions ---------------------------------------------------------------------
+    def _call(self, fsid: int, info: "NodeInfo", ins: list[TensorInfo | None]) -> list[TensorInfo | None] | None:
+        """The outputs of a call of function scope ``fsid``: its body re-run on the call's inputs
+        and attributes, in tables of its own; memoised by the call's signature."""
+        node = info.peek()
+        key = (fsid, tuple(None if t is None else (t.dtype, t.shape, t.value) for t in ins),
+               tuple(a.SerializeToString() for a in node.attribute) if info.has_attrs else ())
+        if key in self.calls:
+            return self.calls[key]
+        body = self.g.scopes[fsid]
+        if self.depth >= MAX_CALL_DEPTH or len(body.order) > self.call_budget:
+            return None
+        self.call_budget -= len(body.order)
+        fn = body.proto
+        env = {a.name: a for a in fn.attribute_proto}  # type: ignore[union-attr]  # defaults (IR 9)
+        env.update((a.name, a) for a in node.attribute)
+        scopes = self._descendants(fsid)
+        r = self.r
+        saved_tables = [r.tensors[i] for i in scopes]
+        saved_out = {nid: r.subgraph_out[nid] for i in scopes for nid in self.g.scopes[i].order
+                     if nid in r.subgraph_out}
+        saved = (r.memo, r.axis_nodes, self.env)
+        # Shape rules memoise per scope and tensor name (the axes of a tensor, say), which holds
+        # within one run of a body but not across calls: each call gets a memo of its own. The
+        # facts of this run hold for this call only: the lint rules never see them.
+        r.memo, r.axis_nodes, self.env = {}, [], env
+        for i in scopes:
+            r.tensors[i] = {}
+        self.depth += 1
+        try:
+            self.run_scope(body, list(ins[:len(body.inputs)]))
+            table = r.tensors[fsid]
+            outs: list[TensorInfo | None] | None = [table.get(o) for o in body.outputs]
+        finally:
+            self.depth -= 1
+            r.memo, r.axis_nodes, self.env = saved
+            for i, t in zip(scopes, saved_tables):
+                r.tensors[i] = t
+            for i in scopes:
+                for nid in self.g.scopes[i].order:
+                    r.subgraph_out.pop(nid, None)
+            r.subgraph_out.update(saved_out)
+        self.calls[key] = outs
+        return outs
+
+    def _descendants(self, fsid: int) -> list[int]:
+        """Scope ``fsid`` and every body nested in it."""
+        found = self.descendants.get(fsid)
+        if found is None:
+            found, stack = [], [fsid]
+            while stack:
+                sid = stack.pop()
+                found.append(sid)
+                for nid in self.g.scopes[sid].order:
+                    stack.extend(self.g.nodes[nid].subscopes or ())
+            self.descendants[fsid] = found
+        return found
+
+    def _bind_attributes(self, node: onnx.NodeProto) -> onnx.NodeProto | None:
+        """``node`` with its ``@attr`` references replaced by the values of the call being re-run:
+        the node itself when it has none, None when one is not known (the generic run)."""
+        refs = [a for a in node.attribute if a.ref_attr_name]
+        if not refs:
+            return node
+        env = self.env
+        if env is None or any(a.ref_attr_name not in env for a in refs):
+            return None
+        bound = onnx.NodeProto()
+        bound.CopyFrom(node)
+        del bound.attribute[:]
+        for a in node.attribute:
+            if a.ref_attr_name:
+                value = onnx.AttributeProto()
+                value.CopyFrom(env[a.ref_attr_name])
+                value.name = a.name
+                a = value
+            bound.attribute.append(a)
+        return bound
+
+    def _seed(self, scope: Scope, table: dict[str, TensorInfo | None],
+              args: list[TensorInfo | None] | None = None) -> None:
         """Graph inputs from their declared types (the one declaration we trust), initializers
-        from their dims and, when small, their values."""
+        from their dims and, when small, their values; a function's inputs from ``args`` (a call
+        site's) or unknown."""
         body = scope.proto
         bindings = self.r.bindings
         if isinstance(body, onnx.GraphProto):
             for vi in body.input:
                 table[vi.name] = self._from_type(vi.type, bindings, vi.name)
+            # From IR 4 an initializer that is also a graph input is only a default: a caller may
+            # feed another value (onnxruntime then checks it against the declared type alone).
+            overridable = self.g.model.ir_version >= 4
             for name, t in scope.initializers.items():
                 if len(t.dims) > self.max_rank:
                     raise LimitExceeded("max-rank", len(t.dims), "--max-rank", file=self.g.path, tensor=name)
+                if overridable and name in table:
+                    continue
                 table[name] = tensor_info_from_proto(t)
             for st in body.sparse_initializer:
                 table[st.values.name] = TensorInfo(st.values.data_type, tuple(int(d) for d in st.dims))
         else:
-            for name in scope.inputs:
-                table[name] = None
+            for k, name in enumerate(scope.inputs):
+                table[name] = args[k] if args is not None and k < len(args) else None
 
     def _from_type(self, tp: onnx.TypeProto, bindings: Mapping[str, int], name: str) -> TensorInfo | None:
         if tp.WhichOneof("value") != "tensor_type":
@@ -266,4 +390,4 @@ class _Runner:
         if time.monotonic() > self.deadline:
             raise LimitExceeded("timeout", f"{self.r.limits.timeout:g} s", "--timeout", file=self.g.path)
         if self.progress is not None:
-            self.progress(self.done, self.total)
+            self.progress(min(self.done, self.total), self.total)

@@ -9,6 +9,7 @@ and never clobber the input or any data file.
 from __future__ import annotations
 
 import errno
+import functools
 import os
 import re
 import stat
@@ -16,10 +17,12 @@ import tempfile
 from collections import deque
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
-import onnx
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import DecodeError
+
+from ._onnx import onnx
 
 from shapeflow.errors import LimitExceeded, ModelUnreadable, UsageError, WriteError
 from shapeflow.limits import DEFAULT_LIMITS, Limits
@@ -65,6 +68,10 @@ class LoadedModel:
     # file itself): external data is resolved here (Hugging Face cache rule). "" when the model
     # did not come from a file.
     directory: str
+    # False when the load-time scan found no tensor with external data (nor stray external_data
+    # entries): external_data_problems then has nothing to check and skips its own scan of every
+    # node. True (scan) when unknown; nothing may add external data to the proto after loading.
+    external: bool = field(default=True, repr=False)
 
 
 @dataclass(frozen=True)
@@ -170,10 +177,16 @@ def _iter_tensors(model: onnx.ModelProto) -> Iterator[_TensorRef]:
                 yield _TensorRef(sp.values, name, "sparse initializer", "values", None, "", "", where)
                 yield _TensorRef(sp.indices, name, "sparse initializer", "indices", None, "", "", where)
         for idx, node in enumerate(nodes):
-            if not len(node.attribute):
+            attrs = node.attribute
+            if not attrs:
                 continue
-            node_id = node.name or f"#{idx}"
-            for attr in node.attribute:
+            for attr in attrs:
+                # Most attributes hold a number, a string or a list of them: six presence tests
+                # are cheaper than building the lists below for each (every node is scanned).
+                if not (attr.HasField("t") or attr.tensors or attr.HasField("sparse_tensor")
+                        or attr.sparse_tensors or attr.HasField("g") or attr.graphs):
+                    continue
+                node_id = node.name or f"#{idx}"
                 found: list[tuple[str, onnx.TensorProto]] = []
                 if attr.HasField("t"):
                     found.append(("", attr.t))
@@ -237,6 +250,15 @@ def _raw_nbytes(data_type: int, count: int) -> int | None:
     return (count * bits + 7) // 8
 
 
+# onnx.helper.tensor_dtype_to_field for the common element types (a test checks them), so that
+# loading a model does not import onnx.helper (and numpy)
+_STORAGE_FIELDS = {
+    1: "float_data", 2: "int32_data", 3: "int32_data", 4: "int32_data", 5: "int32_data", 6: "int32_data",
+    7: "int64_data", 9: "int32_data", 10: "int32_data", 11: "double_data", 12: "uint64_data",
+    13: "uint64_data", 16: "int32_data",
+}
+
+
 def _typed_field(data_type: int) -> tuple[str, int, int] | None:
     """(field name, values per ``per`` elements, per) for the typed storage of ``data_type``.
 
@@ -252,10 +274,12 @@ def _typed_field(data_type: int) -> tuple[str, int, int] | None:
     bits = _BITS.get(data_type)
     if bits is None:
         return None
-    try:
-        name = onnx.helper.tensor_dtype_to_field(data_type)
-    except (KeyError, ValueError):
-        return None
+    name = _STORAGE_FIELDS.get(data_type)
+    if name is None:
+        try:
+            name = onnx.helper.tensor_dtype_to_field(data_type)
+        except (KeyError, ValueError):
+            return None
     if bits == 4:
         return (name, 1, 2)
     if bits == 2:
@@ -440,6 +464,129 @@ def _explain_decode_failure(data: bytes, upb_message: str) -> str:
 
 
 # --------------------------------------------------------------------------------------------
+# Strings that are not UTF-8
+# --------------------------------------------------------------------------------------------
+
+# onnx.proto is proto2, whose parser does not check string fields: upb hands one that is not
+# UTF-8 over as bytes, and bytes break JSON output, the text tables and every comparison with a
+# str further on. Such a model is rejected at load. The same schema as edition 2023 (which
+# verifies UTF-8) makes the C parser check every string field: one more parse of the file, with
+# no Python work per field. It runs before the real parse and its result is dropped at once, so
+# peak memory stays one parsed copy. Only when it fails are the fields walked in Python, to name
+# the one at fault.
+
+
+@functools.cache
+def _utf8_checking_model() -> type | None:
+    """onnx.ModelProto as a message class whose parser rejects a string that is not UTF-8, or
+    None when this protobuf cannot build it (then every non-ASCII file is walked in Python)."""
+    try:
+        from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+
+        file = descriptor_pb2.FileDescriptorProto()
+        onnx.ModelProto.DESCRIPTOR.file.CopyToProto(file)
+        file.syntax = "editions"
+        file.edition = descriptor_pb2.EDITION_2023
+        features = descriptor_pb2.FeatureSet
+        file.options.features.utf8_validation = features.VERIFY
+        # proto2's behaviour for the rest (it changes what is stored, never what parses)
+        file.options.features.enum_type = features.CLOSED
+        file.options.features.repeated_field_encoding = features.EXPANDED
+        pending = list(file.message_type)
+        while pending:
+            msg = pending.pop()
+            pending.extend(msg.nested_type)
+            for f in msg.field:
+                if f.label == f.LABEL_REQUIRED or f.type == f.TYPE_GROUP:
+                    return None  # not in onnx.proto; would need more translation
+                if f.options.HasField("packed"):  # proto2's option is a feature in editions
+                    if f.options.packed:
+                        f.options.features.repeated_field_encoding = features.PACKED
+                    f.options.ClearField("packed")
+        pool = descriptor_pool.DescriptorPool()
+        pool.Add(file)
+        return message_factory.GetMessageClass(pool.FindMessageTypeByName(onnx.ModelProto.DESCRIPTOR.full_name))
+    except Exception:  # an older protobuf without editions: fall back to the walk
+        return None
+
+
+_GRAPH_PARTS = {"input": "graph input", "output": "graph output", "value_info": "value_info",
+                "initializer": "initializer", "sparse_initializer": "sparse initializer"}
+_FIELDS_BY_TYPE: dict[Descriptor, list[tuple[str, bool, bool]]] = {}
+
+
+def _string_and_message_fields(desc: Descriptor) -> list[tuple[str, bool, bool]]:
+    """(name, is a string, is repeated) of the string and message fields of ``desc``."""
+    fields = _FIELDS_BY_TYPE.get(desc)
+    if fields is None:
+        fields = _FIELDS_BY_TYPE[desc] = [
+            (fd.name, fd.type == FieldDescriptor.TYPE_STRING, fd.is_repeated)
+            for fd in desc.fields
+            if fd.type == FieldDescriptor.TYPE_STRING or fd.message_type is not None
+        ]
+    return fields
+
+
+def _non_utf8_problem(model: onnx.ModelProto) -> str | None:
+    """The first string field that is not UTF-8, named for a message, or None if there is none.
+
+    e.g. "node #3 has a name that is not valid UTF-8", "graph input 'x': type.tensor_type.
+    shape.dim[1].dim_param is not valid UTF-8". An explicit stack, not recursion: nesting depth
+    comes from the file.
+    """
+    # (message, what it is reported as, field path from there, graph path, id of the node it is in)
+    stack: list[tuple[Any, str, str, str, str]] = [(model, "the model", "", "main", "")]
+    while stack:
+        msg, owner, path, where, node_id = stack.pop()
+        children = []
+        for name, is_string, repeated in _string_and_message_fields(msg.DESCRIPTOR):
+            if repeated:
+                values = getattr(msg, name)
+            elif msg.HasField(name):
+                values = (getattr(msg, name),)
+            else:
+                continue
+            for i, value in enumerate(values):
+                sub = f"{path}{name}[{i}]" if repeated else f"{path}{name}"
+                if is_string:
+                    if not isinstance(value, str):
+                        if sub == name:
+                            return f"{owner} has {'an' if name[0] in 'aeiou' else 'a'} {name} that is not valid UTF-8"
+                        return f"{owner}: {sub} is not valid UTF-8"
+                    continue
+                child: tuple[Any, str, str, str, str] = (value, owner, sub + ".", where, node_id)
+                suffix = "" if where == "main" else f" in {where}"
+                if isinstance(value, onnx.GraphProto):
+                    if isinstance(msg, onnx.ModelProto):
+                        child = (value, "the main graph", "", "main", "")
+                    elif isinstance(msg, onnx.AttributeProto):
+                        sub_where = f"{where}[{i}]" if repeated else where
+                        child = (value, f"graph {sub_where}", "", sub_where, "")
+                    else:
+                        child = (value, f"graph {sub}", "", sub, "")
+                elif isinstance(value, onnx.FunctionProto):
+                    label = f"#{i}"
+                    if isinstance(value.domain, str) and isinstance(value.name, str):
+                        label = _q(f"{value.domain}::{value.name}")
+                    child = (value, f"function {label}", "", f"function {label}", "")
+                elif isinstance(value, onnx.NodeProto):
+                    own_id = value.name if isinstance(value.name, str) and value.name else f"#{i}"
+                    label = _q(own_id) if value.name == own_id else own_id
+                    child = (value, f"node {label}{suffix}", "", where, own_id)
+                elif isinstance(value, onnx.AttributeProto):
+                    attr = value.name if isinstance(value.name, str) else f"attribute[{i}]"
+                    # an attribute's "where" is the path its subgraphs get
+                    child = (value, owner, sub + ".", f"{where}/{node_id}.{attr}", node_id)
+                elif name in _GRAPH_PARTS and isinstance(msg, onnx.GraphProto):
+                    tensor_name = value.values.name if isinstance(value, onnx.SparseTensorProto) else value.name
+                    label = _q(tensor_name) if isinstance(tensor_name, str) and tensor_name else f"#{i}"
+                    child = (value, f"{_GRAPH_PARTS[name]} {label}{suffix}", "", where, node_id)
+                children.append(child)
+        stack.extend(reversed(children))
+    return None
+
+
+# --------------------------------------------------------------------------------------------
 # Loading
 # --------------------------------------------------------------------------------------------
 
@@ -480,14 +627,19 @@ def _check_structure(proto: onnx.ModelProto, shown: str) -> None:
         _check_opsets(fn.opset_import, shown, f" in function {_q(fn.domain + '::' + fn.name)}")
 
 
-def _check_tensors(proto: onnx.ModelProto, shown: str) -> None:
+def _check_tensors(proto: onnx.ModelProto, shown: str) -> bool:
+    """Raise for a tensor whose data does not match its dims; whether any tensor is external."""
+    external = False
     for ref in _iter_tensors(proto):
         problem = _tensor_size_problem(ref.tensor)
         if problem is not None:
             raise ModelUnreadable(f"{ref.label} {problem}", file=shown, tensor=ref.name)
+        external = external or _is_external(ref.tensor) or len(ref.tensor.external_data) > 0
+    return external
 
 
-def _parse_checked(data: bytes, shown: str, limits: Limits) -> onnx.ModelProto:
+def _parse_checked(data: bytes, shown: str, limits: Limits) -> tuple[onnx.ModelProto, bool]:
+    """The parsed and checked model, and whether it has external data (see LoadedModel.external)."""
     size = len(data)
     if size == 0:
         raise ModelUnreadable("empty file (0 bytes); not an ONNX model", file=shown)
@@ -495,6 +647,15 @@ def _parse_checked(data: bytes, shown: str, limits: Limits) -> onnx.ModelProto:
         raise ModelUnreadable(_size_limit_message(size, limits), file=shown)
     if data.startswith(_LFS_PREFIX):
         raise ModelUnreadable("git-lfs pointer, run `git lfs pull`", file=shown)
+    # Every string of an ASCII file is UTF-8; otherwise the checking parse tells (see above).
+    not_utf8 = not data.isascii()
+    checking = _utf8_checking_model() if not_utf8 else None
+    if checking is not None:
+        try:
+            checking.FromString(data)
+            not_utf8 = False
+        except Exception:  # a bad string, or a file the real parse below rejects anyway
+            pass
     try:
         proto = onnx.ModelProto.FromString(data)
     except (DecodeError, ValueError, RuntimeError) as exc:
@@ -503,9 +664,12 @@ def _parse_checked(data: bytes, shown: str, limits: Limits) -> onnx.ModelProto:
         else:
             msg = _explain_decode_failure(data, str(exc))
         raise ModelUnreadable(msg, file=shown) from None
+    if not_utf8:
+        problem = _non_utf8_problem(proto)
+        if problem is not None:
+            raise ModelUnreadable(problem, file=shown)
     _check_structure(proto, shown)
-    _check_tensors(proto, shown)
-    return proto
+    return proto, _check_tensors(proto, shown)
 
 
 def _open_error(exc: OSError, path: str) -> str:
@@ -591,11 +755,11 @@ def load_model(
     finally:
         os.close(fd)
 
-    proto = _parse_checked(data, shown, limits)
+    proto, external = _parse_checked(data, shown, limits)
     # The directory of the path *as given* (not of the symlink target): external data is
     # resolved next to the name the user sees (Hugging Face cache layout, RELIABILITY row 50).
     directory = os.path.realpath(os.path.dirname(os.path.abspath(shown)))
-    return LoadedModel(path=shown, proto=proto, raw=data, directory=directory)
+    return LoadedModel(path=shown, proto=proto, raw=data, directory=directory, external=external)
 
 
 def load_model_bytes(data: bytes, name: str = "<bytes>", limits: Limits = DEFAULT_LIMITS) -> LoadedModel:
@@ -604,8 +768,8 @@ def load_model_bytes(data: bytes, name: str = "<bytes>", limits: Limits = DEFAUL
     ``directory`` is "" because there is no folder to resolve external data against.
     """
     data = bytes(data)
-    proto = _parse_checked(data, name, limits)
-    return LoadedModel(path=name, proto=proto, raw=data, directory="")
+    proto, external = _parse_checked(data, name, limits)
+    return LoadedModel(path=name, proto=proto, raw=data, directory="", external=external)
 
 
 # --------------------------------------------------------------------------------------------
@@ -653,6 +817,8 @@ def _parse_int(text: str, key: str) -> tuple[int | None, str | None]:
 def external_data_problems(loaded: LoadedModel) -> list[ExternalDataProblem]:
     """Check every external-data reference of the model, without opening any data file."""
     problems: list[ExternalDataProblem] = []
+    if not loaded.external:
+        return problems
     base = loaded.directory
     roots: list[str] = []
     if base:
@@ -763,6 +929,18 @@ def external_data_problems(loaded: LoadedModel) -> list[ExternalDataProblem]:
         if reach is None or reach[0] != real or end > reach[1]:
             reach = (real, end, name)
     return problems
+
+
+def refuse_unsafe_external_data(loaded: LoadedModel) -> None:
+    """Raise ModelUnreadable (SF001, exit 2) for the first error-level external data problem.
+
+    What a command that writes a model (``optimize``, ``infer -o``) refuses: the output would
+    carry the reference (an escaping location, a missing file) on to whoever loads it. ``lint``
+    and ``infer`` without an output report the same problems as findings instead (exit 1).
+    """
+    for p in external_data_problems(loaded):
+        if p.severity == "error":
+            raise ModelUnreadable(f"tensor {_q(p.tensor)}: {p.message}", file=loaded.path, tensor=p.tensor)
 
 
 @dataclass

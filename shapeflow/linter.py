@@ -25,7 +25,7 @@ import onnx.printer
 
 from .analysis import Analysis, analyze
 from .diagnostics import Diagnostic, Severity
-from .errors import EXIT_CLEAN, EXIT_FINDINGS, EXIT_INTERNAL, LimitExceeded, ShapeflowError
+from .errors import EXIT_CLEAN, EXIT_FINDINGS, EXIT_INTERNAL, LimitExceeded, ShapeflowError, display_path
 from .fixes import apply_squeeze_fixes, plan_squeeze_fixes
 from .io import LoadedModel, load_model, save_model
 from .limits import DEFAULT_LIMITS, Limits
@@ -176,7 +176,8 @@ class _Linter:
         if opts.diff:
             result.diff = _ended("".join(difflib.unified_diff(
                 before_text.splitlines(keepends=True), onnx.printer.to_text(loaded.proto).splitlines(keepends=True),
-                fromfile=f"{loaded.path} (before)", tofile=f"{loaded.path} (after --fix)")))
+                fromfile=f"{display_path(loaded.path)} (before)",
+                tofile=f"{display_path(loaded.path)} (after --fix)")))
         else:
             save_model(loaded.proto, loaded.path, input_path=loaded.path, in_place=True)
         return after

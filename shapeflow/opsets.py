@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from functools import lru_cache
 
-import onnx
-import onnx.defs
+from . import _schema_data
+from ._onnx import onnx, onnx_dist_version_is
 
 DEFAULT_DOMAINS = ("", "ai.onnx")
 
+# The shipped table of operator versions (schema_table.py) when it was made from the installed
+# onnx, which spares the ``import onnx`` that asking onnx's registry costs; None otherwise.
+_TABLE = _schema_data.SINCE if onnx_dist_version_is(_schema_data.ONNX_VERSION) else None
+
 # The highest ai.onnx opset that the installed onnx knows; above it we cannot vouch for semantics.
-MAX_KNOWN_OPSET = onnx.defs.onnx_opset_version()
+MAX_KNOWN_OPSET = _schema_data.MAX_OPSET if _TABLE is not None else onnx.defs.onnx_opset_version()
 
 
 def canonical_domain(domain: str) -> str:
@@ -26,10 +31,30 @@ def opset_map(imports: "list[onnx.OperatorSetIdProto] | object") -> dict[str, in
 def since_version(domain: str, op_type: str, opset: int) -> int | None:
     """The since_version of the schema that ``op_type`` resolves to at ``opset``, or None when onnx
     has no schema for it (custom domain, unknown op, or a model-local function)."""
+    if _TABLE is not None:
+        versions = _TABLE.get((domain, op_type))
+        if versions is None:
+            return None
+        k = bisect_right(versions, opset)
+        return versions[k - 1] if k else None
     try:
         return int(onnx.defs.get_schema(op_type, opset, domain).since_version)
     except Exception:  # onnx raises SchemaError; any failure means "not a known op"
         return None
+
+
+def operator_versions() -> dict[tuple[str, str], tuple[int, ...]]:
+    """(domain, op_type) -> the opsets that introduced a version of it, for every operator onnx
+    defines: the shipped table, or onnx's registry when the table is not for this onnx."""
+    return _TABLE if _TABLE is not None else registry_versions()
+
+
+def registry_versions() -> dict[tuple[str, str], tuple[int, ...]]:
+    """``operator_versions`` from onnx's schema registry (imports onnx)."""
+    found: dict[tuple[str, str], set[int]] = {}
+    for s in onnx.defs.get_all_schemas_with_history():
+        found.setdefault((s.domain, s.name), set()).add(int(s.since_version))
+    return {key: tuple(sorted(v)) for key, v in sorted(found.items())}
 
 
 @lru_cache(maxsize=4096)

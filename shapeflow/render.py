@@ -10,11 +10,15 @@ from typing import Iterable, Sequence
 from .analysis import Analysis, dtype_name
 from .diagnostics import Diagnostic, Severity
 from .dims import format_shape
+from .errors import display_path
 
 
 def format_diagnostic(d: Diagnostic) -> str:
     """``model.onnx: node 'sq_3' (Squeeze-13): error SF104 squeeze-non-unit-dim: axis 1 has dim 3``
-    and an indented hint line. Findings inside a subgraph or function name its path."""
+    and an indented hint line. Findings inside a subgraph or function name its path.
+
+    File names and model names are input: whatever they hold, the finding stays on its line and
+    no terminal escape gets through (``errors.display_path`` escapes what is not printable)."""
     loc = d.location
     parts = [f"{d.file}:"]
     if loc.graph and loc.graph != "main":
@@ -25,9 +29,9 @@ def format_diagnostic(d: Diagnostic) -> str:
     elif loc.tensor is not None:
         parts.append(f"tensor '{loc.tensor}':")
     parts.append(f"{d.severity.value} {d.code} {d.name}: {d.message}")
-    line = " ".join(parts)
+    line = display_path(" ".join(parts))
     if d.hint:
-        line += f"\n    hint: {d.hint}"
+        line += f"\n    hint: {display_path(d.hint)}"
     return line
 
 
@@ -50,6 +54,7 @@ def _table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     n = len(headers)
     if rows and all(len(row) == n for row in rows):
         return _table_columns(headers, list(zip(*rows)))
+    rows = [row if "".join(row).isprintable() else [display_path(c) for c in row] for row in rows]
     widths = [len(h) for h in headers]
     for row in rows:
         for k, cell in enumerate(row):
@@ -63,7 +68,10 @@ def _table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
 
 def _table_columns(headers: Sequence[str], columns: Sequence[Sequence[str]]) -> str:
     """``_table`` from full columns (one per header, all of one length): the infer table of a
-    large model has hundreds of thousands of rows, and whole-column operations are cheaper."""
+    large model has hundreds of thousands of rows, and whole-column operations are cheaper.
+    Names come from the model: a column with a newline or a terminal escape in it is escaped
+    (one check per column, in C, for the common case where none has)."""
+    columns = [col if "".join(col).isprintable() else [display_path(c) for c in col] for col in columns]
     widths = [max(len(h), max(map(len, col), default=0)) for h, col in zip(headers, columns)]
     fmt = "  ".join(f"{{:<{w}}}" for w in widths).format  # "{:<w}" pads exactly as str.ljust(w)
     lines = [fmt(*headers).rstrip(), "  ".join("-" * w for w in widths)]

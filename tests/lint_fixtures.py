@@ -257,6 +257,16 @@ g (int64 m, bool c, float[2] v) => (float[2] good_out, float[2] bad_out)
     }>
 }
 """, frozenset({("SF116", "bad_loop")})),
+    F("sf117_invalid_attribute", "SF117", """
+<ir_version: 8, opset_import: ["" : 11]>
+g (float[2, 1] x) => (float[1, 2, 1] a, float[1, 2, 1] b, float[?] c, float[2] d)
+{
+    [clean] a = Unsqueeze <axes = [0]> (x)
+    [extra] b = Unsqueeze <axes = [0], keepdims = 1> (x)
+    [int_axes] c = Unsqueeze <axes = 0> (x)
+    [float_axes] d = Squeeze <axes = [1.0]> (x)
+}
+""", frozenset({("SF117", "extra"), ("SF117", "int_axes"), ("SF117", "float_axes")})),
 ]
 
 

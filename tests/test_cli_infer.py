@@ -140,3 +140,24 @@ def test_all_lists_every_tensor() -> None:
     r = run("infer", str(EXAMPLES / "opset11_attribute_axes.onnx"), "--all")
     assert r.returncode == 0
     assert "tensor" in r.stdout.splitlines()[0] and "[batch, seq]" in r.stdout
+
+
+@pytest.mark.parametrize("flag", [[], ["--all"]], ids=["nodes", "all-tensors"])
+def test_names_with_control_characters_stay_in_their_row(tmp_path: Path, flag: list[str]) -> None:
+    """Node and tensor names come from the model: a newline or a terminal escape in one is shown
+    escaped, so each table row stays one line and nothing reaches the terminal raw."""
+    from onnx import TensorProto, helper
+
+    odd = "y\nz\x1b[31m"
+    nodes = [helper.make_node("Unsqueeze", ["x"], [odd], name="evil\nnode", axes=[0]),
+             helper.make_node("Relu", [odd], ["out"])]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+                              [helper.make_tensor_value_info("out", TensorProto.FLOAT, None)])
+    path = tmp_path / "m.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 11)]), path)
+    r = run("infer", str(path), *flag)
+    assert r.returncode == 0, r.stderr
+    assert "\x1b" not in r.stdout
+    assert "evil\\nnode  Unsqueeze-11" in r.stdout
+    if flag:
+        assert "main   y\\nz\\x1b[31m  float32  [1, 2]" in r.stdout

@@ -77,30 +77,58 @@ def test_graph_input_of_an_unknown_dtype(cmd: str, fmt: str, tmp_path: Path) -> 
 
 @pytest.mark.parametrize("cmd", COMMANDS)
 def test_rejection_names_a_tensor_that_is_not_utf8(cmd: str, tmp_path: Path) -> None:
-    """Fixed: errors._quote (a node reading an undefined tensor named b't\\xff\\xfe') crashed on bytes."""
+    """Fixed: errors._quote (a node reading an undefined tensor named b't\\xff\\xfe') crashed on bytes.
+    Since io rejects names that are not UTF-8 at load, the rejection names the field instead."""
     nodes = [helper.make_node("Relu", ["tZZ"], ["y"], name="n")]
     m = model(nodes, [vi("x", [2])], [vi("y", None)])
     r = run_all(cmd, _invalid_utf8(m, b"tZZ", b"t\xff\xfe"), tmp_path)
-    assert r.returncode == 2 and "reads undefined tensor" in r.output
+    assert r.returncode == 2 and "node 'n': input[0] is not valid UTF-8" in r.output, r.describe()
 
 
-_NOT_UTF8_FAILS = {("infer", "text"), ("infer", "json"), ("lint", "json"), ("optimize", "json")}
-NOT_UTF8 = ("protobuf hands a string field that is not valid UTF-8 over as bytes; JSON output, the "
-            "infer table and str/bytes comparisons then fail (exit 3). Reject such names at load "
-            "(SF001) or decode them with escapes in one place")
-
-
-@pytest.mark.parametrize("cmd, fmt", [
-    pytest.param(c, f, marks=pytest.mark.xfail(strict=True, reason=NOT_UTF8)) if (c, f) in _NOT_UTF8_FAILS else (c, f)
-    for c in COMMANDS for f in ("text", "json")])
+@pytest.mark.parametrize("fmt", ["text", "json"])
+@pytest.mark.parametrize("cmd", COMMANDS)
 def test_names_that_are_not_utf8(cmd: str, fmt: str, tmp_path: Path) -> None:
+    """Fixed: protobuf hands a string field that is not valid UTF-8 over as bytes; JSON output, the
+    infer table and str/bytes comparisons then failed (exit 3). io now rejects such a model at
+    load (SF001, exit 2), naming the field."""
     m = single("Squeeze", [2, 3], [1], name="nZZ")  # an SF104 finding names the node
     m.graph.node[0].output[0] = "yZZ"
     m.graph.output[0].name = "yZZ"
     data = _invalid_utf8(m, b"ZZ", b"\xff\xfe")
     r = run_all(cmd, data, tmp_path, "--format", fmt)
-    if fmt == "json" and r.returncode < 2 and r.stdout.strip():
+    assert r.returncode == 2, r.describe()
+    assert "SF001" in r.output and "node #0: output[0] is not valid UTF-8" in r.output, r.describe()
+    assert not (tmp_path / "out.onnx").exists()
+    if fmt == "json" and r.stdout.strip():
         json.loads(r.stdout)
+
+
+@pytest.mark.parametrize("field, message", [
+    ("doc", "the model has a doc_string that is not valid UTF-8"),
+    ("dim", "graph input 'x': type.tensor_type.shape.dim[0].dim_param is not valid UTF-8"),
+    ("function", "function #0 has a name that is not valid UTF-8"),
+    ("subgraph", "node 'inner' in main/if.then_branch: output[0] is not valid UTF-8"),
+])
+def test_where_a_string_that_is_not_utf8_is(field: str, message: str, tmp_path: Path) -> None:
+    """The rejection names the field, wherever it is (io._non_utf8_problem)."""
+    m = single("Squeeze", [2, 3], [1], name="sq")
+    if field == "doc":
+        m.doc_string = "dZZ"
+    elif field == "dim":
+        m.graph.input[0].type.tensor_type.shape.dim[0].dim_param = "bZZ"
+    elif field == "function":
+        m.functions.append(helper.make_function("local", "fZZ", ["a"], ["b"],
+                                                [helper.make_node("Identity", ["a"], ["b"])],
+                                                [helper.make_opsetid("", 13)]))
+    else:
+        branch = helper.make_graph([helper.make_node("Identity", ["x"], ["oZZ"], name="inner")], "then",
+                                   [], [vi("oZZ", [2, 3])])
+        other = helper.make_graph([helper.make_node("Identity", ["x"], ["o"], name="inner")], "else",
+                                  [], [vi("o", [2, 3])])
+        m.graph.node.append(helper.make_node("If", ["c"], ["z"], name="if", then_branch=branch,
+                                             else_branch=other))
+    r = run_all("lint", _invalid_utf8(m, b"ZZ", b"\xff\xfe"), tmp_path)
+    assert r.returncode == 2 and message in r.output, r.describe()
 
 
 # -- fuzz_bytes: a newline inside an op_type, quoted raw by a graph message -------------------------------------
@@ -167,3 +195,24 @@ def test_shape_value_squared_twelve_times_is_stopped(tmp_path: Path) -> None:
 
     r = run_all("infer", squared_sum(12).SerializeToString(), tmp_path)
     assert r.returncode == 2 and "limit max-expr-size exceeded" in r.output and r.elapsed < 10
+
+
+# -- fuzz_bytes (CI, session 2): an Unsqueeze carrying a graph attribute, in a mergeable chain ---------
+
+@pytest.mark.parametrize("first", [True, False], ids=["on-first", "on-second"])
+@pytest.mark.parametrize("cmd", COMMANDS)
+def test_unsqueeze_with_a_graph_attribute(cmd: str, first: bool, tmp_path: Path) -> None:
+    """Fixed: merge-unsqueeze deleted an Unsqueeze that owned a subgraph (an attribute no
+    Unsqueeze has), tripping the editor's guard (AssertionError, exit 3). Now SF117 flags the
+    attribute as an error, optimize refuses the model, and no rule rewrites such a node."""
+    body = helper.make_graph([helper.make_node("Identity", ["a"], ["b"])], "body",
+                             [vi("a", [1])], [vi("b", [1])])
+    odd = {"body": body}
+    nodes = [helper.make_node("Unsqueeze", ["x"], ["y"], name="u0", axes=[0], **(odd if first else {})),
+             helper.make_node("Unsqueeze", ["y"], ["z"], name="u1", axes=[0], **({} if first else odd))]
+    graph = helper.make_graph(nodes, "g", [vi("x", ["n"])], [vi("z", None)])
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 11)])
+    r = run_all(cmd, m.SerializeToString(), tmp_path)
+    assert r.returncode == 1, r.describe()
+    assert "SF117" in r.output or "error-level finding" in r.output, r.describe()
+    assert not (tmp_path / "out.onnx").exists()

@@ -10,7 +10,7 @@ import onnx
 import pytest
 from onnx import TensorProto, helper
 
-from helpers import analyze_model, axes_node_model, json_shape, ort_session
+from helpers import analyze_model, axes_node_model, bound, json_shape, ort_session
 from model_builders import paddle_squeeze_cases, unsqueeze_doc_cases
 
 ALL_OPSETS = (1, 11, 13, 21, 23, 24, 25)
@@ -239,3 +239,164 @@ def test_squeeze_inside_if_branch_sees_outer_tensor() -> None:
     assert [n.graph for n in a.inference.axis_nodes] == ["main/#1.then_branch", "main/#1.else_branch"]
     assert all(json_shape(n.output_shape) == ["batch", 4] for n in a.inference.axis_nodes)
     assert json_shape(a.inference.shape_of("y")) == ["batch", 4]
+
+
+# -- attributes that are not plain values ------------------------------------------------------------
+
+def test_function_attribute_references_are_unknown_not_empty() -> None:
+    """``axes = @ax`` and ``value_ints = @v`` in a function body hold the caller's values: an empty
+    ``ints`` field must not be read as "no axes" (which would infer the input's shape unchanged)
+    nor as an empty constant."""
+    model = onnx.parser.parse_model("""
+<ir_version: 8, opset_import: ["" : 11, "local" : 1]>
+g (float[2, 3] x) => (float[?] y, int64[?] k)
+{
+    y, k = local.F <ax = [0]> (x)
+}
+<domain: "local", opset_import: ["" : 11]>
+F <ax> (a) => (b, c)
+{
+    b = Unsqueeze <axes: ints = @ax> (a)
+    c = Constant <value_ints: ints = @ax> ()
+}
+""")
+    a = analyze_model(model)
+    fn = next(s for s in a.graph.scopes if s.kind == "function")
+    table = a.inference.tensors[fn.id]
+    assert table["b"] is None or table["b"].shape is None
+    assert table["c"] is None or table["c"].shape is None
+    node = next(n for n in a.inference.axis_nodes if n.op_type == "Unsqueeze")
+    assert node.axes.values is None
+    assert not [d for d in a.diagnostics if d.code == "SF117"]
+
+
+@pytest.mark.parametrize("attr", [helper.make_attribute("axes", 0), helper.make_attribute("axes", [0.0])],
+                         ids=["int", "floats"])
+def test_mistyped_axes_attribute_is_unknown_and_flagged(attr: onnx.AttributeProto) -> None:
+    """onnxruntime refuses an ``axes`` attribute that is not ``ints``; its ``ints`` field reads as
+    empty, which must not be taken for an empty axes list."""
+    node = helper.make_node("Unsqueeze", ["x"], ["y"], name="u")
+    node.attribute.append(attr)
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 11)])
+    with pytest.raises(Exception, match="Mismatched attribute type"):
+        ort_session(model)
+    a, n = _only_axis_node(model)
+    assert n.axes.values is None and n.output_shape is None
+    assert [(d.code, d.location.node) for d in a.diagnostics if d.severity.value == "error"] == [("SF117", "u")]
+
+
+# -- model-local functions: inferred at each call site ------------------------------------------------
+
+_FUNCTION_MODEL = """
+<ir_version: 9, opset_import: ["" : 13, "local" : 1]>
+g (float[batch, 3] x) => (float[1, batch, 3] y0, float[batch, 3, 1] y1, float[batch, 1, 3] y2,
+                          float[1, batch, 3] y3, float[1, batch, 3, 1] y4)
+{
+    k0 = Constant <value = int64[1] {0}> ()
+    k2 = Constant <value = int64[1] {2}> ()
+    y0 = local.Lift <ax = [0]> (x)
+    y1 = local.Lift <ax = [-1]> (x)
+    y2 = local.Lift (x)
+    y3 = local.ByInput (x, k0)
+    y4 = local.Outer (x, k2)
+}
+<domain: "local", opset_import: ["" : 13]>
+Lift <ax: ints = [1]> (a) => (b)
+{
+    axes = Constant <value_ints: ints = @ax> ()
+    u = Unsqueeze (a, axes)
+    b = Relu (u)
+}
+<domain: "local", opset_import: ["" : 13]>
+ByInput (a, k) => (b)
+{
+    b = Unsqueeze (a, k)
+}
+<domain: "local", opset_import: ["" : 13, "local" : 1]>
+Outer (a, k) => (b)
+{
+    t = local.ByInput (a, k)
+    one = Constant <value = int64[1] {0}> ()
+    b = local.ByInput (t, one)
+}
+"""
+
+
+def test_function_calls_are_inferred_per_call_site() -> None:
+    """Each call's outputs follow from its own inputs and attribute values (defaults included,
+    nested calls too), and match what onnxruntime computes for two batch sizes."""
+    model = onnx.parser.parse_model(_FUNCTION_MODEL)
+    onnx.checker.check_model(model)
+    a = analyze_model(model)
+    outputs = [f"y{i}" for i in range(5)]
+    inferred = {name: a.inference.shape_of(name) for name in outputs}
+    assert all(s is not None for s in inferred.values()), inferred
+    sess = ort_session(model)
+    for batch in (1, 4):
+        got = sess.run(outputs, {"x": np.zeros((batch, 3), np.float32)})
+        for name, arr in zip(outputs, got):
+            assert bound(inferred[name], {"batch": batch}) == list(arr.shape), name
+    assert json_shape(inferred["y0"]) == [1, "batch", 3]
+    assert json_shape(inferred["y4"]) == [1, "batch", 3, 1]
+    # the declared output shapes agree with the inferred ones (SF112 compares them)
+    assert not [d for d in a.diagnostics if d.severity.value == "error"]
+
+
+def test_function_bodies_keep_one_generic_set_of_facts() -> None:
+    """Re-running a body for its call sites adds no facts: the lint rules see each Squeeze or
+    Unsqueeze of a function once, as inferred with unknown inputs."""
+    a = analyze_model(onnx.parser.parse_model(_FUNCTION_MODEL))
+    in_functions = [n for n in a.inference.axis_nodes if n.graph.startswith("local::")]
+    assert sorted(n.graph for n in in_functions) == ["local::ByInput", "local::Lift"]
+    assert all(n.input_shape is None for n in in_functions)
+
+
+def _nested_calls(depth: int) -> onnx.ModelProto:
+    """f_k(a) = f_{k-1}(Unsqueeze(a, [0])), also calling f_{k-1}(a): two call signatures per level."""
+    opsets = [helper.make_opsetid("", 11), helper.make_opsetid("local", 1)]
+    fns = [helper.make_function("local", "f0", ["a"], ["b"], [helper.make_node("Relu", ["a"], ["b"])], opsets)]
+    for k in range(1, depth):
+        nodes = [helper.make_node("Unsqueeze", ["a"], ["u"], axes=[0]),
+                 helper.make_node(f"f{k - 1}", ["u"], ["b"], domain="local"),
+                 helper.make_node(f"f{k - 1}", ["a"], ["unused"], domain="local")]
+        fns.append(helper.make_function("local", f"f{k}", ["a"], ["b"], nodes, opsets))
+    graph = helper.make_graph([helper.make_node(f"f{depth - 1}", ["x"], ["y"], domain="local")], "g",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n"])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    return helper.make_model(graph, opset_imports=opsets, functions=fns)
+
+
+@pytest.mark.parametrize("depth", [8, 40])
+def test_nested_function_calls_are_bounded(depth: int) -> None:
+    """Calls nest up to a fixed depth (no recursion over the model's depth); deeper, the call's
+    outputs are unknown rather than an error."""
+    a = analyze_model(_nested_calls(depth))
+    y = a.inference.shape_of("y")
+    if depth == 8:
+        assert json_shape(y) == [1] * 7 + ["n"]
+        assert list(ort_session(_nested_calls(depth)).run(["y"], {"x": np.zeros(3, np.float32)})[0].shape) \
+            == [1] * 7 + [3]
+    else:
+        assert y is None
+
+
+@pytest.mark.parametrize("ir_version", [3, 8])
+def test_initializer_that_is_a_graph_input_is_a_default_from_ir4(ir_version: int) -> None:
+    """From IR 4 a caller may feed another value for an initializer listed among the graph inputs
+    (onnxruntime does not constant-fold it), so its values are not known; before IR 4 every
+    initializer had to be listed there, and it is a constant."""
+    from onnx import numpy_helper
+
+    inits = [numpy_helper.from_array(np.array([7, 8, 9], np.int64), "v"),
+             numpy_helper.from_array(np.array(1, np.int64), "i")]
+    graph = helper.make_graph([helper.make_node("Gather", ["v", "i"], ["g"])], "g",
+                              [helper.make_tensor_value_info("v", TensorProto.INT64, [3])],
+                              [helper.make_tensor_value_info("g", TensorProto.INT64, [])], inits)
+    if ir_version < 4:
+        graph.input.append(helper.make_tensor_value_info("i", TensorProto.INT64, []))
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 8)], ir_version=ir_version)
+    g = analyze_model(model).inference.lookup(0, "g")
+    assert g is not None and g.shape == ()
+    assert g.value == ((8,) if ir_version < 4 else None)

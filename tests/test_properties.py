@@ -23,6 +23,7 @@ The budget keeps this file under ~30 s; the fuzzers (fuzz/) run the same generat
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -94,7 +95,7 @@ def _exposed(model: onnx.ModelProto) -> bytes:
     return m.SerializeToString()
 
 
-@settings(max_examples=120, **SETTINGS)
+@settings(max_examples=int(os.environ.get("SF_PROPERTY_EXAMPLES", "120")), **SETTINGS)
 @given(st.data())
 def test_valid_models_keep_every_promise(data: st.DataObject) -> None:
     model = graphgen.generate(DrawChooser(data), odd=False)

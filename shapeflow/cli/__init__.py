@@ -6,10 +6,11 @@ Exit codes (every command): 0 nothing at error level, 1 error-level findings (or
 
 from __future__ import annotations
 
+import importlib
 import os
 import sys
 import traceback
-from importlib.metadata import PackageNotFoundError, version
+from typing import NoReturn
 
 import click
 
@@ -20,35 +21,51 @@ Exit codes: 0 clean, 1 error-level findings, 2 usage error or rejected input, 3 
 """
 
 
-def _version() -> str:
+def _show_version(ctx: click.Context, param: click.Parameter, value: bool) -> None:
+    """--version, looked up only when asked for (importlib.metadata costs start-up time)."""
+    if not value or ctx.resilient_parsing:
+        return
+    from importlib.metadata import PackageNotFoundError, version
+
     try:
-        return version("shapeflow")
+        number = version("shapeflow")
     except PackageNotFoundError:  # running from a source tree that is not installed
-        return "0+unknown"
+        number = "0+unknown"
+    click.echo(f"shapeflow, version {number}")
+    ctx.exit()
 
 
-@click.group(epilog=EPILOG, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
-@click.version_option(_version(), "--version", prog_name="shapeflow")
+# command name -> (module in this package, attribute): a command's module, and what it imports
+# (onnx, the rules, SARIF, the passes), is loaded only when that command runs or help lists it.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "infer": ("infer_cmd", "infer"),
+    "lint": ("lint_cmd", "command"),
+    "optimize": ("optimize_cmd", "command"),
+    "rules": ("rules_cmd", "command"),
+}
+
+
+class LazyGroup(click.Group):
+    """A click group whose subcommands are imported on first use (start-up time of ``infer``)."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*COMMANDS, *self.commands})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in self.commands and cmd_name in COMMANDS:
+            module_name, attr = COMMANDS[cmd_name]
+            module = importlib.import_module(f"{__name__}.{module_name}")
+            self.add_command(getattr(module, attr), cmd_name)
+        return self.commands.get(cmd_name)
+
+
+@click.group(cls=LazyGroup, epilog=EPILOG,
+             context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.option("--version", is_flag=True, expose_value=False, is_eager=True, callback=_show_version,
+              help="Show the version and exit.")
 @click.option("--debug", is_flag=True, help="Show tracebacks for internal errors.")
 def cli(debug: bool) -> None:
     """Symbolic shapes, axis lint and exact Squeeze/Unsqueeze rewrites for ONNX models."""
-
-
-def _register() -> None:
-    from . import infer_cmd
-
-    cli.add_command(infer_cmd.infer)
-    for name in ("lint_cmd", "rules_cmd", "optimize_cmd"):
-        try:
-            module = __import__(f"{__name__}.{name}", fromlist=["command"])
-        except ModuleNotFoundError as exc:
-            if exc.name != f"{__name__}.{name}":
-                raise
-            continue
-        cli.add_command(module.command)
-
-
-_register()
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -82,4 +99,27 @@ def main(argv: list[str] | None = None) -> None:
     sys.exit(code if isinstance(code, int) else 0)
 
 
-__all__ = ["cli", "main"]
+def run() -> NoReturn:
+    """``main()`` for a process of its own (``python -m shapeflow``): exits without tearing the
+    interpreter down. Freeing a large model's objects one by one and unloading onnx and numpy take
+    longer than the exit itself (30 ms at 10k nodes), and nothing needs it: the output is flushed
+    here, files are closed by the code that opened them, and no thread is left running."""
+    try:
+        main()
+    except SystemExit as exc:
+        if isinstance(exc.code, int) and _flushed():
+            os._exit(exc.code)
+        raise
+    raise AssertionError("main() returned")  # pragma: no cover - main always exits
+
+
+def _flushed() -> bool:
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except (OSError, ValueError):  # a closed pipe, a full disk: the usual shutdown reports it
+        return False
+    return True
+
+
+__all__ = ["cli", "main", "run"]

@@ -8,8 +8,8 @@ import click
 
 from ..analysis import analyze, gc_paused
 from ..annotate import annotate
-from ..errors import EXIT_CLEAN, EXIT_FINDINGS
-from ..io import load_model, save_model
+from ..errors import EXIT_CLEAN, EXIT_FINDINGS, display_path
+from ..io import load_model, refuse_unsafe_external_data, save_model
 from ..render import count_by_severity, infer_text, summary_line
 from .options import clear_progress, dim_option, limit_options, limits_from, parse_dims, progress_printer
 
@@ -25,7 +25,9 @@ Exit codes: 0 no error-level finding, 1 error-level findings, 2 rejected input o
 @click.argument("model", type=click.Path(dir_okay=True, allow_dash=False))
 @click.option("--all", "all_tensors", is_flag=True, help="List every tensor, not only Squeeze/Unsqueeze.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
-@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write the model with inferred shapes as value_info.")
+@click.option("-o", "--output", type=click.Path(dir_okay=False),
+              help="Write the model with inferred shapes as value_info (refused, exit 2, if its external "
+                   "data is unsafe).")
 @click.option("--force", is_flag=True, help="Overwrite OUTPUT if it exists.")
 @click.option("--in-place", is_flag=True, help="Record the shapes in MODEL itself.")
 @dim_option
@@ -41,6 +43,10 @@ def infer(model: str, all_tensors: bool, fmt: str, output: str | None, force: bo
     bindings = parse_dims(dims)
     started = time.perf_counter()
     loaded = load_model(model, limits)
+    if output is not None or in_place:
+        # The annotated model would pass an unsafe data reference on: refused as optimize
+        # refuses it (exit 2, nothing written); without -o it is an SF001 finding (exit 1).
+        refuse_unsafe_external_data(loaded)
     result = analyze(loaded, dims=bindings, limits=limits, progress=progress_printer("inferring"))
     clear_progress()
     if in_place and output is None:
@@ -62,7 +68,7 @@ def infer(model: str, all_tensors: bool, fmt: str, output: str | None, force: bo
             click.echo(infer_text(result, all_tensors=all_tensors))
     counts = count_by_severity(result.diagnostics)
     elapsed = time.perf_counter() - started
-    click.echo(f"{model}: {len(result.inference.axis_nodes)} Squeeze/Unsqueeze, {summary_line(counts)} "
+    click.echo(f"{display_path(model)}: {len(result.inference.axis_nodes)} Squeeze/Unsqueeze, {summary_line(counts)} "
                f"({result.graph.node_count():,} nodes in {elapsed:.2f} s)", err=True)
     code = EXIT_FINDINGS if counts["error"] else EXIT_CLEAN
     click.get_current_context().exit(code)

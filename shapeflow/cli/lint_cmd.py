@@ -8,7 +8,8 @@ import os
 import click
 
 from ..config import LintConfig, load_config, merge, parse_severities, split_selectors
-from ..github import annotation, escape_data, escape_property
+from ..errors import display_path
+from ..github import annotation, escape_data, escape_property, safe
 from ..linter import FileResult, LintOptions, find_repo_root, lint_paths, run_exit_code
 from ..render import format_diagnostic, lint_json, lint_summary
 from ..sarif import relative_path, sarif_log
@@ -106,10 +107,10 @@ def _emit(results: list[FileResult], fmt: str, *, diff: bool, debug: bool) -> No
     errors = [f"{r.path}: {r.error}" for r in results if r.error]
     for r in results:
         for note in r.notes:
-            click.echo(f"{r.path}: {note}", err=True)
+            click.echo(display_path(f"{r.path}: {note}"), err=True)
         if r.error:
             hint = "" if r.details is None or debug else " (please report it; run with --debug for the traceback)"
-            click.echo(f"{r.path}: {r.error}{hint}", err=True)
+            click.echo(display_path(f"{r.path}: {r.error}{hint}"), err=True)
             if debug and r.details:
                 click.echo(r.details.rstrip(), err=True)
     if fmt == "json":
@@ -123,8 +124,8 @@ def _emit(results: list[FileResult], fmt: str, *, diff: bool, debug: bool) -> No
         lines = [annotation(d) for d in diags]
         for r in results:
             if r.error:
-                lines.append(f"::error file={escape_property(relative_path(r.path))},title=shapeflow::"
-                             f"{escape_data(r.error)}")
+                lines.append(safe(f"::error file={escape_property(relative_path(r.path))},title=shapeflow::"
+                                  f"{escape_data(r.error)}"))
         if lines:
             click.echo("\n".join(lines))
     elif diff:

@@ -9,7 +9,7 @@ import time
 
 import click
 
-from ..errors import EXIT_CLEAN, EXIT_FINDINGS, UsageError
+from ..errors import EXIT_CLEAN, EXIT_FINDINGS, UsageError, display_path
 from ..io import load_model, save_model
 from ..passes import RULE_NAMES, OptimizeRefused, OptimizeResult, optimize_model
 from ..render import format_diagnostic
@@ -111,7 +111,7 @@ def command(model: str, output: str | None, in_place: bool, force: bool, check: 
         b, a = result.before, result.after
         sq_b, sq_a = b["Squeeze"] + b["Unsqueeze"], a["Squeeze"] + a["Unsqueeze"]
         state = "written" if written else ("would change" if result.changed else "unchanged")
-        click.echo(f"{model}: Squeeze+Unsqueeze {sq_b:,} → {sq_a:,}, nodes {b['nodes']:,} → "
+        click.echo(f"{display_path(model)}: Squeeze+Unsqueeze {sq_b:,} → {sq_a:,}, nodes {b['nodes']:,} → "
                    f"{a['nodes']:,} in {elapsed:.2f} s ({state})", err=True)
     if verified is False:
         return _exit(EXIT_FINDINGS)
@@ -164,7 +164,8 @@ def _report(model: str, output: str | None, result: OptimizeResult, fmt: str, ve
             doc["skipped"] = list(result.skipped)
         click.echo(json.dumps(doc, indent=2))
         return
-    lines = [f"{model} -> {output}" if output else model]
+    # the real names are in the JSON document above; the text is for a terminal
+    lines = [f"{display_path(model)} -> {display_path(output)}" if output else display_path(model)]
     lines.append(f"  {'':<10} {'before':>10} {'after':>10}")
     for k in COUNTS:
         lines.append(f"  {k:<10} {result.before.get(k, 0):>10,} {result.after.get(k, 0):>10,}")

@@ -7,8 +7,7 @@ judge, and inference uses whichever is there.
 
 from __future__ import annotations
 
-import onnx
-from onnx import numpy_helper
+from .._onnx import onnx
 
 from ..errors import LimitExceeded
 from ..facts import (
@@ -17,6 +16,7 @@ from ..facts import (
 )
 from ..graph import INITIALIZER
 from .base import OpCall, numel
+from .constants import flat_values
 
 AXES_INPUT_SINCE = 13
 
@@ -36,6 +36,11 @@ def read_axes(call: OpCall) -> AxesInfo:
     limit = call.engine.limits.max_axes_elems
     prefer_attr = call.since < AXES_INPUT_SINCE
     if attr_present and (prefer_attr or not input_present):
+        if attr.ref_attr_name or attr.type != onnx.AttributeProto.INTS:  # type: ignore[union-attr]
+            # ``axes = @a`` in a function body: the caller's value, unknown here. A mistyped
+            # attribute (INT, FLOATS, ...) is refused by onnxruntime (SF117): no values either,
+            # rather than the empty list its ``ints`` field reads as.
+            return AxesInfo(AXES_ATTRIBUTE, None, True, input_present)
         values = tuple(int(x) for x in attr.ints)  # type: ignore[union-attr]
         if len(values) > limit:
             raise _limit(call, len(values))
@@ -74,7 +79,7 @@ def _read_input(call: OpCall, attr_present: bool, limit: int) -> AxesInfo:
                 pnode = pinfo.peek()
                 source = AXES_CONSTANT
                 for a in pnode.attribute:
-                    if a.name == "value":
+                    if a.name == "value" and not a.ref_attr_name:  # ``value = @v``: the caller's
                         proto = a.t
     if count is not None and count > limit:
         raise _limit(call, count)
@@ -89,7 +94,7 @@ def _read_input(call: OpCall, attr_present: bool, limit: int) -> AxesInfo:
         else:
             # Read the proto itself: the value tracker stops at small tensors, axes lists may be longer.
             try:
-                values = tuple(int(x) for x in numpy_helper.to_array(proto).reshape(-1).tolist())
+                values = tuple(int(x) for x in flat_values(proto))
             except Exception:
                 values = None
             cache[key] = values

@@ -9,15 +9,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Callable, Iterable, Sequence
 
-import onnx
-from onnx import TensorProto
-
+from .._onnx import onnx
 from ..dims import Dim, Shape
 from ..tensorinfo import MAX_VALUE_ELEMS, TensorInfo
 
 if TYPE_CHECKING:
     from ..graph import NodeInfo
     from ..inference import Inference
+
+TensorProto = onnx.TensorProto
 
 Rule = Callable[["OpCall"], Sequence["TensorInfo | None"]]
 

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import sys
 
-import numpy as np
-import onnx
-from onnx import TensorProto, numpy_helper
-
+from .._onnx import onnx
 from ..tensorinfo import MAX_VALUE_ELEMS, TensorInfo
 from .base import INT_TYPES, OpCall, register
+
+TensorProto = onnx.TensorProto
 
 _BIG_ENDIAN = sys.byteorder == "big"
 
@@ -31,42 +30,57 @@ def tensor_values(t: onnx.TensorProto) -> tuple | None:
         return None
     if t.data_type in INT_TYPES:
         try:
-            arr = _from_raw(t)
-            if arr is None:
-                arr = numpy_helper.to_array(t)
+            flat = flat_values(t)
         except Exception:
             return None
-        if arr.size != n:
+        if len(flat) != n:
             return None
-        return tuple(int(x) for x in arr.reshape(-1).tolist())
+        return tuple(int(x) for x in flat)
     if t.data_type in FLOAT_TYPES and n <= 64:
         # Shape arithmetic in float (Cast to float, Div, Ceil, Cast back) appears in exports; only
         # integral values are tracked so that the arithmetic stays exact.
         try:
-            raw = _from_raw(t)
-            arr = (raw if raw is not None else numpy_helper.to_array(t)).reshape(-1).tolist()
+            flat = flat_values(t)
         except Exception:
             return None
-        if len(arr) == n and all(float(x).is_integer() for x in arr):
-            return tuple(int(x) for x in arr)
+        if len(flat) == n and all(float(x).is_integer() for x in flat):
+            return tuple(int(x) for x in flat)
     return None
 
 
-# Element types whose raw_data numpy reads as is on a little-endian machine.
-_RAW_DTYPES = {
-    TensorProto.INT64: np.dtype("<i8"), TensorProto.INT32: np.dtype("<i4"),
-    TensorProto.FLOAT: np.dtype("<f4"), TensorProto.DOUBLE: np.dtype("<f8"),
+# memoryview formats of the element types whose raw_data a little-endian machine reads as is
+_RAW_FORMATS = {
+    TensorProto.INT64: "q", TensorProto.INT32: "i", TensorProto.INT16: "h", TensorProto.INT8: "b",
+    TensorProto.UINT64: "Q", TensorProto.UINT32: "I", TensorProto.UINT16: "H", TensorProto.UINT8: "B",
+    TensorProto.BOOL: "?", TensorProto.FLOAT: "f", TensorProto.DOUBLE: "d",
+}
+_ITEMSIZE = {fmt: memoryview(b"").cast(fmt).itemsize for fmt in _RAW_FORMATS.values()}
+# the typed field that holds each of them otherwise (onnx.proto: small integers widen to int32)
+_FIELDS = {
+    TensorProto.INT64: "int64_data", TensorProto.INT32: "int32_data", TensorProto.INT16: "int32_data",
+    TensorProto.INT8: "int32_data", TensorProto.UINT16: "int32_data", TensorProto.UINT8: "int32_data",
+    TensorProto.BOOL: "int32_data", TensorProto.UINT64: "uint64_data", TensorProto.UINT32: "uint64_data",
+    TensorProto.FLOAT: "float_data", TensorProto.DOUBLE: "double_data",
 }
 
 
-def _from_raw(t: onnx.TensorProto) -> np.ndarray | None:
-    """The flat array of an embedded ``raw_data`` tensor of a common type, or None to let
-    ``numpy_helper.to_array`` decide. Exporters write one small Constant per use (axes, indices,
-    scalars), and ``to_array``'s generality costs more than the rest of their inference."""
-    dtype = _RAW_DTYPES.get(t.data_type)
-    if dtype is None or _BIG_ENDIAN or not t.HasField("raw_data") or t.HasField("segment"):
-        return None
-    return np.frombuffer(t.raw_data, dtype=dtype)
+def flat_values(t: onnx.TensorProto) -> list:
+    """The elements of an embedded tensor, flattened; raises on data it cannot decode.
+
+    Exporters write one small Constant or initializer per use (axes, indices, scalars): the common
+    types are read straight from the message, which spares numpy and onnx's ``to_array`` (and
+    their import); other types (float16, ...) go through ``numpy_helper.to_array``."""
+    if t.HasField("segment"):
+        raise ValueError("segmented tensor")
+    fmt = _RAW_FORMATS.get(t.data_type)
+    if fmt is not None and not _BIG_ENDIAN:
+        if t.HasField("raw_data"):
+            raw = t.raw_data
+            if len(raw) % _ITEMSIZE[fmt]:
+                raise ValueError(f"raw_data of {len(raw)} bytes is not a whole number of elements")
+            return memoryview(raw).cast(fmt).tolist()
+        return list(getattr(t, _FIELDS[t.data_type]))
+    return onnx.numpy_helper.to_array(t).reshape(-1).tolist()
 
 
 def tensor_info_from_proto(t: onnx.TensorProto) -> TensorInfo:
@@ -76,6 +90,13 @@ def tensor_info_from_proto(t: onnx.TensorProto) -> TensorInfo:
 @register("Constant")
 def constant(call: OpCall) -> list[TensorInfo | None]:
     a = call.attrs
+    ref = next((v for v in a.values() if v.ref_attr_name), None)
+    if ref is not None:
+        # ``value_int = @n`` in a function body: the value is the caller's, unknown here; only the
+        # scalar forms still tell the shape.
+        scalar = {"value_int": TensorProto.INT64, "value_float": TensorProto.FLOAT,
+                  "value_string": TensorProto.STRING}.get(ref.name)
+        return [TensorInfo(scalar, ()) if scalar is not None else None]
     if "value" in a:
         return [tensor_info_from_proto(a["value"].t)]
     if "value_int" in a:

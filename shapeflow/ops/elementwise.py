@@ -8,8 +8,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-import numpy as np
-from onnx import TensorProto
+from .._onnx import onnx
 
 from ..axes import AxisError, normalize_axes
 from ..dims import (
@@ -20,6 +19,8 @@ from ..tensorinfo import MAX_VALUE_ELEMS, TensorInfo
 from .base import OpCall, numel, register, same_as_input
 from .constants import FLOAT_TYPES
 from .shape_ops import broadcast_shapes
+
+TensorProto = onnx.TensorProto
 
 BOOL = TensorProto.BOOL
 
@@ -172,6 +173,8 @@ def _broadcast_values(infos: list[TensorInfo], out: Shape) -> list[list[Dim]] | 
         elif len(t.value) == 1:
             result.append([t.value[0]] * n)
         else:
+            import numpy as np  # only for a real broadcast, which shape arithmetic rarely needs
+
             arr = np.empty(len(t.value), dtype=object)
             arr[:] = list(t.value)
             result.append(np.broadcast_to(arr.reshape(t.shape), out).reshape(-1).tolist())  # type: ignore[arg-type]

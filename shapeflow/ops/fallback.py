@@ -6,16 +6,12 @@ so ``seq + 1`` in gives ``seq + 1`` out. Known small integer values go in as con
 
 from __future__ import annotations
 
-import onnx
-from onnx import helper, numpy_helper
-
+from .._onnx import onnx
 from ..dims import Dim, Sym
 from ..opsets import schema
 from ..tensorinfo import TensorInfo
 from .base import OpCall
 from .constants import FLOAT_TYPES
-
-import numpy as np
 
 
 def type_proto(t: TensorInfo, names: dict[str, Dim] | None = None) -> onnx.TypeProto:
@@ -74,12 +70,14 @@ def infer_with_onnx(call: OpCall) -> list[TensorInfo | None]:
         if t.value is not None and t.shape is not None and all(type(v) is int for v in t.value):
             if all(type(d) is int for d in t.shape) and t.dtype not in FLOAT_TYPES:
                 try:
-                    arr = np.array(t.value, dtype=helper.tensor_dtype_to_np_dtype(t.dtype)).reshape(t.shape)
-                    data[name] = numpy_helper.from_array(arr, name)
+                    import numpy as np  # with onnx itself, which this rule imports anyway
+
+                    arr = np.array(t.value, dtype=onnx.helper.tensor_dtype_to_np_dtype(t.dtype)).reshape(t.shape)
+                    data[name] = onnx.numpy_helper.from_array(arr, name)
                 except Exception:
                     pass
     opsets = call.engine.graph.scopes[call.scope].opsets
-    imports = [helper.make_opsetid(d, v) for d, v in opsets.items()]
+    imports = [onnx.helper.make_opsetid(d, v) for d, v in opsets.items()]
     try:
         outs = onnx.shape_inference.infer_node_outputs(sch, node, types, data, opset_imports=imports)
     except Exception:  # onnx refuses what it cannot infer; for us that is "unknown"

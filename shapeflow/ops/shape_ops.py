@@ -7,12 +7,14 @@ that exporters write end in symbolic shapes such as ``[batch, seq, 4, 16]``.
 
 from __future__ import annotations
 
-from onnx import TensorProto
+from .._onnx import onnx
 
 from ..axes import AxisError, normalize_axis
 from ..dims import Dim, Shape, broadcast_dim, dim_add, dim_floordiv, dim_mul, dim_sub, dims_equal
 from ..tensorinfo import MAX_VALUE_ELEMS, TensorInfo
 from .base import OpCall, make_value, numel, register
+
+TensorProto = onnx.TensorProto
 
 INT64 = TensorProto.INT64
 # An end index at least this large means "to the end" (exporters write INT64_MAX or INT32_MAX).

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import inspect
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Callable, ClassVar, Union
+from typing import TYPE_CHECKING, Callable, ClassVar, NamedTuple, Union
 
 import onnx
 from onnx import TensorProto
@@ -41,9 +41,9 @@ if TYPE_CHECKING:
 AXES_INPUT_SINCE = 13
 
 
-@dataclass(frozen=True)
-class Match:
-    """A rewrite a rule would make at root node ``nid``.
+class Match(NamedTuple):
+    """A rewrite a rule would make at root node ``nid``. (A named tuple: immutable like a frozen
+    dataclass, and several times cheaper to build, which counts at one per root of a large model.)
 
     ``message`` says what it does with node names; it may be given as a function that builds the
     text, because on a large model most messages are never shown (only ``-v`` lists them).
@@ -88,12 +88,24 @@ def not_applicable(reason: str) -> NoMatch:
     return NoMatch(reason, near=False)
 
 
+# What produces a root's data input (``RewriteRule.after``): the op type of an ai.onnx node of
+# the root's scope, or one of these (no ai.onnx op type has a '<').
+FROM_INITIALIZER = "<initializer>"
+FROM_GRAPH_INPUT = "<graph input>"
+FROM_OUTER_SCOPE = "<outer scope>"  # an enclosing scope's tensor (or no tensor at all)
+FROM_CUSTOM = "<custom>"  # a node of another domain or of an unknown version
+
+
 class RewriteRule:
     """Base class of the rewrite rules; see the module docstring for the anatomy."""
 
     name: ClassVar[str]
     code: ClassVar[str | None] = None
     roots: ClassVar[tuple[str, ...]] = ()
+    # What produces the root's data input (an op type or a FROM_*) when the rule can fire; None: any.
+    # Elsewhere its match would only say that it does not apply, so the manager does not ask
+    # (most roots are not the end of any pattern).
+    after: ClassVar[frozenset[str] | None] = None
 
     def match(self, ctx: "RoundContext", nid: int) -> Result:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -141,7 +153,7 @@ class RoundContext:
     # (scope id, name) of initializers that are also graph inputs: a caller may override them,
     # so their values are not constants.
     overridable: set[tuple[int, str]] = field(default_factory=set)
-    cache: dict[object, object] = field(default_factory=dict)  # rules' per-round memo tables
+    cache: dict[object, object] = field(default_factory=dict)  # rules' memo tables, for one round
     _outputs: dict[int, frozenset[str]] = field(default_factory=dict)
 
     @classmethod
@@ -154,6 +166,12 @@ class RoundContext:
                     if name in scope.initializers:
                         ctx.overridable.add((scope.id, name))
         return ctx
+
+    def release(self) -> None:
+        """Drop the memo tables when the round is over. Their entries (matches whose lazy messages
+        close over this context) refer back to it: the cycle would keep the round's index and
+        inference alive until a full collection, which takes a second on a 500k-node model."""
+        self.cache.clear()
 
     # -- structure -------------------------------------------------------------------------------
     @property
@@ -281,7 +299,8 @@ class RoundContext:
 
     def display(self, nid: int) -> str:
         info = self.graph.nodes[nid]
-        label = f"'{self.graph.display(nid)}' ({info.op_type})"
+        fact = self.facts.get(nid)  # a Squeeze/Unsqueeze has its display id there: no proto to fetch
+        label = f"'{fact.node if fact is not None else self.graph.display(nid)}' ({info.op_type})"
         if info.scope == 0:
             return label
         return f"{label} in {self.graph.scopes[info.scope].path}"
@@ -300,8 +319,11 @@ class RoundContext:
         fact = self.facts.get(nid)
         if fact is None:
             return "not analysed"
-        if self.refers_to_function_attributes(nid):
+        info = self.graph.nodes[nid]
+        if info.has_attrs and self.refers_to_function_attributes(nid):  # (asked for most roots)
             return "attributes refer to the function's attributes"
+        if info.subscopes:
+            return "the node carries a graph attribute"  # invalid (SF117), and a rewrite would lose it
         axes = fact.axes
         if axes.source == AXES_ABSENT:
             return None if fact.op_type == "Squeeze" else "Unsqueeze without axes"
@@ -309,7 +331,7 @@ class RoundContext:
             return f"axes are {axes.source}, not a constant"
         if axes.values is None:
             return "axes values unknown"
-        by_input = (self.graph.nodes[nid].since_version or 0) >= AXES_INPUT_SINCE
+        by_input = (info.since_version or 0) >= AXES_INPUT_SINCE
         if by_input != (axes.source != AXES_ATTRIBUTE):
             return "axes are not in the form of the node's opset"
         if by_input:
@@ -414,8 +436,7 @@ def _unranked(ctx: RoundContext, nid: int, fact: AxisNode, unique: bool) -> tupl
     return tuple(sorted(set(values)))
 
 
-@dataclass(frozen=True)
-class IdentityPlan:
+class IdentityPlan(NamedTuple):
     """``last(...(first(x)))`` is ``x``: how to take the run out."""
 
     first: int  # the node reading x
@@ -475,11 +496,11 @@ def apply_identity(edit: "Editor", plan: IdentityPlan) -> None:
 
 
 def fmt_axes(axes: tuple[int, ...] | list[int]) -> str:
-    return "[" + ", ".join(str(a) for a in axes) + "]"
+    return "[" + ", ".join(map(str, axes)) + "]"
 
 
 __all__ = [
-    "AXES_INPUT_SINCE", "GRAPH_INPUT", "INITIALIZER", "INT_RANGES", "IdentityPlan", "Match", "NoMatch",
-    "Result", "RewriteRule", "RoundContext", "apply_identity", "fmt_axes", "identity_match",
-    "not_applicable",
+    "AXES_INPUT_SINCE", "FROM_CUSTOM", "FROM_GRAPH_INPUT", "FROM_INITIALIZER", "FROM_OUTER_SCOPE",
+    "GRAPH_INPUT", "INITIALIZER", "INT_RANGES", "IdentityPlan", "Match", "NoMatch", "Result",
+    "RewriteRule", "RoundContext", "apply_identity", "fmt_axes", "identity_match", "not_applicable",
 ]

@@ -34,6 +34,7 @@ class CancelSqueezeUnsqueeze(RewriteRule):
     name = "cancel-squeeze-unsqueeze"
     code = "SF201"
     roots = ("Unsqueeze",)
+    after = frozenset({"Squeeze"})
 
     def match(self, ctx: RoundContext, nid: int) -> Result:
         chain = ctx.chain(nid, "Squeeze", MAX_RUN)

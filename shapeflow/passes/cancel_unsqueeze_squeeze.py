@@ -43,6 +43,7 @@ class CancelUnsqueezeSqueeze(RewriteRule):
     name = "cancel-unsqueeze-squeeze"
     code = "SF201"
     roots = ("Squeeze",)
+    after = frozenset({"Unsqueeze"})
 
     def match(self, ctx: RoundContext, nid: int) -> Result:
         chain = ctx.chain(nid, "Unsqueeze", MAX_RUN)

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 import onnx
 from onnx import TensorProto, helper
 
 from ..axes import squeeze_shape, unsqueeze_shape
 from ..graph import INITIALIZER
-from .base import Match, NoMatch, Result, RewriteRule, RoundContext, fmt_axes, not_applicable
+from .base import (
+    FROM_INITIALIZER, FROM_OUTER_SCOPE, Match, NoMatch, Result, RewriteRule, RoundContext, fmt_axes,
+    not_applicable,
+)
 from .edit import Editor
 
 # Shared answers for roots the rule does not apply to (immutable).
@@ -17,16 +20,14 @@ _NOT_CONSTANT = not_applicable("input is not a constant")
 _NO_INPUT = not_applicable("no data input")
 
 
-@dataclass(frozen=True)
-class _Source:
+class _Source(NamedTuple):  # (named tuples: one or more per match, cheaper than frozen dataclasses)
     name: str
     sid: int  # scope that defines it
     tensor: TensorProto  # the initializer, or the Constant node's value (built for value_ints...)
     node: int | None  # the Constant node, or None for an initializer
 
 
-@dataclass(frozen=True)
-class _Fold:
+class _Fold(NamedTuple):
     source: _Source
     dims: tuple[int, ...]
     members: tuple[int, ...]  # Squeeze/Unsqueeze nodes of the constant folded together
@@ -111,6 +112,7 @@ class FoldConstant(RewriteRule):
     name = "fold-constant"
     code = "SF203"
     roots = ("Squeeze", "Unsqueeze")
+    after = frozenset({"Constant", FROM_INITIALIZER, FROM_OUTER_SCOPE})
 
     def match(self, ctx: RoundContext, nid: int) -> Result:
         names = ctx.inputs(nid)
@@ -120,16 +122,13 @@ class FoldConstant(RewriteRule):
         source = _source(ctx, sid, names[0])
         if isinstance(source, NoMatch):
             return source
-        dims = tuple(int(d) for d in source.tensor.dims)
-        mine = _result_dims(ctx, nid, dims)
-        if isinstance(mine, NoMatch):
-            return mine
-        z = ctx.output(nid)
-        if ctx.is_output(sid, z):
-            return NoMatch(f"{ctx.display(nid)}: output '{z}' is a graph output")
+        dims = tuple(source.tensor.dims)  # (ints already)
         groups = _groups(ctx, sid, source, dims)
-        members = groups.get(mine, ())
-        if nid in members:
+        mine = groups.dims_of.get(nid)
+        if mine is not None:  # a member: its dims are worked out and its output is no graph output
+            members = groups.by_dims[mine]
+            if len(members) == 1:  # (most Constants): no other member will ask
+                return self._group_match(ctx, nid, sid, source, dims, mine, members)
             # Every member of a group gets the same rewrite: work it out once per round, because a
             # shared initializer may have thousands of readers.
             key = ("fold-constant-match", sid, source.sid, source.name, mine)
@@ -141,10 +140,17 @@ class FoldConstant(RewriteRule):
                 return Match(nid, found.writes, found.reads, found.message, found.note, found.payload,
                              found.rewires)
             return found  # type: ignore[return-value]
-        return self._group_match(ctx, nid, sid, source, dims, mine, members)
+        mine = _result_dims(ctx, nid, dims)  # (the checks of ``_groups``, for their answer)
+        if isinstance(mine, NoMatch):
+            return mine
+        z = ctx.output(nid)
+        if ctx.is_output(sid, z):
+            return NoMatch(f"{ctx.display(nid)}: output '{z}' is a graph output")
+        return self._group_match(ctx, nid, sid, source, dims, mine, ())
 
     def _group_match(self, ctx: RoundContext, nid: int, sid: int, source: _Source, dims: tuple[int, ...],
                      mine: tuple[int, ...], members: tuple[int, ...]) -> Result:
+        """The rewrite of the group ``members`` (``()`` when ``nid`` is in no group)."""
         z = ctx.output(nid)
         readers = ctx.readers(sid, source.name)
         if nid not in members:
@@ -201,7 +207,12 @@ class FoldConstant(RewriteRule):
         edit.materialize(sid, folded, first, name)
 
 
-def _groups(ctx: RoundContext, sid: int, source: _Source, dims: tuple[int, ...]) -> dict[tuple[int, ...], tuple[int, ...]]:
+class _Groups(NamedTuple):
+    by_dims: dict[tuple[int, ...], tuple[int, ...]]  # members by resulting dims, in reader order
+    dims_of: dict[int, tuple[int, ...]]  # the other way: a group may have thousands, too many to scan
+
+
+def _groups(ctx: RoundContext, sid: int, source: _Source, dims: tuple[int, ...]) -> _Groups:
     """The readers of ``source`` in ``sid`` that fold, by resulting dims; computed once per round
     per constant (a shared initializer may have thousands of readers)."""
     key = ("fold-constant", sid, source.sid, source.name)
@@ -220,7 +231,8 @@ def _groups(ctx: RoundContext, sid: int, source: _Source, dims: tuple[int, ...])
             if isinstance(d, NoMatch):
                 continue
             groups.setdefault(d, []).append(r)
-        found = {d: tuple(v) for d, v in groups.items()}
+        found = _Groups({d: tuple(v) for d, v in groups.items()},
+                        {n: d for d, v in groups.items() for n in v})
         ctx.cache[key] = found
     return found  # type: ignore[return-value]
 

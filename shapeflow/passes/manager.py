@@ -22,20 +22,23 @@ from __future__ import annotations
 import gc
 import time
 from dataclasses import dataclass, field, replace
-from typing import Callable, Sequence
+from typing import Callable, Collection, Mapping, NamedTuple, Sequence
 
 import onnx
 
 from ..analysis import analyze
 from ..diagnostics import Diagnostic, Severity
-from ..errors import EXIT_FINDINGS, LimitExceeded, ModelUnreadable, ShapeflowError
-from ..graph import ModelGraph, build_graph
+from ..errors import EXIT_FINDINGS, LimitExceeded, ShapeflowError
+from ..graph import INITIALIZER, ModelGraph, NodeInfo, build_graph
 from ..inference import Inference, infer
-from ..io import LoadedModel, external_data_problems
+from ..io import LoadedModel, refuse_unsafe_external_data
 from ..limits import DEFAULT_LIMITS, Limits
 from ..opsets import MAX_KNOWN_OPSET, canonical_domain
 from ..rules import LintContext, select_rules
-from .base import Match, NoMatch, RewriteRule, RoundContext
+from .base import (
+    FROM_CUSTOM, FROM_GRAPH_INPUT, FROM_INITIALIZER, FROM_OUTER_SCOPE, Match, NoMatch, RewriteRule,
+    RoundContext,
+)
 from .dead_nodes import NAME as DEAD_NODES
 from .edit import Editor, NameRegistry
 from .registry import resolve_rules
@@ -49,9 +52,9 @@ COUNTED_OPS = ("Squeeze", "Unsqueeze")
 MAX_ROUNDS = 1000
 
 
-@dataclass(frozen=True)
-class Candidate:
-    """A rewrite a rule would make (what SF201-SF203 report)."""
+class Candidate(NamedTuple):
+    """A rewrite a rule would make (what SF201-SF203 report). A named tuple: lint builds one per
+    finding, and it is several times cheaper to build than a frozen dataclass."""
 
     rule: str
     code: str | None
@@ -92,50 +95,85 @@ def count_ops(graph: ModelGraph) -> dict[str, int]:
     return counts
 
 
-def _dispatch(rules: Sequence[RewriteRule]) -> dict[str, list[RewriteRule]]:
-    table: dict[str, list[RewriteRule]] = {}
-    for rule in rules:
-        for op in rule.roots:
-            table.setdefault(op, []).append(rule)
-    return table
+class _Dispatch:
+    """The rules to try on a root, in priority order, by the root's op type and what produces its
+    data input (``RewriteRule.after``): most roots end no pattern, and asking every rule about
+    them was most of the time of a round."""
+
+    def __init__(self, rules: Sequence[RewriteRule]) -> None:
+        self.rules = list(rules)
+        self._table: dict[tuple[str, str], list[RewriteRule]] = {}
+
+    def rules_for(self, graph: ModelGraph, info: NodeInfo) -> list[RewriteRule]:
+        """For root ``info`` (its data input is named): what produces that input is the op type of
+        an ai.onnx node of its scope, or a ``FROM_*``."""
+        p = graph.scopes[info.scope].producer.get(info.inputs[0])
+        if p is None:
+            kind = FROM_OUTER_SCOPE
+        elif p < 0:
+            kind = FROM_INITIALIZER if p == INITIALIZER else FROM_GRAPH_INPUT
+        else:
+            pinfo = graph.nodes[p]
+            kind = pinfo.op_type if pinfo.domain == "" and pinfo.since_version is not None else FROM_CUSTOM
+        op = info.op_type
+        found = self._table.get((op, kind))
+        if found is None:
+            found = self._table[op, kind] = [r for r in self.rules
+                                             if op in r.roots and (r.after is None or kind in r.after)]
+        return found
 
 
-def _error_nodes(graph: ModelGraph, inference: Inference) -> set[int]:
-    """Nodes with an error-level axis finding: never rewritten."""
+def _error_nodes(graph: ModelGraph, inference: Inference,
+                 reported: Mapping[str, Sequence[Diagnostic]] | None = None) -> set[int]:
+    """Nodes with an error-level axis finding: never rewritten. ``reported`` holds the diagnostics
+    that lint already has from some rules, by code: those rules are not run a second time."""
     rules = [r for r in select_rules() if r.severity == Severity.ERROR]
-    if not rules:
+    known = reported or {}
+    ctx: LintContext | None = None
+    places: set[tuple[str, str]] = set()
+    for rule in rules:
+        found = known.get(rule.code)
+        if found is None:
+            ctx = ctx or LintContext(graph.path, graph, inference)
+            found = list(rule.diagnostics(ctx))
+        for d in found:
+            if d.severity == Severity.ERROR:
+                places.add((d.location.graph, d.location.node or ""))
+    if not places:
         return set()
     where = {(a.graph, a.node): a.nid for a in inference.axis_nodes}
-    ctx = LintContext(graph.path, graph, inference)
-    blocked: set[int] = set()
-    for rule in rules:
-        for f in rule.check(ctx):
-            if (f.severity or rule.severity) == Severity.ERROR:
-                nid = where.get((f.location.graph, f.location.node or ""))
-                if nid is not None:
-                    blocked.add(nid)
-    return blocked
+    return {where[p] for p in places if p in where}
 
 
 def find_candidates(graph: ModelGraph, inference: Inference, *, strict: bool = False,
-                    rules: Sequence[str] | None = None) -> list[Candidate]:
+                    rules: Sequence[str] | None = None, codes: Collection[str] | None = None,
+                    reported: Mapping[str, Sequence[Diagnostic]] | None = None) -> list[Candidate]:
     """What the rules would rewrite in this model, one candidate per root node (the rule that
     would fire first there), in scope and file order. Nodes with error-level findings are left
-    out. Nothing is changed."""
+    out. Nothing is changed.
+
+    ``codes`` keeps only the candidates of rules with those lint codes (rules after the last such
+    rule on a root are not tried). ``reported`` is what lint has already found, by code (see
+    ``_error_nodes``)."""
     ctx = RoundContext.build(graph, inference, strict)
-    table = _dispatch(resolve_rules(rules))
-    blocked = _error_nodes(graph, inference)
+    chosen = resolve_rules(rules)
+    if codes is not None:
+        chosen = chosen[:max((k + 1 for k, r in enumerate(chosen) if r.code in codes), default=0)]
+    dispatch = _Dispatch(chosen)
+    blocked = _error_nodes(graph, inference, reported)
     out: list[Candidate] = []
     for nid in _roots(ctx, latest_first=False):
         info = graph.nodes[nid]
         if nid in blocked or info.domain != "" or info.since_version is None:
             continue
-        for rule in table.get(info.op_type, ()):
+        for rule in dispatch.rules_for(graph, info):
             r = rule.match(ctx, nid)
             if isinstance(r, Match):
-                message = r.text + (f" ({r.note})" if r.note else "")
-                out.append(Candidate(rule.name, rule.code, nid, message))
+                if codes is None or rule.code in codes:
+                    message = r.text + (f" ({r.note})" if r.note else "")
+                    out.append(Candidate(rule.name, rule.code, nid, message))
                 break
+    ctx.release()
     return out
 
 
@@ -150,13 +188,16 @@ def _preflight(loaded: LoadedModel) -> None:
             raise ShapeflowError(f"ai.onnx opset {imp.version} is newer than this onnx knows "
                                  f"({MAX_KNOWN_OPSET}); refusing to rewrite ops of unverified semantics",
                                  file=loaded.path)
-    # An external data reference spells its key "location" in the file: without those bytes there
-    # is nothing to check, and the check walks every tensor of the model.
-    if loaded.raw and b"location" not in loaded.raw:
+    # The check walks every tensor of the model; skip it when the bytes prove that no tensor is
+    # external. Not by looking for b"location": an external tensor *without* that key is the
+    # worst case (its location is empty). A tensor is external only through data_location
+    # (TensorProto field 14, varint) = EXTERNAL (1): its tag is 0x70, or starts 0xf0 when a
+    # hostile file pads the varint, and its value starts 0x01 or 0x81. A file with none of
+    # those byte pairs (most files without weights in them) has no external tensor.
+    raw = loaded.raw
+    if raw and b"\xf0" not in raw and b"\x70\x01" not in raw and b"\x70\x81" not in raw:
         return
-    for p in external_data_problems(loaded):
-        if p.severity == "error":
-            raise ModelUnreadable(f"tensor '{p.tensor}': {p.message}", file=loaded.path, tensor=p.tensor)
+    refuse_unsafe_external_data(loaded)
 
 
 def _check_known_ops(graph: ModelGraph) -> None:
@@ -260,7 +301,7 @@ def _counts_after(graph: ModelGraph, edit: Editor) -> dict[str, int]:
     return counts
 
 
-def _run_round(ctx: RoundContext, edit: Editor, table: dict[str, list[RewriteRule]], explain: bool = True) -> _Round:
+def _run_round(ctx: RoundContext, edit: Editor, dispatch: _Dispatch, explain: bool = True) -> _Round:
     out = _Round()
     written = out.written
     read: set[int] = set()
@@ -268,10 +309,9 @@ def _run_round(ctx: RoundContext, edit: Editor, table: dict[str, list[RewriteRul
     graph = ctx.graph
     for nid in _roots(ctx):
         info = graph.nodes[nid]
-        rules = table.get(info.op_type)
-        if not rules or info.domain != "" or info.since_version is None:
+        if info.domain != "" or info.since_version is None:
             continue
-        for rule in rules:
+        for rule in dispatch.rules_for(graph, info):
             r = rule.match(ctx, nid)
             if isinstance(r, NoMatch):
                 if r.near:
@@ -311,7 +351,7 @@ def optimize_model(loaded: LoadedModel, *, rules: Sequence[str] | None = None, s
     round instead of carrying the previous round's inference over (``reinfer``); the result is the
     same, only slower.
     """
-    table = _dispatch(resolve_rules(rules))
+    dispatch = _Dispatch(resolve_rules(rules))
     _preflight(loaded)
     started = time.monotonic()
     # The index and inference allocate millions of small objects per round and free them all at
@@ -319,13 +359,13 @@ def optimize_model(loaded: LoadedModel, *, rules: Sequence[str] | None = None, s
     gc_was_enabled = gc.isenabled()
     gc.disable()
     try:
-        return _fixpoint(loaded, table, strict, limits, progress, started, explain, full_inference)
+        return _fixpoint(loaded, dispatch, strict, limits, progress, started, explain, full_inference)
     finally:
         if gc_was_enabled:
             gc.enable()
 
 
-def _fixpoint(loaded: LoadedModel, table: dict[str, list[RewriteRule]], strict: bool, limits: Limits,
+def _fixpoint(loaded: LoadedModel, dispatch: _Dispatch, strict: bool, limits: Limits,
               progress: Progress | None, started: float, explain: bool, full_inference: bool) -> OptimizeResult:
     names = NameRegistry()
     fired: dict[str, int] = {}
@@ -365,7 +405,8 @@ def _fixpoint(loaded: LoadedModel, table: dict[str, list[RewriteRule]], strict: 
             carried = None
         ctx = RoundContext.build(graph, inference, strict)
         edit = Editor(ctx, names, explain=explain)
-        result = _run_round(ctx, edit, table, explain)
+        result = _run_round(ctx, edit, dispatch, explain)
+        ctx.release()
         if not edit.changed:
             after = count_ops(graph)
             return OptimizeResult(loaded.proto, changed, fired, log, [t for _, t in result.skipped],

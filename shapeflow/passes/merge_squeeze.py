@@ -29,6 +29,7 @@ class MergeSqueeze(RewriteRule):
     name = "merge-squeeze"
     code = "SF202"
     roots = ("Squeeze",)
+    after = frozenset({"Squeeze"})
 
     def match(self, ctx: RoundContext, nid: int) -> Result:
         chain = ctx.chain(nid, "Squeeze", MAX_RUN)

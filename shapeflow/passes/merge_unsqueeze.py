@@ -27,6 +27,7 @@ class MergeUnsqueeze(RewriteRule):
     name = "merge-unsqueeze"
     code = "SF202"
     roots = ("Unsqueeze",)
+    after = frozenset({"Unsqueeze"})
 
     def match(self, ctx: RoundContext, nid: int) -> Result:
         chain = ctx.chain(nid, "Unsqueeze", MAX_RUN)

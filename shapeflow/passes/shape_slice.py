@@ -40,6 +40,7 @@ class ShapeSlice(RewriteRule):
     name = "shape-slice"
     code = None
     roots = ("Unsqueeze",)
+    after = frozenset({"Gather"})
 
     def match(self, ctx: RoundContext, nid: int) -> Result:
         gather = ctx.input_producer(nid, 0, "Gather")

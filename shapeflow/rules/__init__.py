@@ -37,6 +37,7 @@ from .sf113_squeeze_empty_axes import SqueezeEmptyAxes
 from .sf114_invalid_dim_value import InvalidDimValue
 from .sf115_rank_above_64 import RankAbove64
 from .sf116_control_flow_signature import ControlFlowSignature
+from .sf117_invalid_attribute import InvalidAttribute
 from .sf201_cancelling_pair import CancellingPair
 from .sf202_mergeable_chain import MergeableChain
 from .sf203_foldable_constant import FoldableConstant
@@ -48,7 +49,7 @@ ALL_RULES: tuple[type[Rule], ...] = tuple(
             AxesOutOfRange, DuplicateAxes, SqueezeDuplicateAxes, SqueezeNonUnitDim, SqueezeSymbolicDim,
             SqueezeRankUnknowable, NegativeAxesOpset1, AxesFormMismatch, AxesBadTensor, AxesNotConstant,
             UnsqueezeEmptyAxes, ShapeConflict, SqueezeEmptyAxes, InvalidDimValue, RankAbove64,
-            ControlFlowSignature,
+            ControlFlowSignature, InvalidAttribute,
             CancellingPair, MergeableChain, FoldableConstant,
         ),
         key=lambda r: r.code,

@@ -43,7 +43,8 @@ class LintContext:
 
     def location_of(self, nid: int) -> Location:
         info = self.graph.nodes[nid]
-        return Location(self.graph.scopes[info.scope].path, self.graph.display(nid), info.proto.op_type,
+        # op_type from the index: ``info.proto`` would keep a proto per finding (SF2xx: thousands)
+        return Location(self.graph.scopes[info.scope].path, self.graph.display(nid), info.op_type,
                         info.since_version)
 
 

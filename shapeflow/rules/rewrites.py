@@ -8,9 +8,16 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from .base import Finding, LintContext
+from ..diagnostics import Diagnostic
+from ..facts import AxisNode
+from .base import Finding, LintContext, Rule
 
 _KEY = "rewrite_candidates"
+_FACTS = "axis_nodes_by_id"
+# ctx.cache key of {code: diagnostics} of the rules ``analysis.analyze`` has run on the context:
+# the candidate search leaves out nodes with error-level findings, and need not find them again.
+REPORTED = "reported"
+CODES = frozenset({"SF201", "SF202", "SF203"})  # the rewrite rules' codes that lint reports
 HINT = "`shapeflow optimize` or `shapeflow lint --fix` rewrites it"
 
 
@@ -23,11 +30,44 @@ def candidates(ctx: LintContext) -> list:
         except ImportError:
             ctx.cache[_KEY] = []
         else:
-            ctx.cache[_KEY] = list(find_candidates(ctx.graph, ctx.inference))
+            reported = ctx.cache.get(REPORTED)
+            ctx.cache[_KEY] = find_candidates(ctx.graph, ctx.inference, codes=CODES,
+                                              reported=reported)  # type: ignore[arg-type]
     return ctx.cache[_KEY]  # type: ignore[return-value]
 
 
+def _facts(ctx: LintContext) -> dict[int, AxisNode]:
+    """Axis facts by node id. Every candidate is rooted at a Squeeze/Unsqueeze, whose facts hold its
+    location: cheaper than ``location_of``, which reads the node's proto (at a hundred thousand
+    findings, that counts)."""
+    found = ctx.cache.get(_FACTS)
+    if found is None:
+        found = ctx.cache[_FACTS] = {a.nid: a for a in ctx.axis_nodes()}
+    return found  # type: ignore[return-value]
+
+
 def findings(ctx: LintContext, code: str) -> Iterator[Finding]:
+    facts = _facts(ctx)
     for c in candidates(ctx):
         if c.code == code:
-            yield Finding(ctx.location_of(c.nid), c.message, HINT)
+            fact = facts.get(c.nid)
+            yield Finding(Rule.at(fact) if fact is not None else ctx.location_of(c.nid), c.message, HINT)
+
+
+class RewriteHint(Rule):
+    """Base of SF201-SF203: each reports the rewrite candidates of its code."""
+
+    def check(self, ctx: LintContext) -> Iterator[Finding]:
+        return findings(ctx, self.code)
+
+    def diagnostics(self, ctx: LintContext) -> Iterator[Diagnostic]:
+        # ``Rule.diagnostics`` of ``check`` (that loop, once more) without a Finding per candidate in
+        # between: a large model has hundreds of thousands.
+        code, name, severity, fixable, file = self.code, self.name, self.severity, self.fixable, ctx.file
+        facts = _facts(ctx)
+        for c in candidates(ctx):
+            if c.code == code:
+                fact = facts.get(c.nid)
+                location = Rule.at(fact) if fact is not None else ctx.location_of(c.nid)
+                yield Diagnostic(code=code, name=name, severity=severity, file=file, message=c.message,
+                                 hint=HINT, fixable=fixable, location=location)

@@ -1,11 +1,9 @@
 from __future__ import annotations
 
-import difflib
 from functools import lru_cache
 from typing import Iterator
 
-import onnx.defs
-
+from .. import opsets
 from ..diagnostics import Severity
 from .base import Finding, LintContext, Rule
 
@@ -16,11 +14,7 @@ _STANDARD_DOMAINS = {"": "ai.onnx", "ai.onnx.ml": "ai.onnx.ml"}
 @lru_cache(maxsize=4)
 def _first_versions(domain: str) -> dict[str, int]:
     """Every operator of ``domain`` that onnx knows, with the opset that introduced it."""
-    first: dict[str, int] = {}
-    for s in onnx.defs.get_all_schemas_with_history():
-        if s.domain == domain and (s.name not in first or s.since_version < first[s.name]):
-            first[s.name] = s.since_version
-    return first
+    return {op: versions[0] for (d, op), versions in opsets.operator_versions().items() if d == domain}
 
 
 class UnknownOperator(Rule):
@@ -78,6 +72,8 @@ class UnknownOperator(Rule):
                                   f"(it was added in opset {since})",
                                   f"import {domain} opset {since} or later, or use an older equivalent")
                 continue
+            import difflib  # only for a model with an unknown operator (start-up time)
+
             close = difflib.get_close_matches(node.op_type, sorted(known), n=1)
             hint = f"did you mean '{close[0]}'?" if close else \
                 "check the name and the opset; custom operators belong in their own domain"

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
-import onnx
+from .._onnx import onnx
 from google.protobuf.message import Message
 from google.protobuf.unknown_fields import UnknownFieldSet
 

@@ -2,10 +2,12 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from onnx import TensorProto
+from .._onnx import onnx
 
 from ..diagnostics import Severity
 from .base import Finding, LintContext, Rule
+
+TensorProto = onnx.TensorProto
 
 
 class AxesBadTensor(Rule):

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from typing import Iterator, Sequence
 
-import onnx
+from .._onnx import onnx
 
 from ..diagnostics import Location, Severity
 from ..dims import Dim, Shape, format_shape

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
-import onnx
+from .._onnx import onnx
 
 from ..diagnostics import Location, Severity
 from .base import Finding, LintContext, Rule

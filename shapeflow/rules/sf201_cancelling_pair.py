@@ -1,13 +1,10 @@
 from __future__ import annotations
 
-from typing import Iterator
-
 from ..diagnostics import Severity
-from . import rewrites
-from .base import Finding, LintContext, Rule
+from .rewrites import RewriteHint
 
 
-class CancellingPair(Rule):
+class CancellingPair(RewriteHint):
     """Reports adjacent Squeeze and Unsqueeze nodes that cancel, in whole or in part (info).
 
     ## What it does
@@ -35,6 +32,3 @@ class CancellingPair(Rule):
     name = "cancelling-pair"
     severity = Severity.INFO
     fixable = True
-
-    def check(self, ctx: LintContext) -> Iterator[Finding]:
-        return rewrites.findings(ctx, self.code)

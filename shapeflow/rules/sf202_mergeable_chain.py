@@ -1,13 +1,10 @@
 from __future__ import annotations
 
-from typing import Iterator
-
 from ..diagnostics import Severity
-from . import rewrites
-from .base import Finding, LintContext, Rule
+from .rewrites import RewriteHint
 
 
-class MergeableChain(Rule):
+class MergeableChain(RewriteHint):
     """Reports consecutive Unsqueezes, or consecutive Squeezes, that one node can replace (info).
 
     ## What it does
@@ -32,6 +29,3 @@ class MergeableChain(Rule):
     name = "mergeable-chain"
     severity = Severity.INFO
     fixable = True
-
-    def check(self, ctx: LintContext) -> Iterator[Finding]:
-        return rewrites.findings(ctx, self.code)

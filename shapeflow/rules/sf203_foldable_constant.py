@@ -1,13 +1,10 @@
 from __future__ import annotations
 
-from typing import Iterator
-
 from ..diagnostics import Severity
-from . import rewrites
-from .base import Finding, LintContext, Rule
+from .rewrites import RewriteHint
 
 
-class FoldableConstant(Rule):
+class FoldableConstant(RewriteHint):
     """Reports a Squeeze or Unsqueeze of a constant, which can be folded into the constant (info).
 
     ## What it does
@@ -30,6 +27,3 @@ class FoldableConstant(Rule):
     name = "foldable-constant"
     severity = Severity.INFO
     fixable = True
-
-    def check(self, ctx: LintContext) -> Iterator[Finding]:
-        return rewrites.findings(ctx, self.code)

@@ -2,8 +2,8 @@
 
     python audit_run.py LOG.json ARGV...
 
-The hook is installed after ``shapeflow.cli`` is imported (loading Python modules is not the
-model's business; later lazy imports are logged and told apart by the test). Every ``open`` (the
+The hook is installed after ``shapeflow.cli`` and its command modules are imported (loading Python
+modules is not the model's business; later lazy imports are logged and told apart by the test). Every ``open`` (the
 builtin, ``io.open_code`` and ``os.open``) and every rename, link, remove, chmod and truncate
 is recorded until ``main`` returns; then the log is written as JSON, once the hook stopped
 recording (so that write is not in it).
@@ -17,7 +17,12 @@ import sys
 
 log_path, argv = sys.argv[1], sys.argv[2:]
 
+import importlib  # noqa: E402
+
 import shapeflow.cli  # noqa: E402
+
+for _module, _ in shapeflow.cli.COMMANDS.values():  # the group imports them on first use
+    importlib.import_module(f"shapeflow.cli.{_module}")
 
 events: list[list[object]] = []
 recording = True

@@ -2,7 +2,9 @@
 
 External data is never opened by infer, lint or optimize (tests/contract/test_audit.py proves it
 with an audit hook; here RLIMIT_AS and the untouched files show it). A location that escapes the
-model's folder is an SF001 finding for infer and lint (exit 1) and a refusal for optimize (exit 2).
+model's folder is an SF001 finding for infer and lint (exit 1) and a refusal for the commands that
+write a model, optimize and infer -o (exit 2): the output would pass the reference on. The rows run
+infer with -o; test_infer_without_output_reports_it covers infer alone.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ def folder(tmp: Path) -> Path:
 
 def escaping(*says: str, names: tuple[str, ...] = ("'w'",)) -> dict:
     return {
-        "infer": E(1, *says, code="SF001", severity="error", names=names),
+        "infer": E(2, *says, code="SF001", names=names, writes=False),  # (with -o)
         "lint": E(1, *says, code="SF001", severity="error", names=names),
         "optimize": E(2, *says, code="SF001", names=names, writes=False),
     }
@@ -61,6 +63,36 @@ def no_location_key(tmp: Path) -> Setup:
         e = t.external_data.add()
         e.key, e.value = k, v
     return Setup(write(m, d / "m.onnx"))
+
+
+def _varint(n: int) -> bytes:
+    out = bytearray()
+    while True:
+        out.append((n & 0x7F) | (0x80 if n > 0x7F else 0))
+        n >>= 7
+        if not n:
+            return bytes(out)
+
+
+def no_location_key_padded(tmp: Path) -> Setup:
+    """The same, with data_location = EXTERNAL written as padded varints (tag and value), which
+    protobuf accepts: the file holds neither b"location" nor the canonical bytes 0x70 0x01."""
+    setup = no_location_key(tmp)
+    m = onnx.load(setup.model, load_external_data=False)
+    t = m.graph.initializer[0]
+    assert t.data_location == TensorProto.EXTERNAL
+    t.ClearField("data_location")
+    tensors = [x.SerializeToString() for x in m.graph.initializer]
+    tensors[0] += b"\xf0\x80\x00" + b"\x81\x80\x00"  # field 14 = 1, padded
+    del m.graph.initializer[:]
+    graph = m.graph.SerializeToString() + b"".join(
+        b"\x2a" + _varint(len(x)) + x for x in tensors)  # initializer (field 5)
+    m.ClearField("graph")
+    data = m.SerializeToString() + b"\x3a" + _varint(len(graph)) + graph  # graph (7)
+    assert b"location" not in data and b"\x70\x01" not in data
+    assert onnx.ModelProto.FromString(data).graph.initializer[0].data_location == TensorProto.EXTERNAL
+    Path(setup.model).write_bytes(data)
+    return setup
 
 
 def location(loc: str):  # type: ignore[no-untyped-def]
@@ -205,13 +237,9 @@ ROWS = [
     Row("37-location-drive-letter", location("C:\\weights.bin"), escaping("has a drive letter")),
     Row("37-location-nul", location("weights.bin\x00../../secret.bin"), escaping("contains a NUL byte")),
     Row("37-location-empty", location(""), escaping("external data location is empty")),
-    Row("37-location-key-missing", no_location_key, {
-        **escaping("external data location is empty"),
-        "optimize": E(2, "external data location is empty", code="SF001", names=("'w'",), writes=False,
-                      xfail="passes/manager.py _preflight skips the external-data check when the file has no "
-                            "b'location' bytes, so a missing location key is refused by the lint verdict "
-                            "(exit 1) instead of rejected (exit 2); nothing is written either way"),
-    }),
+    # (passes/manager.py _preflight once skipped the check when the file had no b"location" bytes)
+    Row("37-location-key-missing", no_location_key, escaping("external data location is empty")),
+    Row("37-location-key-missing-padded", no_location_key_padded, escaping("external data location is empty")),
     Row("38-data-symlink-out", data_symlink_out, escaping("resolves outside the model folder via a symlink")),
     Row("38-parent-symlink-out", parent_symlink_out, escaping("resolves outside the model folder via a symlink")),
     Row("38-data-hardlink", data_hardlink, fine_with_warning("is a hard link (2 links)")),
@@ -238,3 +266,20 @@ ROWS = [
 @pytest.mark.parametrize("row, cmd", params(ROWS))
 def test_row(row: Row, cmd: str, tmp_path: Path) -> None:
     check_row(row, cmd, tmp_path)
+
+
+@pytest.mark.parametrize("build, says", [
+    (location("../secret.bin"), "'../secret.bin' escapes the model folder"),
+    (no_location_key, "external data location is empty"),
+    (data_symlink_out, "resolves outside the model folder via a symlink"),
+])
+def test_infer_without_output_reports_it(build, says: str, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """infer writes nothing without -o: an unsafe reference is a finding there (exit 1), as in lint."""
+    from .harness import assert_untouched, run_cli, snapshot
+
+    setup = build(tmp_path)
+    before = snapshot(tmp_path)
+    r = run_cli(["infer", setup.model], cwd=tmp_path)
+    assert r.returncode == 1, r.describe()
+    assert [line for line in r.lines() if says in line and "error SF001" in line and "'w'" in line], r.describe()
+    assert_untouched(before, snapshot(tmp_path))
