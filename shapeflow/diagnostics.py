@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import MISSING, asdict, dataclass, field, fields
 from enum import Enum
 
 
@@ -69,3 +69,35 @@ class Diagnostic:
         d["severity"] = severity
         d["location"] = self.location
         return Diagnostic(**d)
+
+
+def _fast_dict_init(cls: type) -> None:
+    """Give a frozen dataclass an ``__init__`` that fills the instance dict directly.
+
+    The generated one calls ``object.__setattr__`` once per field; ``lint`` builds a Diagnostic and
+    a Location per finding, one per three nodes of an exporter's model, where that is a tenth of
+    the rules' time. Same signature and defaults, same fields; instances stay frozen
+    (``__setattr__`` still raises) and compare, hash and pickle as before."""
+    params, body = [], []
+    env: dict[str, object] = {}
+    for f in fields(cls):
+        if f.default is not MISSING:
+            env[f"_d_{f.name}"] = f.default
+            params.append(f"{f.name}=_d_{f.name}")
+            body.append(f"    d[{f.name!r}] = {f.name}")
+        elif f.default_factory is not MISSING:
+            env[f"_f_{f.name}"] = f.default_factory
+            params.append(f"{f.name}=None")
+            body.append(f"    d[{f.name!r}] = _f_{f.name}() if {f.name} is None else {f.name}")
+        else:
+            params.append(f.name)
+            body.append(f"    d[{f.name!r}] = {f.name}")
+    src = f"def __init__(self, {', '.join(params)}):\n    d = self.__dict__\n" + "\n".join(body) + "\n"
+    exec(src, env)  # noqa: S102 - code built from the field names above, nothing external
+    init = env["__init__"]
+    init.__qualname__ = f"{cls.__qualname__}.__init__"  # type: ignore[attr-defined]
+    cls.__init__ = init  # type: ignore[misc]
+
+
+_fast_dict_init(Location)
+_fast_dict_init(Diagnostic)

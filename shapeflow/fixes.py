@@ -19,10 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
-import numpy as np
-import onnx
-from onnx import helper, numpy_helper
-
+from ._onnx import onnx
 from .graph import ModelGraph
 from .inference import Inference
 from .rules.sf104_squeeze_non_unit_dim import kept_axes, non_unit_axes
@@ -117,15 +114,17 @@ def _set_axes(node: onnx.NodeProto, since: int, keep: tuple[int, ...], scope, na
     del node.attribute[:]
     node.attribute.extend(attrs)
     if since < AXES_INPUT_SINCE:
-        node.attribute.append(helper.make_attribute("axes", list(keep)))
+        node.attribute.append(onnx.helper.make_attribute("axes", list(keep)))
         del node.input[1:]
         return
     name = names.fresh(f"{node.output[0]}_axes")
-    tensor = numpy_helper.from_array(np.asarray(keep, dtype=np.int64), name)
+    import numpy as np  # here, not at the top: lint imports this module and needs no numpy
+
+    tensor = onnx.numpy_helper.from_array(np.asarray(keep, dtype=np.int64), name)
     if isinstance(scope.proto, onnx.GraphProto):
         scope.proto.initializer.append(tensor)
     else:
-        prepends.setdefault(scope.id, []).append(helper.make_node("Constant", [], [name], value=tensor))
+        prepends.setdefault(scope.id, []).append(onnx.helper.make_node("Constant", [], [name], value=tensor))
     if len(node.input) >= 2:
         node.input[1] = name
     else:

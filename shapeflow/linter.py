@@ -20,9 +20,7 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from typing import Sequence
 
-import onnx
-import onnx.printer
-
+from ._onnx import onnx  # (onnx.printer, for --diff, imports onnx when asked for)
 from .analysis import Analysis, analyze
 from .diagnostics import Diagnostic, Severity
 from .errors import EXIT_CLEAN, EXIT_FINDINGS, EXIT_INTERNAL, LimitExceeded, ShapeflowError, display_path

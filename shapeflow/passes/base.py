@@ -23,9 +23,7 @@ import inspect
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable, ClassVar, NamedTuple, Union
 
-import onnx
-from onnx import TensorProto
-
+from .._onnx import onnx
 from ..dims import dim_is_one, format_shape
 from ..facts import (
     AXES_ABSENT, AXES_ATTRIBUTE, AXES_COMPUTED, AXES_CONSTANT, AXES_INITIALIZER, AxisNode,
@@ -36,6 +34,8 @@ from ..tensorinfo import TensorInfo
 
 if TYPE_CHECKING:
     from .edit import Editor
+
+TensorProto = onnx.TensorProto
 
 # Squeeze and Unsqueeze take their axes as an input from this version of the op on.
 AXES_INPUT_SINCE = 13

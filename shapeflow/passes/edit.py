@@ -22,10 +22,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import numpy as np
-import onnx
-from onnx import TensorProto, helper, numpy_helper
-
+from .._onnx import onnx
 from ..graph import ModelGraph
 from .base import AXES_INPUT_SINCE, RoundContext
 
@@ -34,6 +31,16 @@ from .base import AXES_INPUT_SINCE, RoundContext
 _SUFFIXES = frozenset({"axes", "starts", "ends", "identity", "shape", "slice", "folded", "const"})
 # Small int64 vectors (axes, slice bounds) are reused when an identical initializer exists.
 _REUSE_MAX_ELEMS = 64
+
+TensorProto = onnx.TensorProto
+
+
+def _int64_tensor(values: tuple[int, ...], name: str) -> TensorProto:
+    """An int64 vector as numpy writes it (raw data). numpy is imported here, on the first rewrite:
+    lint imports this module and needs neither numpy nor onnx's helpers."""
+    import numpy as np
+
+    return onnx.numpy_helper.from_array(np.asarray(values, dtype=np.int64), name)
 
 
 def _generated_like(name: str) -> bool:
@@ -293,7 +300,7 @@ class Editor:
                  name: str = "", **attrs: object) -> onnx.NodeProto:
         """Create a node placed right before original node ``anchor`` of scope ``sid``."""
         body = self.g.scopes[sid].proto
-        node = helper.make_node(op_type, inputs, outputs, name=name or None, **attrs)
+        node = onnx.helper.make_node(op_type, inputs, outputs, name=name or None, **attrs)
         for n in dict.fromkeys(inputs):
             if n:
                 self._add_read(sid, n)
@@ -342,7 +349,7 @@ class Editor:
                 a.type = onnx.AttributeProto.INTS
                 break
         else:
-            node.attribute.append(helper.make_attribute("axes", axes))
+            node.attribute.append(onnx.helper.make_attribute("axes", axes))
         self.changed = True
 
     # -- tensors ---------------------------------------------------------------------------------
@@ -405,11 +412,11 @@ class Editor:
             name = index.get(vals)
             if name is None:
                 name = self.names.fresh(self.g, base, suffix)
-                self.add_initializer(sid, numpy_helper.from_array(np.asarray(vals, dtype=np.int64), name))
+                self.add_initializer(sid, _int64_tensor(vals, name))
                 index[vals] = name
             return name
         name = self.names.fresh(self.g, base, suffix)
-        tensor = numpy_helper.from_array(np.asarray(vals, dtype=np.int64), name)
+        tensor = _int64_tensor(vals, name)
         self.new_node(sid, anchor, "Constant", [], [name], self.names.fresh(self.g, name, "const"), value=tensor)
         return name
 
@@ -424,7 +431,7 @@ class Editor:
                         or t.name != name or self.is_gone(sid, name)):
                     continue
                 try:
-                    vals = tuple(int(v) for v in numpy_helper.to_array(t).reshape(-1).tolist())
+                    vals = tuple(int(v) for v in onnx.numpy_helper.to_array(t).reshape(-1).tolist())
                 except Exception:  # a malformed tensor is simply not reused
                     continue
                 index.setdefault(vals, name)

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-import onnx
-from onnx import TensorProto, helper
-
+from .._onnx import onnx
 from ..axes import squeeze_shape, unsqueeze_shape
 from ..graph import INITIALIZER
 from .base import (
@@ -14,6 +12,8 @@ from .base import (
     not_applicable,
 )
 from .edit import Editor
+
+TensorProto = onnx.TensorProto
 
 # Shared answers for roots the rule does not apply to (immutable).
 _NOT_CONSTANT = not_applicable("input is not a constant")
@@ -42,13 +42,13 @@ def _constant_value(node: onnx.NodeProto) -> TensorProto | None:
         if a.name == "value" and a.type == onnx.AttributeProto.TENSOR:
             return a.t
         if a.name == "value_int":
-            return helper.make_tensor("", TensorProto.INT64, [], [a.i])
+            return onnx.helper.make_tensor("", TensorProto.INT64, [], [a.i])
         if a.name == "value_ints":
-            return helper.make_tensor("", TensorProto.INT64, [len(a.ints)], list(a.ints))
+            return onnx.helper.make_tensor("", TensorProto.INT64, [len(a.ints)], list(a.ints))
         if a.name == "value_float":
-            return helper.make_tensor("", TensorProto.FLOAT, [], [a.f])
+            return onnx.helper.make_tensor("", TensorProto.FLOAT, [], [a.f])
         if a.name == "value_floats":
-            return helper.make_tensor("", TensorProto.FLOAT, [len(a.floats)], list(a.floats))
+            return onnx.helper.make_tensor("", TensorProto.FLOAT, [len(a.floats)], list(a.floats))
     return None
 
 

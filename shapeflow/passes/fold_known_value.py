@@ -4,9 +4,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-import numpy as np
-from onnx import helper, numpy_helper
-
+from .._onnx import onnx
 from ..graph import INITIALIZER
 from .base import INT_RANGES, Match, NoMatch, Result, RewriteRule, RoundContext, not_applicable
 from .edit import Editor
@@ -96,9 +94,11 @@ class FoldKnownValue(RewriteRule):
         assert isinstance(value, _Value)
         sid = ctx.sid(m.nid)
         z = ctx.output(m.nid)
-        arr = np.asarray(value.values, dtype=helper.tensor_dtype_to_np_dtype(value.dtype)).reshape(value.shape)
+        import numpy as np  # here, not at the top: lint imports this module and needs no numpy
+
+        arr = np.asarray(value.values, dtype=onnx.helper.tensor_dtype_to_np_dtype(value.dtype)).reshape(value.shape)
         if edit.can_add_initializers(sid) and not ctx.is_output(sid, z):
             edit.delete_node(m.nid)
-            edit.add_initializer(sid, numpy_helper.from_array(arr, z))
+            edit.add_initializer(sid, onnx.numpy_helper.from_array(arr, z))
         else:
-            edit.replace_node(m.nid, "Constant", [], "const", value=numpy_helper.from_array(arr))
+            edit.replace_node(m.nid, "Constant", [], "const", value=onnx.numpy_helper.from_array(arr))

@@ -22,10 +22,9 @@ from __future__ import annotations
 import gc
 import time
 from dataclasses import dataclass, field, replace
-from typing import Callable, Collection, Mapping, NamedTuple, Sequence
+from typing import Callable, Collection, Iterable, Mapping, NamedTuple, Sequence
 
-import onnx
-
+from .._onnx import onnx
 from ..analysis import analyze
 from ..diagnostics import Diagnostic, Severity
 from ..errors import EXIT_FINDINGS, LimitExceeded, ShapeflowError
@@ -365,6 +364,22 @@ def optimize_model(loaded: LoadedModel, *, rules: Sequence[str] | None = None, s
             gc.enable()
 
 
+def _rewrote_function_bodies(graph: ModelGraph, edit: Editor, written: Iterable[int]) -> bool:
+    """Whether this round changed a node inside a model-local function that the model calls."""
+    if not graph.functions:
+        return False
+    scopes = graph.scopes
+
+    def in_function(sid: int) -> bool:
+        scope = scopes[sid]
+        while scope.parent is not None:
+            scope = scopes[scope.parent]
+        return scope.kind == "function"
+
+    touched = {graph.nodes[n].scope for n in (*edit.deleted, *written)} | {sid for sid, _ in edit.made}
+    return any(in_function(sid) for sid in touched)
+
+
 def _fixpoint(loaded: LoadedModel, dispatch: _Dispatch, strict: bool, limits: Limits,
               progress: Progress | None, started: float, explain: bool, full_inference: bool) -> OptimizeResult:
     names = NameRegistry()
@@ -414,7 +429,11 @@ def _fixpoint(loaded: LoadedModel, dispatch: _Dispatch, strict: bool, limits: Li
         edit.finish()
         # A deferred root that the sweep removed has nothing left to do either.
         deferred = [n for n in result.deferred if n not in edit.deleted]
-        last = not full_inference and not deferred and not _may_continue(ctx, edit)
+        # A call of a model-local function is inferred from its body (inference.py): a body this
+        # round rewrote (say, a failing pair cancelled) can make a caller's outputs known, which
+        # carrying inference over would miss. Such a round is followed by a whole inference.
+        bodies = _rewrote_function_bodies(graph, edit, result.written)
+        last = not full_inference and not bodies and not deferred and not _may_continue(ctx, edit)
         changed = True
         for name, n in result.fired.items():
             fired[name] = fired.get(name, 0) + n
@@ -433,7 +452,7 @@ def _fixpoint(loaded: LoadedModel, dispatch: _Dispatch, strict: bool, limits: Li
             skipped = [t for nid, t in result.skipped if nid not in gone]
             return OptimizeResult(loaded.proto, changed, fired, log, skipped, before,
                                   _counts_after(graph, edit), rounds, notes)
-        if not full_inference:
+        if not full_inference and not bodies:
             carried = (inference, edit.made)
         # Drop this round's index before building the next one: peak memory is one round's.
         # (Nothing here forms reference cycles, so this frees it without the cyclic collector.)
