@@ -8,8 +8,7 @@ loads that file directly and hands its classes out under the usual names. Anythi
 use. The classes are the same objects either way: protobuf keeps one class per message type, and
 onnx's own import registers the same file again, which protobuf accepts.
 
-Modules use it as ``from ._onnx import onnx`` (and ``import onnx`` under TYPE_CHECKING, so the
-types stay onnx's).
+Modules use it as ``from ._onnx import onnx`` and write ``onnx.ModelProto`` as before.
 """
 
 from __future__ import annotations

@@ -193,6 +193,13 @@ class ModelGraph:
         info = self.nodes[nid]
         return info.peek().name or f"#{info.index}"
 
+    def in_function(self, scope_id: int) -> bool:
+        """Whether scope ``scope_id`` is a model-local function's body or nested in one."""
+        scope = self.scopes[scope_id]
+        while scope.parent is not None:
+            scope = self.scopes[scope.parent]
+        return scope.kind == "function"
+
     def readers(self, scope_id: int, tensor: str) -> list[int]:
         """Nodes of ``scope_id`` that read ``tensor``, including owners of subgraphs that read it."""
         return self.scopes[scope_id].consumers.get(tensor, [])

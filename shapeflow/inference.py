@@ -122,13 +122,8 @@ class _Runner:
         self.depth = 0
         self.calls: dict[tuple, list[TensorInfo | None] | None] = {}
         self.call_budget = min(result.limits.max_nodes, max(4 * len(self.g.nodes), 100_000))
-        self.in_function = [self._under_function(sc) for sc in self.g.scopes]
+        self.in_function = [self.g.in_function(sc.id) for sc in self.g.scopes]
         self.descendants: dict[int, list[int]] = {}
-
-    def _under_function(self, scope: Scope) -> bool:
-        while scope.parent is not None:
-            scope = self.g.scopes[scope.parent]
-        return scope.kind == "function"
 
     def _rule_for(self, domain: str, op_type: str) -> object:
         by_op = self.rules.setdefault(domain, {})

@@ -252,7 +252,7 @@ def _raw_nbytes(data_type: int, count: int) -> int | None:
 
 # onnx.helper.tensor_dtype_to_field for the common element types (a test checks them), so that
 # loading a model does not import onnx.helper (and numpy)
-_STORAGE_FIELDS = {
+STORAGE_FIELDS = {
     1: "float_data", 2: "int32_data", 3: "int32_data", 4: "int32_data", 5: "int32_data", 6: "int32_data",
     7: "int64_data", 9: "int32_data", 10: "int32_data", 11: "double_data", 12: "uint64_data",
     13: "uint64_data", 16: "int32_data",
@@ -274,7 +274,7 @@ def _typed_field(data_type: int) -> tuple[str, int, int] | None:
     bits = _BITS.get(data_type)
     if bits is None:
         return None
-    name = _STORAGE_FIELDS.get(data_type)
+    name = STORAGE_FIELDS.get(data_type)
     if name is None:
         try:
             name = onnx.helper.tensor_dtype_to_field(data_type)

@@ -17,7 +17,7 @@ from shapeflow import _schema_data, opsets, schema_table
 from shapeflow._onnx import onnx as lazy_onnx
 from shapeflow._onnx import onnx_dist_version_is
 from shapeflow.analysis import _DTYPE_NAMES, dtype_name
-from shapeflow.io import _STORAGE_FIELDS
+from shapeflow.io import STORAGE_FIELDS
 from shapeflow.ops.constants import flat_values, tensor_values
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -54,7 +54,7 @@ def test_since_version_matches_onnx_registry() -> None:
 def test_dtype_tables_match_onnx_helper() -> None:
     for dtype, name in _DTYPE_NAMES.items():
         assert helper.tensor_dtype_to_np_dtype(dtype).name == name
-    for dtype, field in _STORAGE_FIELDS.items():
+    for dtype, field in STORAGE_FIELDS.items():
         assert helper.tensor_dtype_to_field(dtype) == field
     assert dtype_name(TensorProto.FLOAT8E4M3FN) == helper.tensor_dtype_to_np_dtype(TensorProto.FLOAT8E4M3FN).name
     assert dtype_name(TensorProto.STRING) == "string"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 
 from .._onnx import onnx
+from ..io import STORAGE_FIELDS
 from ..tensorinfo import MAX_VALUE_ELEMS, TensorInfo
 from .base import INT_TYPES, OpCall, register
 
@@ -56,12 +57,7 @@ _RAW_FORMATS = {
 }
 _ITEMSIZE = {fmt: memoryview(b"").cast(fmt).itemsize for fmt in _RAW_FORMATS.values()}
 # the typed field that holds each of them otherwise (onnx.proto: small integers widen to int32)
-_FIELDS = {
-    TensorProto.INT64: "int64_data", TensorProto.INT32: "int32_data", TensorProto.INT16: "int32_data",
-    TensorProto.INT8: "int32_data", TensorProto.UINT16: "int32_data", TensorProto.UINT8: "int32_data",
-    TensorProto.BOOL: "int32_data", TensorProto.UINT64: "uint64_data", TensorProto.UINT32: "uint64_data",
-    TensorProto.FLOAT: "float_data", TensorProto.DOUBLE: "double_data",
-}
+_FIELDS = {dtype: STORAGE_FIELDS[dtype] for dtype in _RAW_FORMATS}
 
 
 def flat_values(t: onnx.TensorProto) -> list:

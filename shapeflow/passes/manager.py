@@ -368,16 +368,8 @@ def _rewrote_function_bodies(graph: ModelGraph, edit: Editor, written: Iterable[
     """Whether this round changed a node inside a model-local function that the model calls."""
     if not graph.functions:
         return False
-    scopes = graph.scopes
-
-    def in_function(sid: int) -> bool:
-        scope = scopes[sid]
-        while scope.parent is not None:
-            scope = scopes[scope.parent]
-        return scope.kind == "function"
-
     touched = {graph.nodes[n].scope for n in (*edit.deleted, *written)} | {sid for sid, _ in edit.made}
-    return any(in_function(sid) for sid in touched)
+    return any(graph.in_function(sid) for sid in touched)
 
 
 def _fixpoint(loaded: LoadedModel, dispatch: _Dispatch, strict: bool, limits: Limits,
