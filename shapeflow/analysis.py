@@ -120,7 +120,7 @@ def analyze(
             diags.extend(found)
         # Sorted inside the pause: a sort key per diagnostic (hundreds of thousands of info
         # findings on a large model) is enough allocation to start a full collection otherwise.
-        result.diagnostics = sorted(diags, key=lambda d: d.sort_key())
+        result.diagnostics = sorted(diags, key=Diagnostic.sort_key)
     return result
 
 

@@ -62,7 +62,8 @@ class Diagnostic:
         }
 
     def sort_key(self) -> tuple[object, ...]:
-        return (self.file, self.location.graph, self.code, self.location.node or "", self.message)
+        loc = self.location
+        return (self.file, loc.graph, self.code, loc.node or "", self.message)
 
     def with_severity(self, severity: Severity) -> "Diagnostic":
         d = asdict(self)

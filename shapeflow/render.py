@@ -20,18 +20,23 @@ def format_diagnostic(d: Diagnostic) -> str:
     File names and model names are input: whatever they hold, the finding stays on its line and
     no terminal escape gets through (``errors.display_path`` escapes what is not printable)."""
     loc = d.location
-    parts = [f"{d.file}:"]
-    if loc.graph and loc.graph != "main":
-        parts.append(f"{loc.graph}:")
+    graph = f" {loc.graph}:" if loc.graph and loc.graph != "main" else ""
     if loc.node is not None:
-        label = f" ({loc.op_label})" if loc.op_label else ""
-        parts.append(f"node '{loc.node}'{label}:")
+        op = loc.op_type
+        if op is None:
+            where = f" node '{loc.node}':"
+        else:
+            where = f" node '{loc.node}' ({op}-{loc.since_version}):" if loc.since_version else f" node '{loc.node}' ({op}):"
     elif loc.tensor is not None:
-        parts.append(f"tensor '{loc.tensor}':")
-    parts.append(f"{d.severity.value} {d.code} {d.name}: {d.message}")
-    line = display_path(" ".join(parts))
+        where = f" tensor '{loc.tensor}':"
+    else:
+        where = ""
+    line = f"{d.file}:{graph}{where} {d.severity._value_} {d.code} {d.name}: {d.message}"
+    if not line.isprintable():
+        line = display_path(line)
     if d.hint:
-        line += f"\n    hint: {display_path(d.hint)}"
+        hint = d.hint
+        line = f"{line}\n    hint: {hint if hint.isprintable() else display_path(hint)}"
     return line
 
 

@@ -228,7 +228,12 @@ class RoundContext:
         """Every reader lists ``name`` among its inputs (no subgraph reads it by name), so the
         readers can be rewired to another tensor."""
         nodes = self.graph.nodes
-        return all(name in nodes[r].inputs for r in self.readers(sid, name))
+        readers = self.graph.scopes[sid].consumers.get(name)
+        if not readers:
+            return True
+        if len(readers) == 1:  # the common case, asked for every rewrite that renames a tensor
+            return name in nodes[readers[0]].inputs
+        return all(name in nodes[r].inputs for r in readers)
 
     def must_keep_name(self, sid: int, name: str) -> bool:
         """``name`` is a graph output or is read by name inside a subgraph: it must stay."""
@@ -238,7 +243,10 @@ class RoundContext:
         """``nid`` is the one node reading ``name``, which is no graph output: the producer of
         ``name`` can go once ``nid`` stops reading it."""
         readers = self.graph.scopes[sid].consumers.get(name)
-        return readers is not None and len(readers) == 1 and readers[0] == nid and not self.is_output(sid, name)
+        if readers is None or len(readers) != 1 or readers[0] != nid:
+            return False
+        outputs = self._outputs.get(sid)
+        return name not in (outputs if outputs is not None else self.outputs(sid))
 
     def producer(self, sid: int, name: str) -> int | None:
         """The node of scope ``sid`` producing ``name``, or None (graph input, initializer, outer
@@ -278,14 +286,29 @@ class RoundContext:
         only by the next (so the whole run can go once ``nid`` no longer needs it). The nearest one
         is included even when it has other readers. At most ``limit`` nodes: a longer run is
         taken over several rounds, and a match stays O(1)."""
+        # ``input_producer`` and ``only_reader`` written out: every Squeeze/Unsqueeze root asks.
+        nodes = self.graph.nodes
+        info = nodes[nid]
+        sid = info.scope
+        scope = self.graph.scopes[sid]
+        producer, consumers = scope.producer, scope.consumers
+        outputs = self._outputs.get(sid)
+        if outputs is None:
+            outputs = self.outputs(sid)
         out: list[int] = []
-        sid = self.graph.nodes[nid].scope
         cur = nid
         while len(out) < limit:
-            p = self.input_producer(cur, 0, op_type)
-            if p is None or p in out:
+            names = info.inputs
+            p = producer.get(names[0]) if names and names[0] else None
+            if p is None or p < 0 or p in out:
                 return out
-            exclusive = self.only_reader(sid, self.output(p), cur)
+            info = nodes[p]
+            if (info.op_type != op_type or info.domain != "" or info.since_version is None
+                    or not info.inputs or not info.inputs[0]):
+                return out  # another op, or a malformed node (no data input) to rewrite through
+            name = info.outputs[0]
+            readers = consumers.get(name)
+            exclusive = readers is not None and len(readers) == 1 and readers[0] == cur and name not in outputs
             if out and not exclusive:
                 return out  # beyond the nearest, a node read elsewhere ends the run
             out.append(p)
@@ -457,30 +480,35 @@ def identity_match(ctx: RoundContext, chain: list[int], root: int, message: "str
     it. The chain goes too when the root was its only reader; when it stays for other readers and
     an Identity would be needed, the rewrite would not shrink the graph and does not fire.
     """
-    sid = ctx.sid(root)
+    nodes = ctx.graph.nodes
+    info = nodes[root]
+    sid = info.scope
+    consumers = ctx.graph.scopes[sid].consumers
     first = chain[-1]
-    x = ctx.inputs(first)[0]
-    z = ctx.output(root)
-    drop = ctx.only_reader(sid, ctx.output(chain[0]), root)
-    keep = ctx.must_keep_name(sid, z)
+    x = nodes[first].inputs[0]
+    z = info.outputs[0]
+    # (``only_reader`` and ``must_keep_name``, written out: every cancelled pair asks both)
+    outputs = ctx.outputs(sid)
+    y = nodes[chain[0]].outputs[0]
+    y_readers = consumers.get(y)
+    drop = y_readers is not None and len(y_readers) == 1 and y_readers[0] == root and y not in outputs
+    z_readers = consumers.get(z, ())
+    keep = z in outputs or not all(z in nodes[r].inputs for r in z_readers)
     if keep and not drop:
         return NoMatch(f"{ctx.display(root)}: '{z}' must keep its name (graph output or read by a "
                        f"subgraph) and {ctx.display(chain[0])} has other readers: an Identity would "
                        "not shrink the graph")
-    writes = [root]
     # The run is written (deleted) or read: as long as its first node reads x, no other rewrite
     # of this round can think it is x's only reader and delete x's producer under the readers
     # rewired to x.
-    reads: tuple[int, ...] = ()
     if drop:
-        writes.extend(chain)
+        writes: tuple[int, ...] = (root, *chain)
+        reads: tuple[int, ...] = ()
     else:
-        reads = tuple(chain)
-    rewires: tuple[int, ...] = ()
-    if not keep:
-        rewires = tuple(r for r in ctx.readers(sid, z) if r not in writes)
+        writes, reads = (root,), tuple(chain)
+    rewires = () if keep else tuple(r for r in z_readers if r not in writes)
     plan = IdentityPlan(first, root, tuple(chain), x, z, keep, drop)
-    return Match(root, tuple(writes), reads, message, note, plan, rewires)
+    return Match(root, writes, reads, message, note, plan, rewires)
 
 
 def apply_identity(edit: "Editor", plan: IdentityPlan) -> None:
@@ -496,6 +524,8 @@ def apply_identity(edit: "Editor", plan: IdentityPlan) -> None:
 
 
 def fmt_axes(axes: tuple[int, ...] | list[int]) -> str:
+    if len(axes) == 1:  # most axes lists, in messages built once per rewrite
+        return f"[{axes[0]}]"
     return "[" + ", ".join(map(str, axes)) + "]"
 
 

@@ -17,6 +17,7 @@ _NO_INPUT = not_applicable("no data input")
 _UNKNOWN = not_applicable("value not known before run time")
 _SYMBOLIC = not_applicable("value is symbolic")
 _CONSTANT = not_applicable("input is a constant (fold-constant's case)")
+_ABSENT = object()
 
 
 class _Value(NamedTuple):  # one per match: cheaper to build than a frozen dataclass
@@ -51,14 +52,21 @@ class FoldKnownValue(RewriteRule):
         if not names or not names[0]:
             return _NO_INPUT
         z = info.outputs[0]
-        table = ctx.inference.tensors[sid]  # where ``ctx.tensor`` looks first, two calls fewer
-        t = table[z] if z in table else ctx.tensor(sid, z)
+        # One lookup in the scope's table, where ``ctx.tensor`` looks first: the table holds every
+        # tensor of the model, and on a large one each lookup is a cache miss.
+        t = ctx.inference.tensors[sid].get(z, _ABSENT)
+        if t is _ABSENT:
+            t = ctx.tensor(sid, z)
         if t is None or t.value is None or t.shape is None:
             return _UNKNOWN
-        if not all(type(v) is int for v in t.value):
-            return _SYMBOLIC
-        where = ctx.definition(sid, names[0])
-        if where is not None and (where[1] == INITIALIZER or (where[1] >= 0 and ctx.is_standard(where[1], "Constant"))):
+        for v in t.value:
+            if type(v) is not int:
+                return _SYMBOLIC
+        p = ctx.graph.scopes[sid].producer.get(names[0])
+        if p is None:  # defined in an enclosing scope (or nowhere)
+            where = ctx.definition(sid, names[0])
+            p = where[1] if where is not None else None
+        if p is not None and (p == INITIALIZER or (p >= 0 and ctx.is_standard(p, "Constant"))):
             return _CONSTANT
         if ctx.overridable:
             return NoMatch(f"{ctx.display(nid)}: the model has initializers that are also graph "

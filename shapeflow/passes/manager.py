@@ -28,7 +28,8 @@ from .._onnx import onnx
 from ..analysis import analyze
 from ..diagnostics import Diagnostic, Severity
 from ..errors import EXIT_FINDINGS, LimitExceeded, ShapeflowError
-from ..graph import INITIALIZER, ModelGraph, NodeInfo, build_graph
+from ..facts import AxisNode
+from ..graph import INITIALIZER, ModelGraph, build_graph
 from ..inference import Inference, infer
 from ..io import LoadedModel, refuse_unsafe_external_data
 from ..limits import DEFAULT_LIMITS, Limits
@@ -59,6 +60,7 @@ class Candidate(NamedTuple):
     code: str | None
     nid: int  # root node id in the graph index
     message: str
+    fact: AxisNode | None = None  # the root's axis facts (its name and location, for reports)
 
 
 @dataclass
@@ -103,23 +105,41 @@ class _Dispatch:
         self.rules = list(rules)
         self._table: dict[tuple[str, str], list[RewriteRule]] = {}
 
-    def rules_for(self, graph: ModelGraph, info: NodeInfo) -> list[RewriteRule]:
-        """For root ``info`` (its data input is named): what produces that input is the op type of
-        an ai.onnx node of its scope, or a ``FROM_*``."""
-        p = graph.scopes[info.scope].producer.get(info.inputs[0])
-        if p is None:
-            kind = FROM_OUTER_SCOPE
-        elif p < 0:
-            kind = FROM_INITIALIZER if p == INITIALIZER else FROM_GRAPH_INPUT
-        else:
-            pinfo = graph.nodes[p]
-            kind = pinfo.op_type if pinfo.domain == "" and pinfo.since_version is not None else FROM_CUSTOM
-        op = info.op_type
+    def rules_for(self, op: str, kind: str) -> list[RewriteRule]:
+        """For a root of op type ``op`` whose data input comes from ``kind``: the op type of an
+        ai.onnx node of its scope, or a ``FROM_*``."""
         found = self._table.get((op, kind))
         if found is None:
             found = self._table[op, kind] = [r for r in self.rules
                                              if op in r.roots and (r.after is None or kind in r.after)]
         return found
+
+    def plan(self, ctx: RoundContext, latest_first: bool = True) -> list[tuple[int, list[RewriteRule]]]:
+        """The round's roots (``_roots``) that some rule may fire on, each with those rules. One
+        loop with its lookups written out: it visits every Squeeze/Unsqueeze of the model."""
+        graph = ctx.graph
+        nodes = graph.nodes
+        producers = [scope.producer for scope in graph.scopes]
+        table = self._table
+        out: list[tuple[int, list[RewriteRule]]] = []
+        for nid in _roots(ctx, latest_first):
+            info = nodes[nid]
+            if info.domain != "" or info.since_version is None:
+                continue
+            p = producers[info.scope].get(info.inputs[0])
+            if p is None:
+                kind = FROM_OUTER_SCOPE
+            elif p < 0:
+                kind = FROM_INITIALIZER if p == INITIALIZER else FROM_GRAPH_INPUT
+            else:
+                pinfo = nodes[p]
+                kind = pinfo.op_type if pinfo.domain == "" and pinfo.since_version is not None else FROM_CUSTOM
+            found = table.get((info.op_type, kind))
+            if found is None:
+                found = self.rules_for(info.op_type, kind)
+            if found:
+                out.append((nid, found))
+        return out
 
 
 def _error_nodes(graph: ModelGraph, inference: Inference,
@@ -161,16 +181,16 @@ def find_candidates(graph: ModelGraph, inference: Inference, *, strict: bool = F
     dispatch = _Dispatch(chosen)
     blocked = _error_nodes(graph, inference, reported)
     out: list[Candidate] = []
-    for nid in _roots(ctx, latest_first=False):
-        info = graph.nodes[nid]
-        if nid in blocked or info.domain != "" or info.since_version is None:
+    facts = ctx.facts
+    for nid, tried in dispatch.plan(ctx, latest_first=False):
+        if nid in blocked:
             continue
-        for rule in dispatch.rules_for(graph, info):
+        for rule in tried:
             r = rule.match(ctx, nid)
-            if isinstance(r, Match):
+            if type(r) is Match:
                 if codes is None or rule.code in codes:
                     message = r.text + (f" ({r.note})" if r.note else "")
-                    out.append(Candidate(rule.name, rule.code, nid, message))
+                    out.append(Candidate(rule.name, rule.code, nid, message, facts.get(nid)))
                 break
     ctx.release()
     return out
@@ -305,12 +325,8 @@ def _run_round(ctx: RoundContext, edit: Editor, dispatch: _Dispatch, explain: bo
     written = out.written
     read: set[int] = set()
     rewired: set[int] = set()
-    graph = ctx.graph
-    for nid in _roots(ctx):
-        info = graph.nodes[nid]
-        if info.domain != "" or info.since_version is None:
-            continue
-        for rule in dispatch.rules_for(graph, info):
+    for nid, tried in dispatch.plan(ctx):
+        for rule in tried:
             r = rule.match(ctx, nid)
             if isinstance(r, NoMatch):
                 if r.near:

@@ -8,12 +8,11 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from ..diagnostics import Diagnostic
-from ..facts import AxisNode
+from ..diagnostics import Diagnostic, Location
 from .base import Finding, LintContext, Rule
 
 _KEY = "rewrite_candidates"
-_FACTS = "axis_nodes_by_id"
+_BY_CODE = "rewrite_candidates_by_code"
 # ctx.cache key of {code: diagnostics} of the rules ``analysis.analyze`` has run on the context:
 # the candidate search leaves out nodes with error-level findings, and need not find them again.
 REPORTED = "reported"
@@ -36,22 +35,27 @@ def candidates(ctx: LintContext) -> list:
     return ctx.cache[_KEY]  # type: ignore[return-value]
 
 
-def _facts(ctx: LintContext) -> dict[int, AxisNode]:
-    """Axis facts by node id. Every candidate is rooted at a Squeeze/Unsqueeze, whose facts hold its
-    location: cheaper than ``location_of``, which reads the node's proto (at a hundred thousand
-    findings, that counts)."""
-    found = ctx.cache.get(_FACTS)
-    if found is None:
-        found = ctx.cache[_FACTS] = {a.nid: a for a in ctx.axis_nodes()}
-    return found  # type: ignore[return-value]
+def _by_code(ctx: LintContext, code: str) -> list:
+    """The candidates of one code, in search order (split once for the three rules)."""
+    split = ctx.cache.get(_BY_CODE)
+    if split is None:
+        split = {}
+        for c in candidates(ctx):
+            split.setdefault(c.code, []).append(c)
+        ctx.cache[_BY_CODE] = split
+    return split.get(code, [])  # type: ignore[union-attr]
+
+
+def _location(ctx: LintContext, c) -> Location:  # type: ignore[no-untyped-def]
+    # Every candidate is rooted at a Squeeze/Unsqueeze, whose facts hold its location: cheaper
+    # than ``location_of``, which reads the node's proto (at a hundred thousand findings, that counts).
+    fact = c.fact
+    return Rule.at(fact) if fact is not None else ctx.location_of(c.nid)
 
 
 def findings(ctx: LintContext, code: str) -> Iterator[Finding]:
-    facts = _facts(ctx)
-    for c in candidates(ctx):
-        if c.code == code:
-            fact = facts.get(c.nid)
-            yield Finding(Rule.at(fact) if fact is not None else ctx.location_of(c.nid), c.message, HINT)
+    for c in _by_code(ctx, code):
+        yield Finding(_location(ctx, c), c.message, HINT)
 
 
 class RewriteHint(Rule):
@@ -64,10 +68,9 @@ class RewriteHint(Rule):
         # ``Rule.diagnostics`` of ``check`` (that loop, once more) without a Finding per candidate in
         # between: a large model has hundreds of thousands.
         code, name, severity, fixable, file = self.code, self.name, self.severity, self.fixable, ctx.file
-        facts = _facts(ctx)
-        for c in candidates(ctx):
-            if c.code == code:
-                fact = facts.get(c.nid)
-                location = Rule.at(fact) if fact is not None else ctx.location_of(c.nid)
-                yield Diagnostic(code=code, name=name, severity=severity, file=file, message=c.message,
-                                 hint=HINT, fixable=fixable, location=location)
+        at = Rule.at
+        for c in _by_code(ctx, code):
+            fact = c.fact
+            location = at(fact) if fact is not None else ctx.location_of(c.nid)
+            yield Diagnostic(code=code, name=name, severity=severity, file=file, message=c.message,
+                             hint=HINT, fixable=fixable, location=location)
