@@ -202,6 +202,11 @@ def _drop_sorted(xs: list[int], removed: list[int]) -> list[int]:
 
 def compose_unsqueeze(a1: Sequence[int], a2: Sequence[int]) -> tuple[int, ...]:
     """``U(a2)`` after ``U(a1)`` as one ``U``: ``a2 | {lift(a2, p) for p in a1}``."""
+    if type(a1) is tuple and type(a2) is tuple and len(a1) == 1 and len(a2) == 1:
+        f, s = a1[0], a2[0]  # the common case, one axis each: s takes a slot at or below f
+        if type(f) is int and type(s) is int and f >= 0 and s >= 0:
+            v = f + 1 if s <= f else f
+            return (s, v) if s < v else (v, s)
     first, second = _canon(a1), _canon(a2)
     return tuple(sorted(second + _lift_sorted(second, first)))
 
@@ -222,6 +227,8 @@ def cancel_unsqueeze_squeeze(
     subset of ``b`` (``rest`` are positions of the original input); ``None`` otherwise.
     ``b`` must list explicit axes: an axis-less Squeeze means something else.
     """
+    if _same_single(a, b):  # the common case
+        return _IDENTITY
     ua, sb = _canon(a), _canon(b)
     if ua == sb:
         return ("identity", ())
@@ -240,4 +247,13 @@ def cancel_squeeze_unsqueeze(b: Sequence[int], a: Sequence[int]) -> bool:
 
     The pair also removes a run-time failure if a squeezed dim is not 1; whether that is
     acceptable (``--strict``) is the caller's call."""
-    return _canon(a) == _canon(b)
+    return _same_single(a, b) or _canon(a) == _canon(b)
+
+
+_IDENTITY: tuple[str, tuple[int, ...]] = ("identity", ())
+
+
+def _same_single(a: Sequence[int], b: Sequence[int]) -> bool:
+    """``a`` and ``b`` are the same one non-negative axis (no normalising needed to compare them)."""
+    return (type(a) is tuple and type(b) is tuple and len(a) == 1 and a == b
+            and type(a[0]) is int and a[0] >= 0)

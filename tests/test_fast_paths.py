@@ -2,7 +2,8 @@
 
 Each test compares a fast path with the straightforward computation it replaces: the JSON writer
 with ``json.dumps(indent=2)``, the column-wise table with the row-wise one, the lazily built
-consumer tables with a scan of every node, and the axis shortcuts with the general code.
+consumer tables with a scan of every node, the axis shortcuts with the general code, and the
+text line of a diagnostic with the line built piece by piece.
 """
 
 from __future__ import annotations
@@ -17,10 +18,14 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper, parser
 
 from shapeflow.analysis import analyze
-from shapeflow.axes import squeeze_shape, unsqueeze_shape
+from shapeflow.axes import (
+    cancel_squeeze_unsqueeze, cancel_unsqueeze_squeeze, compose_unsqueeze, squeeze_shape, unsqueeze_shape,
+)
+from shapeflow.diagnostics import Diagnostic, Location, Severity
+from shapeflow.errors import display_path
 from shapeflow.graph import build_graph
 from shapeflow.io import load_model_bytes
-from shapeflow.render import _table
+from shapeflow.render import _table, format_diagnostic
 
 sys.path.insert(0, str(Path(__file__).parent))
 import model_builders as mb  # noqa: E402
@@ -117,3 +122,59 @@ def test_single_axis_shortcuts(rank: int) -> None:
         assert unsqueeze_shape(shape, [axis]) == tuple(expected) == unsqueeze_shape(shape, iter([axis]))
     for axis in range(-rank, rank):
         assert squeeze_shape(shape, (axis,)) == tuple(d for i, d in enumerate(shape) if i != axis % rank)
+
+
+def _unsqueeze_positions(rank: int, axes: tuple[int, ...]) -> tuple[int, ...]:
+    """Where U(axes) puts its 1-dims, found by running it on a shape of distinct dims."""
+    out = unsqueeze_shape(tuple(range(10, 10 + rank)), list(axes))
+    return tuple(i for i, d in enumerate(out) if d == 1)
+
+
+@pytest.mark.parametrize("rank", range(0, 4))
+def test_one_axis_composition_shortcuts(rank: int) -> None:
+    # compose_unsqueeze and the cancel checks answer one-axis tuples without the general
+    # algebra; the answers must be the general ones (lists take the general path).
+    for first in range(rank + 1):
+        for second in range(rank + 2):
+            fast = compose_unsqueeze((first,), (second,))
+            assert fast == compose_unsqueeze([first], [second])
+            # and what the two Unsqueezes do, run one after the other on a shape
+            once = unsqueeze_shape(tuple(range(10, 10 + rank)), [first])
+            twice = unsqueeze_shape(once, [second])
+            assert fast == tuple(i for i, d in enumerate(twice) if d == 1)
+            assert fast == _unsqueeze_positions(rank, fast)
+    for a in range(4):
+        for b in range(4):
+            assert cancel_unsqueeze_squeeze((a,), (b,)) == cancel_unsqueeze_squeeze([a], [b])
+            assert cancel_squeeze_unsqueeze((b,), (a,)) == cancel_squeeze_unsqueeze([b], [a])
+
+
+def _format_by_parts(d: Diagnostic) -> str:
+    """The text line of a diagnostic built piece by piece, as the renderer did before its fast path."""
+    loc = d.location
+    parts = [f"{d.file}:"]
+    if loc.graph and loc.graph != "main":
+        parts.append(f"{loc.graph}:")
+    if loc.node is not None:
+        label = f" ({loc.op_label})" if loc.op_label else ""
+        parts.append(f"node '{loc.node}'{label}:")
+    elif loc.tensor is not None:
+        parts.append(f"tensor '{loc.tensor}':")
+    parts.append(f"{d.severity.value} {d.code} {d.name}: {d.message}")
+    line = display_path(" ".join(parts))
+    if d.hint:
+        line += f"\n    hint: {display_path(d.hint)}"
+    return line
+
+
+@pytest.mark.parametrize("location", [
+    Location(), Location("main/If_1.then_branch", "sq", "Squeeze", 13), Location("main", "#3", "Squeeze", None),
+    Location("main", "n", None), Location("function:local::F", None, None, None, "t\x1b[0m"),
+    Location("main", "evil\nname", "Unsqueeze", 21),
+])
+@pytest.mark.parametrize("hint", ["", "drop the axis", "bad\x07hint"])
+def test_text_line_is_the_piecewise_one(location: Location, hint: str) -> None:
+    for severity in Severity:
+        d = Diagnostic("SF104", "squeeze-non-unit-dim", severity, "m\tx.onnx", "axis 1 has dim 3", hint,
+                       False, location)
+        assert format_diagnostic(d) == _format_by_parts(d)

@@ -328,6 +328,12 @@ class RoundContext:
             return label
         return f"{label} in {self.graph.scopes[info.scope].path}"
 
+    def display_run(self, run: "list[int] | tuple[int, ...]") -> str:
+        """``display`` of the nodes of a chain (nearest first), in data-flow order."""
+        if len(run) == 1:
+            return self.display(run[0])
+        return " then ".join([self.display(n) for n in reversed(run)])
+
     # -- axes ------------------------------------------------------------------------------------
     def refers_to_function_attributes(self, nid: int) -> bool:
         """A node of a function body whose attributes refer to the function's own (``axes = @a``):
@@ -493,7 +499,12 @@ def identity_match(ctx: RoundContext, chain: list[int], root: int, message: "str
     y_readers = consumers.get(y)
     drop = y_readers is not None and len(y_readers) == 1 and y_readers[0] == root and y not in outputs
     z_readers = consumers.get(z, ())
-    keep = z in outputs or not all(z in nodes[r].inputs for r in z_readers)
+    keep = z in outputs
+    if not keep:
+        for r in z_readers:  # (loops, not generator expressions, in the code every match runs)
+            if z not in nodes[r].inputs:
+                keep = True  # read by name in a subgraph
+                break
     if keep and not drop:
         return NoMatch(f"{ctx.display(root)}: '{z}' must keep its name (graph output or read by a "
                        f"subgraph) and {ctx.display(chain[0])} has other readers: an Identity would "
@@ -501,13 +512,17 @@ def identity_match(ctx: RoundContext, chain: list[int], root: int, message: "str
     # The run is written (deleted) or read: as long as its first node reads x, no other rewrite
     # of this round can think it is x's only reader and delete x's producer under the readers
     # rewired to x.
+    run = tuple(chain)
     if drop:
-        writes: tuple[int, ...] = (root, *chain)
+        writes: tuple[int, ...] = (root, *run)
         reads: tuple[int, ...] = ()
     else:
-        writes, reads = (root,), tuple(chain)
-    rewires = () if keep else tuple(r for r in z_readers if r not in writes)
-    plan = IdentityPlan(first, root, tuple(chain), x, z, keep, drop)
+        writes, reads = (root,), run
+    rewires: tuple[int, ...] = ()
+    if not keep:
+        rewires = tuple([r for r in z_readers if r not in writes]) if len(z_readers) != 1 else \
+            (() if z_readers[0] in writes else (z_readers[0],))
+    plan = IdentityPlan(first, root, run, x, z, keep, drop)
     return Match(root, writes, reads, message, note, plan, rewires)
 
 

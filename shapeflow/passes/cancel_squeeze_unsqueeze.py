@@ -63,7 +63,7 @@ class CancelSqueezeUnsqueeze(RewriteRule):
         run = chain[:depth]
 
         def pair() -> str:
-            names = " then ".join(ctx.display(s) for s in reversed(run))
+            names = ctx.display_run(run)
             return f"{names} {fmt_axes(b)} then {ctx.display(nid)} {fmt_axes(a)}"  # type: ignore[arg-type]
 
         unproven = ctx.unproven_ones(run[-1], b)

@@ -75,7 +75,7 @@ class CancelUnsqueezeSqueeze(RewriteRule):
         kind, rest = result
 
         def pair() -> str:
-            names = " then ".join(ctx.display(u) for u in reversed(run))
+            names = ctx.display_run(run)
             return f"{names} {fmt_axes(a)} then {ctx.display(nid)} {fmt_axes(b)}"  # type: ignore[arg-type]
 
         if kind == "identity":

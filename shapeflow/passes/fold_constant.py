@@ -87,8 +87,9 @@ def _result_dims(ctx: RoundContext, nid: int, dims: tuple[int, ...]) -> tuple[in
     b = ctx.squeeze_axes(nid)
     if isinstance(b, NoMatch):
         return b
-    if any(p >= len(dims) or dims[p] != 1 for p in b):
-        return NoMatch(f"{ctx.display(nid)}: squeezes a dim that is not 1")
+    for p in b:
+        if p >= len(dims) or dims[p] != 1:
+            return NoMatch(f"{ctx.display(nid)}: squeezes a dim that is not 1")
     return squeeze_shape(dims, b)
 
 
@@ -123,11 +124,19 @@ class FoldConstant(RewriteRule):
         if isinstance(source, NoMatch):
             return source
         dims = tuple(source.tensor.dims)  # (ints already)
-        groups = _groups(ctx, sid, source, dims)
+        readers = ctx.readers(sid, source.name)
+        if len(readers) == 1 and readers[0] == nid:
+            # The one reader (most Constants): its group is itself, and no other member will ask.
+            mine = _member_dims(ctx, sid, source, dims, nid)
+            if mine is not None:
+                return self._group_match(ctx, nid, sid, source, dims, mine, (nid,))
+            groups = _NO_GROUPS
+        else:
+            groups = _groups(ctx, sid, source, dims)
         mine = groups.dims_of.get(nid)
         if mine is not None:  # a member: its dims are worked out and its output is no graph output
             members = groups.by_dims[mine]
-            if len(members) == 1:  # (most Constants): no other member will ask
+            if len(members) == 1:  # no other member will ask
                 return self._group_match(ctx, nid, sid, source, dims, mine, members)
             # Every member of a group gets the same rewrite: work it out once per round, because a
             # shared initializer may have thousands of readers.
@@ -178,9 +187,11 @@ class FoldConstant(RewriteRule):
             what = f"{len(members)} nodes" if len(members) > 1 else ctx.display(nid)
             return f"{what} of {label} {fmt_axes(list(dims))} fold to {fmt_axes(list(mine))}"
 
-        folded = set(members)
+        if rewires:
+            folded = set(members)
+            rewires = [r for r in dict.fromkeys(rewires) if r not in folded]
         return Match(nid, members, reads, message, "", _Fold(source, mine, members, name, in_place),
-                     tuple(r for r in dict.fromkeys(rewires) if r not in folded))
+                     tuple(rewires))
 
     def apply(self, ctx: RoundContext, edit: Editor, m: Match) -> None:
         plan = m.payload
@@ -212,6 +223,9 @@ class _Groups(NamedTuple):
     dims_of: dict[int, tuple[int, ...]]  # the other way: a group may have thousands, too many to scan
 
 
+_NO_GROUPS = _Groups({}, {})
+
+
 def _groups(ctx: RoundContext, sid: int, source: _Source, dims: tuple[int, ...]) -> _Groups:
     """The readers of ``source`` in ``sid`` that fold, by resulting dims; computed once per round
     per constant (a shared initializer may have thousands of readers)."""
@@ -220,21 +234,29 @@ def _groups(ctx: RoundContext, sid: int, source: _Source, dims: tuple[int, ...])
     if found is None:
         groups: dict[tuple[int, ...], list[int]] = {}
         for r in ctx.readers(sid, source.name):
-            info = ctx.info(r)
-            if (not ctx.is_standard(r) or info.op_type not in ("Squeeze", "Unsqueeze")
-                    or info.inputs[0] != source.name or source.name in info.inputs[1:]):
-                continue
-            z = info.outputs[0]
-            if ctx.is_output(sid, z) or not ctx.direct_readers_only(sid, z):
-                continue
-            d = _result_dims(ctx, r, dims)
-            if isinstance(d, NoMatch):
-                continue
-            groups.setdefault(d, []).append(r)
+            d = _member_dims(ctx, sid, source, dims, r)
+            if d is not None:
+                groups.setdefault(d, []).append(r)
         found = _Groups({d: tuple(v) for d, v in groups.items()},
                         {n: d for d, v in groups.items() for n in v})
         ctx.cache[key] = found
     return found  # type: ignore[return-value]
+
+
+def _member_dims(ctx: RoundContext, sid: int, source: _Source, dims: tuple[int, ...],
+                 r: int) -> tuple[int, ...] | None:
+    """The dims reader ``r`` of ``source`` gives it, if ``r`` folds with the other readers that
+    give the same: a Squeeze/Unsqueeze of the constant (as its data only), whose output is no
+    graph output and is read by name only as an input."""
+    info = ctx.info(r)
+    if (not ctx.is_standard(r) or info.op_type not in ("Squeeze", "Unsqueeze")
+            or info.inputs[0] != source.name or source.name in info.inputs[1:]):
+        return None
+    z = info.outputs[0]
+    if ctx.is_output(sid, z) or not ctx.direct_readers_only(sid, z):
+        return None
+    d = _result_dims(ctx, r, dims)
+    return None if isinstance(d, NoMatch) else d
 
 
 def _left_unread(ctx: RoundContext, source: _Source, sid: int, members: tuple[int, ...]) -> bool:
@@ -243,7 +265,13 @@ def _left_unread(ctx: RoundContext, source: _Source, sid: int, members: tuple[in
     readers in ``sid`` and every scope between ``sid`` and the one defining it reads it only
     through the body that leads to ``sid``."""
     name = source.name
-    if set(ctx.readers(sid, name)) != set(members) or ctx.is_output(sid, name):
+    readers = ctx.readers(sid, name)
+    if len(readers) == 1 and len(members) == 1:  # (the common case: no sets to build)
+        if readers[0] != members[0]:
+            return False
+    elif set(readers) != set(members):
+        return False
+    if ctx.is_output(sid, name):
         return False
     cur = sid
     while cur != source.sid:

@@ -74,11 +74,12 @@ class FoldKnownValue(RewriteRule):
         problem = ctx.axes_problem(nid)
         if problem is not None:
             return NoMatch(f"{ctx.display(nid)}: {problem}")
-        if any(type(d) is not int for d in t.shape):
-            return NoMatch(f"{ctx.display(nid)}: output shape is not static")
+        # (loops, not generator expressions: this runs for every root whose value is known)
         n = 1
         for d in t.shape:
-            n *= d  # type: ignore[operator]
+            if type(d) is not int:
+                return NoMatch(f"{ctx.display(nid)}: output shape is not static")
+            n *= d
         if n != len(t.value):
             return NoMatch(f"{ctx.display(nid)}: value and shape disagree")
         if n > MAX_FOLD_ELEMS:
@@ -87,8 +88,9 @@ class FoldKnownValue(RewriteRule):
         if bounds is None:
             return NoMatch(f"{ctx.display(nid)}: element type {t.dtype} is not folded")
         lo, hi = bounds
-        if not all(lo <= v <= hi for v in t.value):  # type: ignore[operator]
-            return NoMatch(f"{ctx.display(nid)}: value out of range of its element type")
+        for v in t.value:
+            if not lo <= v <= hi:  # type: ignore[operator]
+                return NoMatch(f"{ctx.display(nid)}: value out of range of its element type")
         value = _Value(t.dtype, tuple(t.shape), tuple(t.value))  # type: ignore[arg-type]
         shown = list(value.values) if n <= 8 else f"{n} values"
         message = lambda: f"{ctx.display(nid)} is the constant {shown}"  # noqa: E731

@@ -57,7 +57,7 @@ class MergeSqueeze(RewriteRule):
             run.append(s)
             merged = compose_squeeze(b1, merged)
         def names() -> str:
-            return " then ".join(ctx.display(s) for s in reversed(run))
+            return ctx.display_run(run)
 
         if not exclusive:
             return NoMatch(f"{names()} then {ctx.display(nid)}: the first output has other readers or is "

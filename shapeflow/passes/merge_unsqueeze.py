@@ -47,7 +47,7 @@ class MergeUnsqueeze(RewriteRule):
             run.append(u)
             merged = compose_unsqueeze(a1, merged)
         def names() -> str:
-            return " then ".join(ctx.display(u) for u in reversed(run))
+            return ctx.display_run(run)
 
         if not ctx.only_reader(ctx.sid(nid), ctx.output(run[0]), nid):
             return NoMatch(f"{names()} then {ctx.display(nid)}: the first output has other readers or is "

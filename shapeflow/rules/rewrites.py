@@ -72,5 +72,5 @@ class RewriteHint(Rule):
         for c in _by_code(ctx, code):
             fact = c.fact
             location = at(fact) if fact is not None else ctx.location_of(c.nid)
-            yield Diagnostic(code=code, name=name, severity=severity, file=file, message=c.message,
-                             hint=HINT, fixable=fixable, location=location)
+            # (positional: the fields in their order, cheaper to pass than keywords)
+            yield Diagnostic(code, name, severity, file, c.message, HINT, fixable, location)
