@@ -43,7 +43,7 @@ def format_diagnostic(d: Diagnostic) -> str:
 def count_by_severity(diags: Iterable[Diagnostic]) -> dict[str, int]:
     counts = {s.value: 0 for s in (Severity.ERROR, Severity.WARNING, Severity.INFO)}
     for d in diags:
-        counts[d.severity.value] += 1
+        counts[d.severity._value_] += 1  # (the member's value field: ``.value`` is a property)
     return counts
 
 
@@ -148,7 +148,7 @@ def infer_text(a: Analysis, *, all_tensors: bool = False) -> str:
     elif not all_tensors:
         blocks.append("no Squeeze or Unsqueeze nodes")
     if a.diagnostics:
-        blocks.append("\n".join(format_diagnostic(d) for d in a.diagnostics))
+        blocks.append("\n".join([format_diagnostic(d) for d in a.diagnostics]))
     return "\n\n".join(blocks)
 
 
@@ -157,7 +157,7 @@ def infer_text(a: Analysis, *, all_tensors: bool = False) -> str:
 
 def lint_text(diags: Iterable[Diagnostic]) -> str:
     """The findings of ``lint``, one per line (plus its hint line), like a compiler's."""
-    return "\n".join(format_diagnostic(d) for d in diags)
+    return "\n".join([format_diagnostic(d) for d in diags])
 
 
 def lint_json(n_files: int, diags: Sequence[Diagnostic]) -> dict[str, object]:

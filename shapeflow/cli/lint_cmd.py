@@ -11,7 +11,7 @@ from ..config import LintConfig, load_config, merge, parse_severities, split_sel
 from ..errors import display_path
 from ..github import annotation, escape_data, escape_property, safe
 from ..linter import FileResult, LintOptions, find_repo_root, lint_paths, run_exit_code
-from ..render import format_diagnostic, lint_json, lint_summary
+from ..render import lint_json, lint_summary, lint_text
 from ..sarif import relative_path, sarif_log
 from .options import dim_option, limit_options, limits_from, parse_dims
 
@@ -134,4 +134,4 @@ def _emit(results: list[FileResult], fmt: str, *, diff: bool, debug: bool) -> No
             click.echo(text, nl=False)
     else:
         if diags:
-            click.echo("\n".join(format_diagnostic(d) for d in diags))
+            click.echo(lint_text(diags))
