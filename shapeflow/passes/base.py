@@ -235,10 +235,6 @@ class RoundContext:
             return name in nodes[readers[0]].inputs
         return all(name in nodes[r].inputs for r in readers)
 
-    def must_keep_name(self, sid: int, name: str) -> bool:
-        """``name`` is a graph output or is read by name inside a subgraph: it must stay."""
-        return self.is_output(sid, name) or not self.direct_readers_only(sid, name)
-
     def only_reader(self, sid: int, name: str, nid: int) -> bool:
         """``nid`` is the one node reading ``name``, which is no graph output: the producer of
         ``name`` can go once ``nid`` stops reading it."""
@@ -493,7 +489,9 @@ def identity_match(ctx: RoundContext, chain: list[int], root: int, message: "str
     first = chain[-1]
     x = nodes[first].inputs[0]
     z = info.outputs[0]
-    # (``only_reader`` and ``must_keep_name``, written out: every cancelled pair asks both)
+    # Whether the chain's nearest node has the root as only reader (``only_reader``), and whether
+    # z must keep its name: a graph output, or read by name inside a subgraph. Written out:
+    # every cancelled pair asks both.
     outputs = ctx.outputs(sid)
     y = nodes[chain[0]].outputs[0]
     y_readers = consumers.get(y)
