@@ -22,6 +22,7 @@ from .io import LoadedModel
 from .limits import DEFAULT_LIMITS, Limits
 from .opsets import opset_map
 from .rules import LintContext, Rule, select_rules
+from .rules.calls import at_call_sites
 from .rules.rewrites import REPORTED
 
 
@@ -117,6 +118,8 @@ def analyze(
         ctx.cache[REPORTED] = reported  # for the rewrite candidates (SF2xx) to build on
         for rule in rules if rules is not None else select_rules(ignore=["SF2"]):
             found = reported[rule.code] = list(rule.diagnostics(ctx))
+            if inference.call_facts:
+                found.extend(at_call_sites(ctx, rule, found))
             diags.extend(found)
         # Sorted inside the pause: a sort key per diagnostic (hundreds of thousands of info
         # findings on a large model) is enough allocation to start a full collection otherwise.

@@ -50,6 +50,16 @@ class AxisNode:
     normalized: tuple[int, ...] | None
 
 
+@dataclass(frozen=True)
+class CallFacts:
+    """The facts of one run of a model-local function's body at a call site: they hold for that
+    call (its input shapes and attribute values), not for every call as the generic run's do."""
+
+    caller: int  # node id of the call
+    function: int  # scope id of the function's body
+    facts: tuple[AxisNode, ...]
+
+
 def _fast_frozen_init(cls: type) -> None:
     """Give a frozen slots dataclass without defaults an ``__init__`` that writes the slots
     through their descriptors.

@@ -5,8 +5,10 @@ Walks every scope in topological order, feeding each node's input infos to its s
 Subgraph bodies are inferred when their owner node is reached (their outer-scope reads are known by
 then). A call of a model-local function is inferred at its call site: the body runs again with the
 call's input infos and attribute values (once per distinct call signature); those runs give the
-call's outputs and nothing else. The facts and tables the lint rules read come from one more run of
-each body with unknown inputs, which is true of every call.
+call's outputs and their own Squeeze/Unsqueeze facts (``call_facts``), which hold for that call
+only. The tables and the facts the lint rules read first come from one more run of each body with
+unknown inputs, which is true of every call; ``rules/calls.py`` adds the errors that show only at
+a call.
 
 Inference is sound: a shape it reports holds for every runtime value of its symbols, or the model
 fails at run time anyway. Whatever it cannot prove is unknown (None).
@@ -22,7 +24,7 @@ from ._onnx import onnx
 
 from .dims import Dim, Shape, Sym, substitute
 from .errors import LimitExceeded
-from .facts import AxisNode
+from .facts import AxisNode, CallFacts
 from .graph import ModelGraph, NodeInfo, Scope
 from .limits import DEFAULT_LIMITS, Limits
 from .ops import REGISTRY, fallback
@@ -47,6 +49,9 @@ class Inference:
     limits: Limits = DEFAULT_LIMITS
     tensors: list[dict[str, TensorInfo | None]] = field(default_factory=list)
     axis_nodes: list[AxisNode] = field(default_factory=list)
+    # The facts of function bodies re-run at their call sites, one entry per distinct call
+    # signature that recorded any (the lint rules that judge facts alone also judge these).
+    call_facts: list[CallFacts] = field(default_factory=list)
     # owner node id -> {attribute: [output infos of that body]}
     subgraph_out: dict[int, dict[str, list[TensorInfo | None]]] = field(default_factory=dict)
     # decoded constant tensors (axes) by (scope id, name), so shared initializers are read once
@@ -203,7 +208,7 @@ class _Runner:
             elif functions:
                 fsid = functions.get((info.peek().domain, info.op_type))
                 if fsid is not None:
-                    outs = self._call(fsid, info, ins)
+                    outs = self._call(fsid, nid, info, ins)
             outputs = info.outputs
             if len(outputs) == 1:
                 t = outs[0] if outs else None
@@ -236,9 +241,11 @@ class _Runner:
                 self._tick()
 
     # -- model-local functions ---------------------------------------------------------------------
-    def _call(self, fsid: int, info: "NodeInfo", ins: list[TensorInfo | None]) -> list[TensorInfo | None] | None:
-        """The outputs of a call of function scope ``fsid``: its body re-run on the call's inputs
-        and attributes, in tables of its own; memoised by the call's signature."""
+    def _call(self, fsid: int, caller: int, info: "NodeInfo",
+              ins: list[TensorInfo | None]) -> list[TensorInfo | None] | None:
+        """The outputs of call ``caller`` (a node id) of function scope ``fsid``: its body re-run on the call's
+        inputs and attributes, in tables of its own; memoised by the call's signature. The
+        run's facts are kept apart (``Inference.call_facts``), with the call they hold for."""
         node = info.peek()
         key = (fsid, tuple(None if t is None else (t.dtype, t.shape, t.value) for t in ins),
                tuple(a.SerializeToString() for a in node.attribute) if info.has_attrs else ())
@@ -259,8 +266,9 @@ class _Runner:
         saved = (r.memo, r.axis_nodes, self.env)
         # Shape rules memoise per scope and tensor name (the axes of a tensor, say), which holds
         # within one run of a body but not across calls: each call gets a memo of its own. The
-        # facts of this run hold for this call only: the lint rules never see them.
-        r.memo, r.axis_nodes, self.env = {}, [], env
+        # facts of this run hold for this call only: they are kept apart from the generic run's.
+        facts: list[AxisNode] = []
+        r.memo, r.axis_nodes, self.env = {}, facts, env
         for i in scopes:
             r.tensors[i] = {}
         self.depth += 1
@@ -278,6 +286,8 @@ class _Runner:
                     r.subgraph_out.pop(nid, None)
             r.subgraph_out.update(saved_out)
         self.calls[key] = outs
+        if facts:
+            r.call_facts.append(CallFacts(caller, fsid, tuple(facts)))
         return outs
 
     def _descendants(self, fsid: int) -> list[int]:

@@ -91,6 +91,65 @@ def test_findings_in_subgraphs_and_functions_name_their_graph(tmp_path) -> None:
     assert graphs == {"then_sq": "main/if_node.then_branch", "body_far": "main/loop_node.body", "f_sq": "local::F"}
 
 
+# A function whose Unsqueeze is valid for one caller's rank and out of range for another's: the
+# generic run of its body (rank unknown) cannot tell; the run at each call site can.
+CALL_SITES = """
+<ir_version: 8, opset_import: ["" : 13, "local" : 1]>
+g (float[4] a, float[2, 3, 4] b) => (float[4, 1] ya, float[2, 3, 4, 1] yb)
+{
+    [call_a] ya = local.F (a)
+    [call_b] yb = local.F (b)
+}
+<domain: "local", opset_import: ["" : 13]>
+F (x) => (y)
+{
+    ax = Constant <value = int64[1] {3}> ()
+    [f_unsq] y = Unsqueeze (x, ax)
+}
+"""
+
+
+def _runs_in_onnxruntime(model: onnx.ModelProto) -> bool:
+    ort = pytest.importorskip("onnxruntime")
+    import numpy as np
+
+    try:
+        session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+        feeds = {i.name: np.ones([d if isinstance(d, int) else 1 for d in i.shape], np.float32)
+                 for i in session.get_inputs()}
+        session.run(None, feeds)
+    except Exception:
+        return False
+    return True
+
+
+def test_error_at_one_call_site_of_a_function(tmp_path) -> None:
+    from onnx import parser
+
+    model = parser.parse_model(CALL_SITES)
+    assert not _runs_in_onnxruntime(model)  # the call with a rank-1 input fails
+    result = lint_proto(model, tmp_path)
+    errors = [d for d in result.diagnostics if d.severity is Severity.ERROR]
+    assert [(d.code, d.location.graph, d.location.node) for d in errors] == [("SF101", "local::F", "f_unsq")]
+    assert "the call from node 'call_a' (F)" in errors[0].message and "call_b" not in errors[0].message
+    assert not errors[0].fixable  # the body is shared by every call: no fix for one of them
+    assert result.exit_code == 1
+
+    # The same body called only with the rank that fits: nothing to report, and it runs.
+    fine = parser.parse_model(CALL_SITES.replace("    [call_a] ya = local.F (a)\n", "    [call_a] ya = Identity (a)\n")
+                              .replace("float[4, 1] ya", "float[4] ya"))
+    assert _runs_in_onnxruntime(fine)
+    assert not [d for d in lint_proto(fine, tmp_path, "fine.onnx").diagnostics if d.severity is Severity.ERROR]
+
+
+def test_call_site_runs_do_not_repeat_the_generic_findings(tmp_path) -> None:
+    # f_sq squeezes a dim of 2 whatever the call: the generic run reports it, once.
+    fx = next(f for f in FIXTURES if f.id == "subgraphs_and_functions")
+    result = lint_proto(fx.model(), tmp_path, select=("SF104",))
+    assert [d.location.node for d in result.diagnostics if d.location.node == "f_sq"] == ["f_sq"]
+    assert "the call from" not in next(d.message for d in result.diagnostics if d.location.node == "f_sq")
+
+
 def test_sf104_message_explains_onnx_vs_paddle(tmp_path) -> None:
     fx = next(f for f in FIXTURES if f.code == "SF104")
     result = lint_proto(fx.model(), tmp_path, select=("SF104",))

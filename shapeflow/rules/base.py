@@ -63,6 +63,9 @@ class Rule:
     name: ClassVar[str]
     severity: ClassVar[Severity]
     fixable: ClassVar[bool] = False
+    # The rule judges the Squeeze/Unsqueeze facts alone (``ctx.axis_nodes()``), so it can also
+    # judge the facts of a function body run at one call site (``rules/calls.py``).
+    per_call: ClassVar[bool] = False
 
     def check(self, ctx: LintContext) -> Iterable[Finding]:  # pragma: no cover - abstract
         raise NotImplementedError

@@ -28,6 +28,7 @@ class AxesOutOfRange(Rule):
     code = "SF101"
     name = "axes-out-of-range"
     severity = Severity.ERROR
+    per_call = True
 
     def check(self, ctx: LintContext) -> Iterator[Finding]:
         for a in ctx.axis_nodes():

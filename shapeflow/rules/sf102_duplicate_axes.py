@@ -28,6 +28,7 @@ class DuplicateAxes(Rule):
     code = "SF102"
     name = "duplicate-axes"
     severity = Severity.ERROR
+    per_call = True
 
     def check(self, ctx: LintContext) -> Iterator[Finding]:
         for a in ctx.axis_nodes("Unsqueeze"):

@@ -26,6 +26,7 @@ class SqueezeDuplicateAxes(Rule):
     code = "SF103"
     name = "squeeze-duplicate-axes"
     severity = Severity.WARNING
+    per_call = True
 
     def check(self, ctx: LintContext) -> Iterator[Finding]:
         for a in ctx.axis_nodes("Squeeze"):

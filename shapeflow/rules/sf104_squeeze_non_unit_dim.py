@@ -66,6 +66,7 @@ class SqueezeNonUnitDim(Rule):
     code = "SF104"
     name = "squeeze-non-unit-dim"
     severity = Severity.ERROR
+    per_call = True
     fixable = True
 
     def check(self, ctx: LintContext) -> Iterator[Finding]:

@@ -29,6 +29,7 @@ class SqueezeSymbolicDim(Rule):
     code = "SF105"
     name = "squeeze-symbolic-dim"
     severity = Severity.WARNING
+    per_call = True
 
     def check(self, ctx: LintContext) -> Iterator[Finding]:
         for a in ctx.axis_nodes("Squeeze"):

@@ -31,6 +31,7 @@ class SqueezeRankUnknowable(Rule):
     code = "SF106"
     name = "squeeze-rank-unknowable"
     severity = Severity.WARNING
+    per_call = True
 
     def check(self, ctx: LintContext) -> Iterator[Finding]:
         for a in ctx.axis_nodes("Squeeze"):

@@ -28,6 +28,7 @@ class NegativeAxesOpset1(Rule):
     code = "SF107"
     name = "negative-axes-opset1"
     severity = Severity.WARNING
+    per_call = True
 
     def check(self, ctx: LintContext) -> Iterator[Finding]:
         for a in ctx.axis_nodes():

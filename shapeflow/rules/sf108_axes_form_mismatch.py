@@ -33,6 +33,7 @@ class AxesFormMismatch(Rule):
     code = "SF108"
     name = "axes-form-mismatch"
     severity = Severity.ERROR
+    per_call = True
 
     def check(self, ctx: LintContext) -> Iterator[Finding]:
         for a in ctx.axis_nodes():

@@ -34,6 +34,7 @@ class AxesBadTensor(Rule):
     code = "SF109"
     name = "axes-bad-tensor"
     severity = Severity.ERROR
+    per_call = True
 
     def check(self, ctx: LintContext) -> Iterator[Finding]:
         for a in ctx.axis_nodes():

@@ -29,6 +29,7 @@ class AxesNotConstant(Rule):
     code = "SF110"
     name = "axes-not-constant"
     severity = Severity.INFO
+    per_call = True
 
     def check(self, ctx: LintContext) -> Iterator[Finding]:
         for a in ctx.axis_nodes():

@@ -26,6 +26,7 @@ class UnsqueezeEmptyAxes(Rule):
     code = "SF111"
     name = "unsqueeze-empty-axes"
     severity = Severity.WARNING
+    per_call = True
 
     def check(self, ctx: LintContext) -> Iterator[Finding]:
         for a in ctx.axis_nodes("Unsqueeze"):

@@ -30,6 +30,7 @@ class SqueezeEmptyAxes(Rule):
     code = "SF113"
     name = "squeeze-empty-axes"
     severity = Severity.WARNING
+    per_call = True
 
     def check(self, ctx: LintContext) -> Iterator[Finding]:
         for a in ctx.axis_nodes("Squeeze"):
