@@ -118,8 +118,7 @@ def analyze(
         ctx.cache[REPORTED] = reported  # for the rewrite candidates (SF2xx) to build on
         for rule in rules if rules is not None else select_rules(ignore=["SF2"]):
             found = reported[rule.code] = list(rule.diagnostics(ctx))
-            if inference.call_facts:
-                found.extend(at_call_sites(ctx, rule, found))
+            found.extend(at_call_sites(ctx, rule, found))
             diags.extend(found)
         # Sorted inside the pause: a sort key per diagnostic (hundreds of thousands of info
         # findings on a large model) is enough allocation to start a full collection otherwise.

@@ -22,11 +22,8 @@ def format_diagnostic(d: Diagnostic) -> str:
     loc = d.location
     graph = f" {loc.graph}:" if loc.graph and loc.graph != "main" else ""
     if loc.node is not None:
-        op = loc.op_type
-        if op is None:
-            where = f" node '{loc.node}':"
-        else:
-            where = f" node '{loc.node}' ({op}-{loc.since_version}):" if loc.since_version else f" node '{loc.node}' ({op}):"
+        label = loc.op_label
+        where = f" node '{loc.node}' ({label}):" if label else f" node '{loc.node}':"
     elif loc.tensor is not None:
         where = f" tensor '{loc.tensor}':"
     else:
@@ -148,7 +145,7 @@ def infer_text(a: Analysis, *, all_tensors: bool = False) -> str:
     elif not all_tensors:
         blocks.append("no Squeeze or Unsqueeze nodes")
     if a.diagnostics:
-        blocks.append("\n".join([format_diagnostic(d) for d in a.diagnostics]))
+        blocks.append(lint_text(a.diagnostics))
     return "\n\n".join(blocks)
 
 
@@ -156,7 +153,8 @@ def infer_text(a: Analysis, *, all_tensors: bool = False) -> str:
 
 
 def lint_text(diags: Iterable[Diagnostic]) -> str:
-    """The findings of ``lint``, one per line (plus its hint line), like a compiler's."""
+    """Findings one per line (plus a hint line), like a compiler's: ``lint``'s output, and
+    ``infer``'s after its table."""
     return "\n".join([format_diagnostic(d) for d in diags])
 
 

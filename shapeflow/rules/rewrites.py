@@ -68,9 +68,6 @@ class RewriteHint(Rule):
         # ``Rule.diagnostics`` of ``check`` (that loop, once more) without a Finding per candidate in
         # between: a large model has hundreds of thousands.
         code, name, severity, fixable, file = self.code, self.name, self.severity, self.fixable, ctx.file
-        at = Rule.at
         for c in _by_code(ctx, code):
-            fact = c.fact
-            location = at(fact) if fact is not None else ctx.location_of(c.nid)
             # (positional: the fields in their order, cheaper to pass than keywords)
-            yield Diagnostic(code, name, severity, file, c.message, HINT, fixable, location)
+            yield Diagnostic(code, name, severity, file, c.message, HINT, fixable, _location(ctx, c))
