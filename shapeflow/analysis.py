@@ -15,9 +15,10 @@ from typing import Iterable, Iterator, Mapping, Sequence
 
 from ._onnx import onnx
 from .diagnostics import Diagnostic
-from .dims import shape_to_json
+from .dims import Bound, shape_to_json
 from .graph import ModelGraph, build_graph
-from .inference import Inference, Progress, infer
+from .assume import assumption_texts, check_assumptions
+from .inference import Inference, Progress, declared_symbols, infer
 from .io import LoadedModel
 from .limits import DEFAULT_LIMITS, Limits
 from .opsets import opset_map
@@ -45,6 +46,8 @@ class Analysis:
             "tensors": tensors_json(self),
             "nodes": nodes_json(self),
             "diagnostics": [d.to_json() for d in self.diagnostics],
+            # only an output that used assumptions carries them (SPEC.md section 6)
+            **({"assumptions": assumption_texts(self.inference.assumptions)} if self.inference.assumptions else {}),
         }
 
     def json_text(self) -> str:
@@ -69,6 +72,8 @@ class Analysis:
         yield ',\n  "diagnostics": '
         # one at a time: a large model can have a hundred thousand info findings
         yield from _json_list("    " + _json_indented(d.to_json(), "    ") for d in self.diagnostics)
+        if self.inference.assumptions:
+            yield ',\n  "assumptions": ' + _json_indented(assumption_texts(self.inference.assumptions), "  ")
         yield "\n}"
 
 
@@ -101,28 +106,44 @@ def analyze(
     limits: Limits = DEFAULT_LIMITS,
     rules: Sequence[Rule] | None = None,
     progress: Progress | None = None,
+    assumptions: Mapping[str, Bound] | None = None,
+    only_known_symbols: bool = False,
 ) -> Analysis:
     """Index, infer and lint one loaded model. Raises ``ShapeflowError`` for a model that cannot be
     understood (SF002, a limit).
 
     ``rules`` defaults to the structure and axis rules (SF0xx, SF1xx): what ``infer`` reports. The
     rewrite hints (SF2xx) need a search for rewrite candidates, which ``lint`` asks for explicitly.
+    ``assumptions`` (``--assume``) must name symbols of the model (UsageError otherwise), unless
+    ``only_known_symbols``: then those naming none of its symbols are left out (lint over many
+    models, each with its own symbols).
     """
     with gc_paused():
         graph = build_graph(loaded, limits)
-        inference = infer(graph, dims, limits, progress)
-        result = Analysis(loaded, graph, inference)
-        ctx = LintContext(loaded.path, graph, inference)
-        diags: list[Diagnostic] = []
-        reported: dict[str, list[Diagnostic]] = {}
-        ctx.cache[REPORTED] = reported  # for the rewrite candidates (SF2xx) to build on
-        for rule in rules if rules is not None else select_rules(ignore=["SF2"]):
-            found = reported[rule.code] = list(rule.diagnostics(ctx))
-            found.extend(at_call_sites(ctx, rule, found))
-            diags.extend(found)
-        # Sorted inside the pause: a sort key per diagnostic (hundreds of thousands of info
-        # findings on a large model) is enough allocation to start a full collection otherwise.
-        result.diagnostics = sorted(diags, key=Diagnostic.sort_key)
+        if assumptions:
+            symbols = declared_symbols(graph)
+            if only_known_symbols:
+                assumptions = {k: v for k, v in assumptions.items() if k in symbols}
+            check_assumptions(assumptions, symbols, dims, file=loaded.path)
+        inference = infer(graph, dims, limits, progress, assumptions)
+        with inference.domain():  # the rules judge dims in the domain inference proved them in
+            return _judge(loaded, graph, inference, rules)
+
+
+def _judge(loaded: LoadedModel, graph: ModelGraph, inference: Inference,
+           rules: Sequence[Rule] | None) -> Analysis:
+    result = Analysis(loaded, graph, inference)
+    ctx = LintContext(loaded.path, graph, inference)
+    diags: list[Diagnostic] = []
+    reported: dict[str, list[Diagnostic]] = {}
+    ctx.cache[REPORTED] = reported  # for the rewrite candidates (SF2xx) to build on
+    for rule in rules if rules is not None else select_rules(ignore=["SF2"]):
+        found = reported[rule.code] = list(rule.diagnostics(ctx))
+        found.extend(at_call_sites(ctx, rule, found))
+        diags.extend(found)
+    # Sorted inside the pause: a sort key per diagnostic (hundreds of thousands of info
+    # findings on a large model) is enough allocation to start a full collection otherwise.
+    result.diagnostics = sorted(diags, key=Diagnostic.sort_key)
     return result
 
 

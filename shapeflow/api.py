@@ -6,6 +6,7 @@ import os
 from typing import Mapping, Sequence
 
 from .analysis import Analysis, analyze
+from .assume import parse_assumptions
 from .io import load_model, save_model
 from .limits import DEFAULT_LIMITS, Limits
 from .linter import FileResult, LintOptions, lint_paths
@@ -15,28 +16,32 @@ PathLike = str | os.PathLike[str]
 
 
 def infer(path: PathLike, *, dims: Mapping[str, int] | None = None,
-          limits: Limits = DEFAULT_LIMITS) -> Analysis:
+          assume: Sequence[str] = (), limits: Limits = DEFAULT_LIMITS) -> Analysis:
     """Load ``path``, infer every tensor's shape and run the structure and axis rules.
 
+    ``assume`` states ranges of symbols, as ``--assume`` does (``["seq>=3"]``).
     Raises ``ShapeflowError`` when the model cannot be read or understood.
     """
+    assumptions = parse_assumptions(assume)
     loaded = load_model(path, limits)
-    return analyze(loaded, dims=dims, limits=limits)
+    return analyze(loaded, dims=dims, limits=limits, assumptions=assumptions)
 
 
 def lint(paths: PathLike | Sequence[PathLike], *, select: Sequence[str] | None = None,
          ignore: Sequence[str] = (), dims: Mapping[str, int] | None = None,
-         limits: Limits = DEFAULT_LIMITS, jobs: int = 1) -> list[FileResult]:
+         assume: Sequence[str] = (), limits: Limits = DEFAULT_LIMITS, jobs: int = 1) -> list[FileResult]:
     """Lint one or more models, as ``shapeflow lint`` does (without ``--fix``): one ``FileResult``
     per path, in order. Unreadable files are results with SF001, not exceptions."""
     items = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
     options = LintOptions(select=tuple(select) if select is not None else None, ignore=tuple(ignore),
-                          dims=tuple((dims or {}).items()), limits=limits)
+                          dims=tuple((dims or {}).items()),
+                          assume=tuple(parse_assumptions(assume).items()), limits=limits)
     return lint_paths([os.fspath(p) for p in items], options, jobs=jobs)
 
 
 def optimize(path: PathLike, output: PathLike | None = None, *, rules: Sequence[str] | None = None,
-             strict: bool = False, force: bool = False, limits: Limits = DEFAULT_LIMITS) -> OptimizeResult:
+             strict: bool = False, force: bool = False, assume: Sequence[str] = (),
+             limits: Limits = DEFAULT_LIMITS) -> OptimizeResult:
     """Run the rewrite rules on ``path`` to a fixpoint; write the result to ``output`` when given
     (atomically; byte-identical to the input when nothing changed).
 
@@ -44,7 +49,8 @@ def optimize(path: PathLike, output: PathLike | None = None, *, rules: Sequence[
     not repaired), 2 for one that cannot be read or optimized safely.
     """
     loaded = load_model(path, limits)
-    result = optimize_model(loaded, rules=rules, strict=strict, limits=limits)
+    result = optimize_model(loaded, rules=rules, strict=strict, limits=limits,
+                            assumptions=parse_assumptions(assume))
     if output is not None:
         save_model(result.model if result.changed else loaded.raw, output, input_path=path, force=force)
     return result

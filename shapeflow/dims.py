@@ -6,13 +6,21 @@ A dim is an ``int`` (known), a :class:`Sym` (an expression over named symbols) o
 A ``Sym`` is a polynomial with integer coefficients over *atoms*. An atom is a named symbol
 (``batch``; any string read from a file is just a name, even ``"2*seq"``) or an opaque
 sub-expression the polynomial form cannot express: ``floor(E/k)`` and ``E % k`` for a
-positive int ``k``. Every result is put in one canonical form, so structurally equal expressions
-compare and hash equal and print the same text; a result without symbols is returned as an
-``int``. A ``Sym`` therefore never stands for a constant.
+positive int ``k``, and ``min(A, B)`` / ``max(A, B)``. Every result is put in one canonical form,
+so structurally equal expressions compare and hash equal and print the same text; a result
+without symbols is returned as an ``int``. A ``Sym`` therefore never stands for a constant.
 
-The arithmetic is sound for every integer value of the symbols (shape *values* may be negative),
-with one allowance: a division by a symbolic divisor is simplified only where the divisor could
-be zero solely in a model that fails at run time anyway (``(batch*seq) // seq == batch``).
+The value domain (SPEC.md section 6): a named symbol is a dim, an integer in [0, 2**62] (no
+tensor has more elements on one axis), unless the user stated a tighter range (:func:`assuming`, ``--assume seq>=3``); an expression over symbols (a
+shape *value*) may be negative. :func:`dim_bounds` gives an interval that holds for every value
+of the symbols in that domain, and ``min``/``max``/comparisons are decided from it where they can
+be: ``min(3, seq)`` stays symbolic, ``max(seq + 1, 0)`` is ``seq + 1``.
+
+The arithmetic is sound for every value of the symbols in the domain, with two allowances: a
+division by a symbolic divisor is simplified only where the divisor could be zero solely in a
+model that fails at run time anyway (``(batch*seq) // seq == batch``), and symbolic arithmetic is
+exact integer arithmetic, which int64 matches while the values fit in it (no tensor has 2**63
+elements; known ints are wrapped as int64 where the op does).
 
 This module is pure Python on purpose: inference, lint rules and rewrites share it, and it
 runs per node on very large graphs, so the common cases (int with int, Sym with int) take a
@@ -22,15 +30,26 @@ short path.
 from __future__ import annotations
 
 import operator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from math import gcd
-from typing import Mapping, Optional, Union
+from typing import Iterator, Mapping, Optional, Union
 
 __all__ = [
     "Dim",
     "Shape",
     "Sym",
+    "Bound",
+    "MAX_DIM",
+    "assuming",
     "broadcast_dim",
+    "current_assumptions",
+    "monomial_symbols",
+    "plain_symbol",
+    "prove_at_least",
     "dim_add",
+    "dim_bounds",
+    "dim_compare",
     "dim_floordiv",
     "dim_from_text",
     "dim_is_one",
@@ -40,8 +59,11 @@ __all__ = [
     "dim_mul",
     "dim_neg",
     "dim_nonnegative",
+    "dim_exact_div",
+    "dim_fmod",
     "dim_sub",
     "dim_to_json",
+    "dim_truncdiv",
     "dims_equal",
     "format_shape",
     "shape_to_json",
@@ -51,29 +73,40 @@ __all__ = [
 Dim = Union[int, "Sym", None]
 Shape = Optional[tuple[Dim, ...]]  # None = unknown rank
 
-_NAME, _FLOOR, _MOD = 0, 1, 2
+_NAME, _FLOOR, _MOD, _MIN, _MAX = 0, 1, 2, 3, 4
+
+
+def _operand_key(d: Union[int, "Sym"]) -> tuple:
+    # ints before expressions, so keys never compare an int with a tuple
+    return (0, d) if type(d) is int else (1, d._key)  # type: ignore[union-attr]
 
 
 class _Atom:
-    """One factor of a monomial: a named symbol, ``floor(expr/k)`` or ``expr % k``.
+    """One factor of a monomial: a named symbol, ``floor(expr/k)``, ``expr % k``, or
+    ``min(expr, other)`` / ``max(expr, other)`` (``other`` an int or a Sym; ``k`` unused).
 
     ``key`` is a nested tuple of strs and ints that totally orders atoms (kind first, so
     comparisons never meet mixed types); it is computed once because sorting and hashing use it.
     """
 
-    __slots__ = ("kind", "name", "expr", "k", "key", "size", "_hash")
+    __slots__ = ("kind", "name", "expr", "k", "other", "key", "size", "_hash")
 
-    def __init__(self, kind: int, name: Optional[str], expr: Optional[Sym], k: int) -> None:
+    def __init__(self, kind: int, name: Optional[str], expr: Optional[Sym], k: int,
+                 other: Union[int, "Sym", None] = None) -> None:
         self.kind = kind
         self.name = name
         self.expr = expr
         self.k = k
+        self.other = other
         if expr is None:
             self.key: tuple = (kind, name)
             self.size = 1
-        else:
+        elif other is None:
             self.key = (kind, expr._key, k)
             self.size = 1 + expr._size
+        else:
+            self.key = (kind, expr._key, _operand_key(other))
+            self.size = 1 + expr._size + (other._size if type(other) is Sym else 1)  # type: ignore[union-attr]
         self._hash = hash(self.key)
 
     def __eq__(self, other: object) -> bool:
@@ -87,7 +120,7 @@ class _Atom:
         return self._hash
 
     def __reduce__(self) -> tuple:
-        return (_Atom, (self.kind, self.name, self.expr, self.k))
+        return (_Atom, (self.kind, self.name, self.expr, self.k, self.other))
 
 
 _Mono = tuple[_Atom, ...]  # atoms sorted by key, repeated for powers; () is the constant term
@@ -175,6 +208,27 @@ class Sym:
         """Number of terms and atoms (nested atoms count their inside), for --max-expr-size."""
         return self._size
 
+    def coefficients(self) -> list[int]:
+        """Every integer in the expression: coefficients, constant terms, divisors and min/max
+        operands, nested ones included."""
+        out: list[int] = []
+        stack = [self]
+        while stack:
+            e = stack.pop()
+            for mono, c in e._terms:
+                out.append(c)
+                for atom in mono:
+                    if atom.expr is not None:
+                        stack.append(atom.expr)
+                        other = atom.other
+                        if type(other) is Sym:
+                            stack.append(other)
+                        elif type(other) is int:
+                            out.append(other)
+                        else:
+                            out.append(atom.k)
+        return out
+
     def symbols(self) -> frozenset[str]:
         """Names of every symbol in the expression, including inside floor/mod atoms."""
         found = self._symbols
@@ -186,6 +240,8 @@ class Sym:
                         names.add(atom.name)  # type: ignore[arg-type]  # name atoms always have one
                     else:
                         names |= atom.expr.symbols()
+                        if type(atom.other) is Sym:
+                            names |= atom.other.symbols()
             found = frozenset(names)
             object.__setattr__(self, "_symbols", found)
         return found
@@ -319,6 +375,9 @@ def _floordiv_const(s: Sym, k: int) -> Dim:
         if atom.kind == _FLOOR:  # floor(floor(x/j)/k) == floor(x/(j*k)) for positive j, k
             return _add_const(_atom_sym(_Atom(_FLOOR, None, atom.expr, atom.k * k)), q)
     inner = Sym._make(inner_terms)
+    lo, hi = _sym_bounds(inner, _ASSUMED.get())
+    if lo >= 0 and hi < k:  # floor(E/k) == 0 when E lies in [0, k)
+        return q
     return _add_const(_atom_sym(_Atom(_FLOOR, None, inner, k)), q)
 
 
@@ -347,7 +406,11 @@ def _mod_const(s: Sym, k: int) -> Dim:
                 return _scale(_atom_sym(atom), g)
             if atom.k % k == 0:  # (x % j) % k == x % k when k divides j
                 return dim_mul(g, _mod_const(atom.expr, k))  # type: ignore[arg-type]
-    return _scale(_atom_sym(_Atom(_MOD, None, Sym._make(inner_terms), k)), g)
+    inner = Sym._make(inner_terms)
+    lo, hi = _sym_bounds(inner, _ASSUMED.get())
+    if lo >= 0 and hi < k:  # E % k == E when E lies in [0, k)
+        return _scale(inner, g)
+    return _scale(_atom_sym(_Atom(_MOD, None, inner, k)), g)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -366,6 +429,13 @@ def _atom_text(atom: _Atom, whole: bool) -> str:
         return atom.name  # type: ignore[return-value]  # name atoms always have one
     expr = atom.expr
     assert expr is not None
+    if atom.kind == _MIN or atom.kind == _MAX:
+        other = atom.other
+        first = _expr_text(expr, whole=True)
+        second = _int_text(other) if type(other) is int else _expr_text(other, whole=True)  # type: ignore[arg-type]
+        # the int first, as people write it: min(3, seq)
+        pair = f"{second}, {first}" if type(other) is int else f"{first}, {second}"
+        return f"{'min' if atom.kind == _MIN else 'max'}({pair})"
     inner = _expr_text(expr, whole=False)
     simple = len(expr._terms) == 1
     if atom.kind == _FLOOR:
@@ -393,6 +463,14 @@ def _mono_text(mono: _Mono, whole: bool) -> str:
 
 def _expr_text(s: Sym, whole: bool) -> str:
     terms = s._terms
+    if len(terms) == 2 and terms[1][0] == () and terms[0][1] == 1 and len(terms[0][0]) == 1:
+        atom = terms[0][0][0]
+        if (atom.kind == _MIN or atom.kind == _MAX) and type(atom.other) is int:
+            # max(2, seq) - 2 reads better as the clamp it came from: max(0, seq - 2)
+            c = terms[1][1]
+            inner = _add_const(atom.expr, c)  # type: ignore[arg-type]
+            inner_text = _int_text(inner) if type(inner) is int else _expr_text(inner, whole=True)  # type: ignore[arg-type]
+            return f"{'min' if atom.kind == _MIN else 'max'}({_int_text(atom.other + c)}, {inner_text})"
     out = []
     for i, (mono, c) in enumerate(terms):
         neg = c < 0
@@ -511,31 +589,265 @@ def _const_diff(a: Union[int, Sym], b: Union[int, Sym]) -> Optional[int]:
     return const_a - const_b if var_a == var_b else None
 
 
+# ---------------------------------------------------------------------------------------------
+# the domain: bounds of every expression, from symbols >= 0 and the user's assumptions
+
+Bound = tuple[Optional[int], Optional[int]]
+"""A closed interval ``(lo, hi)`` of integers; ``None`` is unbounded on that side."""
+
+_NO_RANGES: dict[str, Bound] = {}
+_ASSUMED: ContextVar[Mapping[str, Bound]] = ContextVar("shapeflow_assumed", default=_NO_RANGES)
+
+_INF = float("inf")
+MAX_DIM = 2**62
+"""The largest value a symbol takes: no tensor has a dim of 2**62 elements (4 EiB of bytes)."""
+_Ext = Union[int, float]  # an int, or +-inf
+
+
+@contextmanager
+def assuming(ranges: Mapping[str, Bound]) -> Iterator[None]:
+    """Within the block, symbol ``name`` ranges over ``ranges[name]`` (intersected with >= 0)
+    instead of all integers >= 0. Only what the user stated belongs here (``--assume``)."""
+    token = _ASSUMED.set(dict(ranges))
+    try:
+        yield
+    finally:
+        _ASSUMED.reset(token)
+
+
+def current_assumptions() -> Mapping[str, Bound]:
+    """The ranges in force: the :func:`assuming` block's (empty outside one)."""
+    return _ASSUMED.get()
+
+
+def prove_at_least(name: str, k: int) -> bool:
+    """Record, inside an :func:`assuming` block, that symbol ``name`` is >= ``k`` wherever the
+    model runs (inference proves such facts: a Reshape's ``-1`` fails over an empty product).
+    Returns whether the range got tighter; outside a block nothing is recorded."""
+    ranges = _ASSUMED.get()
+    if not isinstance(ranges, dict) or ranges is _NO_RANGES:
+        return False
+    lo, hi = ranges.get(name, (None, None))
+    if lo is not None and lo >= k:
+        return False
+    ranges[name] = (k, hi)
+    return True
+
+
+def plain_symbol(d: Dim) -> Optional[str]:
+    """The name when ``d`` is one named symbol (``seq``, not ``seq + 1``), else None."""
+    if type(d) is Sym and len(d._terms) == 1:
+        mono, c = d._terms[0]
+        if c == 1 and len(mono) == 1 and mono[0].kind == _NAME:
+            return mono[0].name
+    return None
+
+
+def monomial_symbols(d: Dim) -> Optional[list[str]]:
+    """The names of ``d`` when it is a product of named symbols and a nonzero int (``16*batch*seq``),
+    so that ``d != 0`` means every one of them is >= 1; else None."""
+    if type(d) is not Sym or len(d._terms) != 1:
+        return None
+    mono, _ = d._terms[0]
+    names = []
+    for atom in mono:
+        if atom.kind != _NAME:
+            return None
+        names.append(atom.name)  # type: ignore[arg-type]
+    return names
+
+
+def _emul(x: _Ext, y: _Ext) -> _Ext:
+    # products of interval endpoints: 0 times an unbounded side is 0 (the values are finite)
+    if x == 0 or y == 0:
+        return 0
+    return x * y
+
+
+def _imul(a: tuple[_Ext, _Ext], b: tuple[_Ext, _Ext]) -> tuple[_Ext, _Ext]:
+    if a[0] >= 0 and b[0] >= 0:  # the common case: both non-negative
+        return _emul(a[0], b[0]), _emul(a[1], b[1])
+    c = (_emul(a[0], b[0]), _emul(a[0], b[1]), _emul(a[1], b[0]), _emul(a[1], b[1]))
+    return min(c), max(c)
+
+
+def _efloordiv(x: _Ext, k: int) -> _Ext:
+    return x if type(x) is float else x // k  # type: ignore[operator]
+
+
+def _atom_bounds(atom: _Atom, assumed: Mapping[str, Bound]) -> tuple[_Ext, _Ext]:
+    kind = atom.kind
+    if kind == _NAME:
+        r = assumed.get(atom.name) if assumed else None  # type: ignore[arg-type]
+        if r is None:
+            return 0, MAX_DIM
+        lo, hi = r
+        return (0 if lo is None or lo < 0 else lo), (MAX_DIM if hi is None or hi > MAX_DIM else hi)
+    assert atom.expr is not None
+    if kind == _MOD:
+        return 0, atom.k - 1
+    lo, hi = _sym_bounds(atom.expr, assumed)
+    if kind == _FLOOR:
+        return _efloordiv(lo, atom.k), _efloordiv(hi, atom.k)
+    other = atom.other
+    olo, ohi = (other, other) if type(other) is int else _sym_bounds(other, assumed)  # type: ignore[arg-type]
+    if kind == _MIN:
+        return min(lo, olo), min(hi, ohi)  # type: ignore[type-var]
+    return max(lo, olo), max(hi, ohi)  # type: ignore[type-var]
+
+
+def _sym_bounds(s: Sym, assumed: Mapping[str, Bound]) -> tuple[_Ext, _Ext]:
+    total_lo: _Ext = 0
+    total_hi: _Ext = 0
+    for mono, c in s._terms:
+        lo: _Ext = 1
+        hi: _Ext = 1
+        for atom in mono:
+            lo, hi = _imul((lo, hi), _atom_bounds(atom, assumed))
+        lo, hi = _emul(lo, c), _emul(hi, c)
+        if c < 0:
+            lo, hi = hi, lo
+        total_lo += lo
+        total_hi += hi
+    return total_lo, total_hi
+
+
+def dim_bounds(d: Dim) -> Bound:
+    """An interval that holds ``d`` for every value of its symbols in the domain (symbols >= 0,
+    or what :func:`assuming` states); ``(None, None)`` for an unknown dim."""
+    d = _coerce(d)
+    if d is None:
+        return None, None
+    if isinstance(d, int):
+        return d, d
+    lo, hi = _sym_bounds(d, _ASSUMED.get())
+    return (None if type(lo) is float else lo), (None if type(hi) is float else hi)  # type: ignore[return-value]
+
+
+def _diff_bounds(a: Union[int, Sym], b: Union[int, Sym]) -> tuple[_Ext, _Ext]:
+    d = dim_sub(a, b)
+    if type(d) is int:
+        return d, d
+    return _sym_bounds(d, _ASSUMED.get())  # type: ignore[arg-type]
+
+
+def dim_compare(a: Dim, b: Dim) -> Optional[tuple[_Ext, _Ext]]:
+    """The bounds of ``a - b`` (for Less/Greater/Equal), or None when either is unknown."""
+    a, b = _coerce(a), _coerce(b)
+    if a is None or b is None:
+        return None
+    return _diff_bounds(a, b)
+
+
+def _var_key(s: Sym) -> tuple:
+    return s._key if s._terms[-1][0] else s._key[:-1]
+
+
+def _minmax(kind: int, a: Union[int, Sym], b: Union[int, Sym]) -> Dim:
+    if a == b:
+        return a
+    lo, hi = _diff_bounds(a, b)
+    if kind == _MIN:
+        if hi <= 0:
+            return a
+        if lo >= 0:
+            return b
+    else:
+        if lo >= 0:
+            return a
+        if hi <= 0:
+            return b
+    # Canonical form: an int operand second, else the operand with the smaller variable part
+    # first; the first's constant term pulled out, min(x + c, y + c) == min(x, y) + c, so that
+    # max(seq - 3, 0) and max(seq, 3) - 3 meet one atom.
+    if type(a) is int or (type(b) is Sym and _var_key(b) < _var_key(a)):  # type: ignore[arg-type]
+        a, b = b, a
+    assert type(a) is Sym
+    _, c = _split_const(a)
+    if c:
+        a = _add_const(a, -c)  # type: ignore[assignment]  # a Sym minus its constant stays a Sym
+        b = dim_add(b, -c)  # type: ignore[assignment]
+    return _add_const(_atom_sym(_Atom(kind, None, a, 0, b)), c)  # type: ignore[arg-type]
+
+
 def dim_min(a: Dim, b: Dim) -> Dim:
-    """The smaller of two dims when it is known which one it is, else ``None``."""
+    """min(a, b): decided from the bounds where it can be, else a ``min`` atom."""
     if type(a) is int and type(b) is int:
         return a if a <= b else b
     a, b = _coerce(a), _coerce(b)
     if a is None or b is None:
         return None
-    diff = _const_diff(a, b)
-    # Decidable only when the two differ by a constant (seq vs seq + 1).
-    if diff is None:
-        return None
-    return a if diff <= 0 else b
+    return _minmax(_MIN, a, b)
 
 
 def dim_max(a: Dim, b: Dim) -> Dim:
-    """The larger of two dims when it is known which one it is, else ``None``."""
+    """max(a, b): decided from the bounds where it can be, else a ``max`` atom."""
     if type(a) is int and type(b) is int:
         return a if a >= b else b
     a, b = _coerce(a), _coerce(b)
     if a is None or b is None:
         return None
-    diff = _const_diff(a, b)
-    if diff is None:
+    return _minmax(_MAX, a, b)
+
+
+def dim_truncdiv(a: Dim, b: Dim) -> Dim:
+    """Integer division rounding toward zero (onnxruntime's int Div); ``None`` for a zero divisor
+    or where the sign of the dividend is not known."""
+    if type(a) is int and type(b) is int:
+        if b == 0:
+            return None
+        q = abs(a) // abs(b)
+        return q if (a >= 0) == (b >= 0) else -q
+    a, b = _coerce(a), _coerce(b)
+    if a is None or b is None:
         return None
-    return a if diff >= 0 else b
+    if isinstance(b, Sym):
+        return dim_floordiv(a, b)  # only exact quotients, which truncate alike
+    if b == 0:
+        return None
+    if b < 0:
+        return dim_neg(dim_truncdiv(a, -b))
+    lo, hi = dim_bounds(a)
+    if lo is not None and lo >= 0:
+        return dim_floordiv(a, b)
+    if hi is not None and hi <= 0:
+        return dim_neg(dim_floordiv(dim_neg(a), b))
+    return None
+
+
+def _nonzero(d: Dim) -> bool:
+    lo, hi = dim_bounds(d)
+    return (lo is not None and lo > 0) or (hi is not None and hi < 0)
+
+
+def dim_fmod(a: Dim, b: Dim) -> Dim:
+    """Remainder with the sign of the dividend (C's fmod; ONNX Mod with fmod=1, the float Mod).
+    A divisor that may be 0 gives None: in float that is NaN, not a failed run."""
+    if type(b) is not int and not _nonzero(b):
+        return None
+    q = dim_truncdiv(a, b)
+    if q is None:
+        return None
+    return dim_sub(a, dim_mul(q, b))
+
+
+def dim_exact_div(a: Dim, b: Dim) -> Dim:
+    """a / b when the quotient is an integer for every value of the symbols (float Div of shape
+    values), else ``None``."""
+    if type(a) is int and type(b) is int:
+        return a // b if b and a % b == 0 else None
+    a, b = _coerce(a), _coerce(b)
+    if a is None or b is None or b == 0:
+        return None
+    if isinstance(b, Sym):
+        # exact quotients only, and only where b is never 0: float Div by 0 is inf or NaN
+        return dim_floordiv(a, b) if _nonzero(b) else None
+    if isinstance(a, int):
+        return a // b if a % b == 0 else None
+    for _, c in a._terms:
+        if c % b:
+            return None
+    return dim_floordiv(a, b)
 
 
 def broadcast_dim(a: Dim, b: Dim) -> Dim:
@@ -555,19 +867,38 @@ def broadcast_dim(a: Dim, b: Dim) -> Dim:
         return a if b == 1 else b
     if a is None or b is None:
         return None  # an unknown could be 1 or could equal the other
-    return a if a == b else None
+    if a == b:
+        return a
+    # seq + 2 vs batch: if the model runs, batch is 1 or seq + 2; either way the result is seq + 2
+    if dim_is_one(a) is False:
+        return a
+    if dim_is_one(b) is False:
+        return b
+    # min(512, seq) vs seq: where seq is 1 so is the other, so the result is seq (equal, or the
+    # other is 1, or the model fails); the same test the other way round
+    for x, y in ((a, b), (b, a)):
+        name = plain_symbol(y)
+        if name is not None and substitute(x, {name: 1}) == 1:
+            return y
+    return None
 
 
 def dim_is_one(d: Dim) -> Optional[bool]:
     """True if known to be 1, False if known not to be 1, None if it depends on the symbols.
 
-    A symbol is never judged != 1: ``batch`` may well be 1 at run time."""
+    A symbol is never judged != 1 on its own (``batch`` may well be 1 at run time); ``seq + 2`` is,
+    and so is ``seq`` under ``--assume seq>=2``."""
     if type(d) is int:
         return d == 1
     d = _coerce(d)
+    if d is None:
+        return None
     if isinstance(d, int):
         return d == 1
-    return None
+    lo, hi = _sym_bounds(d, _ASSUMED.get())
+    if lo > 1 or hi < 1:
+        return False
+    return True if lo == hi == 1 else None
 
 
 def dims_equal(a: Dim, b: Dim) -> Optional[bool]:
@@ -577,33 +908,21 @@ def dims_equal(a: Dim, b: Dim) -> Optional[bool]:
         return None
     # seq and seq + 1 differ for every value of seq; seq and 3 or batch and seq may not.
     diff = _const_diff(a, b)
-    return None if diff is None else diff == 0
+    if diff is not None:
+        return diff == 0
+    lo, hi = _diff_bounds(a, b)
+    if lo > 0 or hi < 0:
+        return False
+    return True if lo == hi == 0 else None
 
 
 def dim_nonnegative(d: Dim) -> bool:
-    """True when ``d`` is provably >= 0 for every value of its symbols, given that every named
-    symbol is a dim (>= 0): an int >= 0, or a polynomial with non-negative coefficients over names,
-    ``x % k`` atoms, and ``floor(E/k)`` atoms of non-negative ``E``.
+    """True when ``d`` is provably >= 0 for every value of its symbols in the domain.
 
     It lets shape arithmetic decide ``Equal(Shape(x)[0], -1)`` (exporters' ``-1`` handling before
     Reshape and Expand): a dim is never -1."""
-    if type(d) is int:
-        return d >= 0
-    if d is None:
-        return False
-    d = _coerce(d)
-    if isinstance(d, int):
-        return d >= 0
-    stack = [d]
-    while stack:
-        expr = stack.pop()
-        for mono, coeff in expr._terms:
-            if coeff < 0:
-                return False
-            for atom in mono:
-                if atom.kind == _FLOOR and atom.expr is not None:
-                    stack.append(atom.expr)
-    return True
+    lo, _ = dim_bounds(d)
+    return lo is not None and lo >= 0
 
 
 def dim_from_text(text: str) -> Dim:
@@ -658,7 +977,10 @@ def _evaluate_atom(atom: _Atom, bindings: Mapping[str, int]) -> Dim:
     inner = substitute(atom.expr, bindings)
     if atom.kind == _FLOOR:
         return dim_floordiv(inner, atom.k)
-    return dim_mod(inner, atom.k)
+    if atom.kind == _MOD:
+        return dim_mod(inner, atom.k)
+    other = substitute(atom.other, bindings)  # type: ignore[arg-type]
+    return dim_min(inner, other) if atom.kind == _MIN else dim_max(inner, other)
 
 
 def _dim_text(d: Dim) -> str:

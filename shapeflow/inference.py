@@ -18,11 +18,11 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Mapping
+from typing import Callable, ContextManager, Mapping
 
 from ._onnx import onnx
 
-from .dims import Dim, Shape, Sym, substitute
+from .dims import Bound, Dim, Shape, Sym, assuming, current_assumptions, substitute
 from .errors import LimitExceeded
 from .facts import AxisNode, CallFacts
 from .graph import ModelGraph, NodeInfo, Scope
@@ -30,6 +30,7 @@ from .limits import DEFAULT_LIMITS, Limits
 from .ops import REGISTRY, fallback
 from .ops.base import OpCall
 from .ops.constants import tensor_info_from_proto
+from .ops.numeric import canonical_value
 from .tensorinfo import TensorInfo
 
 Progress = Callable[[int, int], None]
@@ -59,6 +60,19 @@ class Inference:
     # Shape rules' memo tables for one run (axes facts per axes tensor, Squeeze/Unsqueeze results
     # per input shape and axes), keyed by the rule's own tuples.
     memo: dict[tuple, object] = field(default_factory=dict, repr=False)
+    # The ranges the user stated (--assume), and those plus the facts inference proved on the way
+    # (a symbol >= 1 where the model fails otherwise): the domain its results hold in.
+    assumptions: Mapping[str, Bound] = field(default_factory=dict)
+    ranges: Mapping[str, Bound] = field(default_factory=dict)
+
+    def domain(self) -> ContextManager[None]:
+        """The block in which dims are judged as inference judged them (its ranges in force):
+        lint rules and rewrites decide ``seq != 1`` under ``--assume seq>=2`` too."""
+        return assuming(self.ranges)
+
+    def proven(self) -> dict[str, Bound]:
+        """The ranges inference proved beyond what the user stated."""
+        return {k: v for k, v in self.ranges.items() if self.assumptions.get(k) != v}
 
     # -- queries ---------------------------------------------------------------------------------
     def lookup(self, scope_id: int, name: str) -> TensorInfo | None:
@@ -86,15 +100,35 @@ class Inference:
 
 
 def infer(graph: ModelGraph, bindings: Mapping[str, int] | None = None,
-          limits: Limits = DEFAULT_LIMITS, progress: Progress | None = None) -> Inference:
-    """Infer every tensor of ``graph``. ``bindings`` substitutes symbols (``{"batch": 1}``)."""
+          limits: Limits = DEFAULT_LIMITS, progress: Progress | None = None,
+          assumptions: Mapping[str, Bound] | None = None) -> Inference:
+    """Infer every tensor of ``graph``. ``bindings`` substitutes symbols (``{"batch": 1}``);
+    ``assumptions`` are the ranges the user stated (``{"seq": (3, None)}``, ``--assume seq>=3``)."""
     result = Inference(graph, dict(bindings or {}), limits)
+    result.assumptions = dict(assumptions or {})
     result.tensors = [dict() for _ in graph.scopes]
     runner = _Runner(result, progress)
-    runner.run_scope(graph.scopes[0])
-    for sid in graph.functions.values():
-        runner.run_scope(graph.scopes[sid])
+    with assuming(result.assumptions):
+        runner.run_scope(graph.scopes[0])
+        for sid in graph.functions.values():
+            runner.run_scope(graph.scopes[sid])
+        result.ranges = dict(current_assumptions())
     return result
+
+
+def declared_symbols(graph: ModelGraph) -> set[str]:
+    """The names of the symbolic dims the model declares on its graph inputs (and subgraph
+    inputs): the symbols inference starts from, the ones ``--assume`` may name."""
+    names: set[str] = set()
+    for scope in graph.scopes:
+        body = scope.proto
+        if isinstance(body, onnx.GraphProto):
+            for vi in body.input:
+                if vi.type.WhichOneof("value") == "tensor_type" and vi.type.tensor_type.HasField("shape"):
+                    for d in vi.type.tensor_type.shape.dim:
+                        if d.WhichOneof("value") == "dim_param" and d.dim_param:
+                            names.add(d.dim_param)
+    return names
 
 
 _MISSING = object()
@@ -197,14 +231,18 @@ class _Runner:
                     except Exception:  # a rule must never turn a strange model into a crash: unknown
                         outs = None
                     if outs:
-                        # _check_value, inline: values are short and mostly plain ints
                         for t in outs:
                             if t is not None:
                                 value = t.value
                                 if value is not None:
-                                    for v in value:
-                                        if type(v) is Sym and v.size() > max_expr:
-                                            self._check_value(value, nid)
+                                    # what the element type holds: int64 wraps, int32 of a
+                                    # symbol only where it provably fits (ops/numeric.py)
+                                    value = t.value = canonical_value(t.dtype, value)
+                                    if value is not None:
+                                        # _check_value, inline: values are short, mostly ints
+                                        for v in value:
+                                            if type(v) is Sym and v.size() > max_expr:
+                                                self._check_value(value, nid)
             elif functions:
                 fsid = functions.get((info.peek().domain, info.op_type))
                 if fsid is not None:

@@ -26,6 +26,7 @@ from .diagnostics import Diagnostic, Severity
 from .errors import EXIT_CLEAN, EXIT_FINDINGS, EXIT_INTERNAL, LimitExceeded, ShapeflowError, display_path
 from .fixes import apply_squeeze_fixes, plan_squeeze_fixes
 from .io import LoadedModel, load_model, save_model
+from .dims import Bound
 from .limits import DEFAULT_LIMITS, Limits
 from .rules import Rule, rejection_diagnostic, resolve_selector, select_rules
 
@@ -40,6 +41,8 @@ class LintOptions:
     severity: tuple[tuple[str, Severity], ...] = ()  # (selector, level), later entries win ties
     exit_zero: bool = False
     dims: tuple[tuple[str, int], ...] = ()
+    # --assume ranges (name, (lo, hi)); each file uses those that name one of its symbols
+    assume: tuple[tuple[str, Bound], ...] = ()
     limits: Limits = DEFAULT_LIMITS
     fix: bool = False
     diff: bool = False  # with fix: compute the change, write nothing
@@ -119,7 +122,8 @@ class _Linter:
         result.exit_code = EXIT_CLEAN if opts.exit_zero else code
 
     def _analyze(self, loaded: LoadedModel) -> Analysis:
-        return analyze(loaded, dims=self.dims, limits=self.options.limits, rules=self.rules)
+        return analyze(loaded, dims=self.dims, limits=self.options.limits, rules=self.rules,
+                       assumptions=dict(self.options.assume), only_known_symbols=True)
 
     def _finish(self, diags: list[Diagnostic]) -> list[Diagnostic]:
         if not self.severity:

@@ -75,10 +75,23 @@ def _symbols(model: onnx.ModelProto) -> list[str]:
     return list(names)
 
 
-def random_inputs(model: onnx.ModelProto, value: int, rng: np.random.Generator) -> dict[str, np.ndarray]:
+def within(value: int, bound: tuple[int | None, int | None] | None) -> int:
+    """``value`` moved into an assumed range (``--assume seq>=3`` binds seq to 3, not 1)."""
+    if bound is None:
+        return value
+    lo, hi = bound
+    if lo is not None and value < lo:
+        value = lo
+    if hi is not None and value > hi:
+        value = hi
+    return value
+
+
+def random_inputs(model: onnx.ModelProto, value: int, rng: np.random.Generator,
+                  ranges: Mapping[str, tuple[int | None, int | None]] | None = None) -> dict[str, np.ndarray]:
     """One random array per graph input (initializers with a default excluded), every symbolic or
-    unknown dim set to ``value``. Integers are 0 or 1 (valid indices, masks and token ids for any
-    vocabulary); floats are standard normal."""
+    unknown dim set to ``value`` (moved into the symbol's assumed range, if any). Integers are 0 or
+    1 (valid indices, masks and token ids for any vocabulary); floats are standard normal."""
     init = {t.name for t in model.graph.initializer}
     feeds: dict[str, np.ndarray] = {}
     for vi in model.graph.input:
@@ -91,7 +104,11 @@ def random_inputs(model: onnx.ModelProto, value: int, rng: np.random.Generator) 
             raise ValueError(f"input '{vi.name}' has no declared shape; --verify cannot make one up")
         shape = []
         for d in tt.shape.dim:
-            shape.append(int(d.dim_value) if d.WhichOneof("value") == "dim_value" else value)
+            which = d.WhichOneof("value")
+            if which == "dim_value":
+                shape.append(int(d.dim_value))
+            else:
+                shape.append(within(value, ranges.get(d.dim_param) if ranges and which == "dim_param" else None))
         dtype = helper.tensor_dtype_to_np_dtype(tt.elem_type)
         if tt.elem_type == TensorProto.STRING:
             feeds[vi.name] = np.full(shape, "a", dtype=object)
@@ -116,12 +133,14 @@ def _same(a: object, b: object) -> bool:
 
 def verify_models(original: bytes, optimized: onnx.ModelProto | bytes, *, directory: str = "",
                   values: Sequence[int] = DEFAULT_VALUES, seed: int = 0,
-                  feeds: Sequence[Mapping[str, np.ndarray]] | None = None) -> VerifyReport:
+                  feeds: Sequence[Mapping[str, np.ndarray]] | None = None,
+                  ranges: Mapping[str, tuple[int | None, int | None]] | None = None) -> VerifyReport:
     """Run both models on the same inputs and compare every output bit for bit.
 
     ``directory`` is where the original model lives (its external data is read from there).
-    ``feeds`` replaces the random inputs (one mapping per run). Raises ``UsageError`` (exit 2) when
-    onnxruntime is not installed.
+    ``feeds`` replaces the random inputs (one mapping per run). ``ranges`` are the user's
+    assumptions: a symbol is bound only within its range, since the optimized model is only
+    promised to match there. Raises ``UsageError`` (exit 2) when onnxruntime is not installed.
     """
     ort = _ort()
     opt_bytes = optimized if isinstance(optimized, bytes) else optimized.SerializeToString()
@@ -145,9 +164,9 @@ def verify_models(original: bytes, optimized: onnx.ModelProto | bytes, *, direct
         runs = [(f"given inputs #{k}", f) for k, f in enumerate(feeds)]
     else:
         for v in values:
-            label = ", ".join(f"{s}={v}" for s in symbols) or f"dims={v}"
+            label = ", ".join(f"{s}={within(v, (ranges or {}).get(s))}" for s in symbols) or f"dims={v}"
             try:
-                runs.append((label, random_inputs(proto, v, np.random.default_rng(seed))))
+                runs.append((label, random_inputs(proto, v, np.random.default_rng(seed), ranges)))
             except ValueError as exc:
                 report.ok = False
                 report.problems.append(str(exc))

@@ -6,6 +6,8 @@ from typing import Mapping, Sequence
 
 import numpy as np
 import onnx
+
+from shapeflow.assume import parse_assumptions
 from onnx import TensorProto, helper
 
 from shapeflow.analysis import Analysis, analyze
@@ -13,8 +15,10 @@ from shapeflow.dims import Dim, Shape, dim_to_json, substitute
 from shapeflow.io import load_model_bytes
 
 
-def analyze_model(model: onnx.ModelProto, dims: Mapping[str, int] | None = None) -> Analysis:
-    return analyze(load_model_bytes(model.SerializeToString(), "m.onnx"), dims=dims)
+def analyze_model(model: onnx.ModelProto, dims: Mapping[str, int] | None = None,
+                  assume: Sequence[str] = ()) -> Analysis:
+    return analyze(load_model_bytes(model.SerializeToString(), "m.onnx"), dims=dims,
+                   assumptions=parse_assumptions(assume))
 
 
 def axes_node_model(op: str, shape: Sequence[object], axes: Sequence[int] | None, opset: int,

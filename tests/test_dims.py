@@ -16,7 +16,13 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from shapeflow.dims import (
+    MAX_DIM,
     Sym,
+    assuming,
+    dim_bounds,
+    dim_exact_div,
+    dim_fmod,
+    dim_truncdiv,
     broadcast_dim,
     dim_add,
     dim_floordiv,
@@ -266,14 +272,64 @@ def test_dims_equal(x, y, expected):
         (-2, -7, -7, -2),
         (seq, seq, seq, seq),
         (seq, dim_add(seq, 1), seq, dim_add(seq, 1)),
-        (seq, 3, None, None),
-        (seq, batch, None, None),
+        (dim_add(seq, 2), 1, 1, dim_add(seq, 2)),  # seq >= 0 decides it
         (None, 3, None, None),
     ],
 )
 def test_min_max(x, y, lo, hi):
     assert dim_min(x, y) == lo and dim_min(y, x) == lo
     assert dim_max(x, y) == hi and dim_max(y, x) == hi
+
+
+@pytest.mark.parametrize(
+    ("x", "y"),
+    [
+        (seq, 3),
+        (seq, batch),
+        (dim_sub(seq, 3), 0),
+        (dim_add(seq, 1), dim_mul(2, batch)),
+        (dim_sub(seq, 5), dim_neg(batch)),
+    ],
+)
+def test_min_max_stay_symbolic_and_exact(x, y):
+    """Undecidable min/max are atoms that evaluate to the runtime's answer at every binding, in
+    either argument order, with one canonical form."""
+    for f, ref in ((dim_min, min), (dim_max, max)):
+        r = f(x, y)
+        assert isinstance(r, Sym)
+        assert f(y, x) == r and str(f(y, x)) == str(r)
+        for s in (0, 1, 2, 3, 4, 7, 1000):
+            for b in (0, 1, 5):
+                env = {"seq": s, "batch": b}
+                assert substitute(r, env) == ref(substitute(x, env), substitute(y, env))
+
+
+def test_min_text_reads_like_the_issue():
+    assert str(dim_min(seq, 3)) == "min(3, seq)"
+    assert dim_max(dim_sub(seq, 3), 0) == dim_sub(dim_max(seq, 3), 3)
+
+
+def test_bounds_follow_the_domain_and_assumptions():
+    assert dim_bounds(seq) == (0, MAX_DIM)
+    assert dim_bounds(dim_sub(seq, 3)) == (-3, MAX_DIM - 3)
+    assert dim_bounds(dim_min(seq, 3)) == (0, 3)
+    assert dim_bounds(dim_mod(seq, 4)) == (0, 3)
+    with assuming({"seq": (3, 10)}):
+        assert dim_bounds(seq) == (3, 10)
+        assert dim_min(seq, 3) == 3
+        assert dim_is_one(seq) is False
+        assert dims_equal(dim_mul(2, seq), 5) is False
+    assert dim_is_one(seq) is None  # the assumption ends with its block
+
+
+def test_truncating_division_follows_the_sign():
+    assert dim_truncdiv(-7, 2) == -3 and dim_truncdiv(7, -2) == -3 and dim_truncdiv(-7, -2) == 3
+    assert dim_truncdiv(seq, 2) == dim_floordiv(seq, 2)  # seq >= 0: floor == trunc
+    assert dim_truncdiv(dim_sub(seq, 5), 2) is None  # sign unknown: no floor pretending to truncate
+    assert dim_truncdiv(dim_neg(seq), 2) == dim_neg(dim_floordiv(seq, 2))
+    for s in range(0, 12):
+        q = substitute(dim_truncdiv(dim_neg(seq), 3), {"seq": s})
+        assert q == int(-s / 3)
 
 
 def test_numpy_integers_are_accepted():
@@ -365,11 +421,14 @@ def _extend(children):
         children.map(dim_neg),
         st.tuples(children, st.integers(-5, 5).filter(bool)).map(lambda t: dim_floordiv(*t)),
         st.tuples(children, st.integers(-5, 5).filter(bool)).map(lambda t: dim_mod(*t)),
+        st.tuples(st.sampled_from([dim_min, dim_max]), children, children).map(lambda t: t[0](t[1], t[2])),
     )
 
 
 exprs = st.recursive(leaves, _extend, max_leaves=6)
-envs = st.fixed_dictionaries({n: st.integers(-9, 9) for n in NAMES})
+# A named symbol is a dim: it ranges over the integers >= 0 (SPEC.md section 6); expressions
+# over symbols (shape values) may still be negative.
+envs = st.fixed_dictionaries({n: st.integers(0, 12) for n in NAMES})
 
 
 def _value(d, env):
@@ -404,7 +463,11 @@ OPS = [
     (dim_mod, operator.mod),
     (dim_min, min),
     (dim_max, max),
+    (dim_truncdiv, lambda p, q: abs(p) // abs(q) * (1 if (p >= 0) == (q >= 0) else -1)),
+    (dim_fmod, lambda p, q: p - q * (abs(p) // abs(q) * (1 if (p >= 0) == (q >= 0) else -1))),
+    (dim_exact_div, lambda p, q: p // q if p % q == 0 else None),
 ]
+_DIVISIONS = {OPS[k][1] for k in (3, 4, 7, 8, 9)}
 
 
 @SETTINGS
@@ -413,11 +476,12 @@ def test_operations_agree_with_int_arithmetic(x, y, env, op):
     sym_op, int_op = op
     vx, vy = _value(x, env), _value(y, env)
     result = sym_op(x, y)
-    if int_op in (operator.floordiv, operator.mod) and vy == 0:
+    if int_op in _DIVISIONS and vy == 0:
         return  # the division fails at run time; nothing to agree with
     if result is None:
-        # Only min/max of unrelated dims and division by a symbol may give up.
-        assert int_op in (min, max) or (int_op in (operator.floordiv, operator.mod) and isinstance(y, Sym))
+        # Only divisions may give up: by a symbol, with a dividend of unknown sign (truncation),
+        # or where the quotient is not an integer for every binding (exact division).
+        assert int_op in _DIVISIONS
         return
     assert _value(result, env) == int_op(vx, vy)
 

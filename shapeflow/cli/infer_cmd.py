@@ -11,7 +11,10 @@ from ..annotate import annotate
 from ..errors import EXIT_CLEAN, EXIT_FINDINGS, display_path
 from ..io import load_model, refuse_unsafe_external_data, save_model
 from ..render import count_by_severity, infer_text, summary_line
-from .options import clear_progress, dim_option, limit_options, limits_from, parse_dims, progress_printer
+from ..assume import assumption_texts, parse_assumptions
+from .options import (
+    assume_option, clear_progress, dim_option, limit_options, limits_from, parse_dims, progress_printer,
+)
 
 
 @click.command(epilog="""\b
@@ -31,9 +34,10 @@ Exit codes: 0 no error-level finding, 1 error-level findings, 2 rejected input o
 @click.option("--force", is_flag=True, help="Overwrite OUTPUT if it exists.")
 @click.option("--in-place", is_flag=True, help="Record the shapes in MODEL itself.")
 @dim_option
+@assume_option
 @limit_options
 def infer(model: str, all_tensors: bool, fmt: str, output: str | None, force: bool, in_place: bool,
-          dims: tuple[str, ...], **kwargs: object) -> int:
+          dims: tuple[str, ...], assume: tuple[str, ...], **kwargs: object) -> int:
     """Infer the shapes of MODEL and report axis errors.
 
     Prints a table of every Squeeze and Unsqueeze (input shape, axes, output shape), then the
@@ -41,13 +45,15 @@ def infer(model: str, all_tensors: bool, fmt: str, output: str | None, force: bo
     """
     limits = limits_from(kwargs)
     bindings = parse_dims(dims)
+    assumptions = parse_assumptions(assume)
     started = time.perf_counter()
     loaded = load_model(model, limits)
     if output is not None or in_place:
         # The annotated model would pass an unsafe data reference on: refused as optimize
         # refuses it (exit 2, nothing written); without -o it is an SF001 finding (exit 1).
         refuse_unsafe_external_data(loaded)
-    result = analyze(loaded, dims=bindings, limits=limits, progress=progress_printer("inferring"))
+    result = analyze(loaded, dims=bindings, limits=limits, progress=progress_printer("inferring"),
+                     assumptions=assumptions)
     clear_progress()
     if in_place and output is None:
         output = model
@@ -69,7 +75,8 @@ def infer(model: str, all_tensors: bool, fmt: str, output: str | None, force: bo
     counts = count_by_severity(result.diagnostics)
     elapsed = time.perf_counter() - started
     click.echo(f"{display_path(model)}: {len(result.inference.axis_nodes)} Squeeze/Unsqueeze, {summary_line(counts)} "
-               f"({result.graph.node_count():,} nodes in {elapsed:.2f} s)", err=True)
+               f"({result.graph.node_count():,} nodes in {elapsed:.2f} s)"
+               + (f"; assuming {', '.join(assumption_texts(assumptions))}" if assumptions else ""), err=True)
     code = EXIT_FINDINGS if counts["error"] else EXIT_CLEAN
     click.get_current_context().exit(code)
     return code

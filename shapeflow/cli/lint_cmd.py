@@ -13,7 +13,9 @@ from ..github import annotation, escape_data, escape_property, safe
 from ..linter import FileResult, LintOptions, find_repo_root, lint_paths, run_exit_code
 from ..render import lint_json, lint_summary, lint_text
 from ..sarif import relative_path, sarif_log
-from .options import dim_option, limit_options, limits_from, parse_dims
+from ..assume import assumption_texts, parse_assumptions
+from ..dims import Bound
+from .options import assume_option, dim_option, limit_options, limits_from, parse_dims
 
 FORMATS = ("text", "json", "sarif", "github")
 
@@ -57,10 +59,12 @@ turns 1 into 0 but never hides a rejected file.""")
 @click.option("--isolated", is_flag=True, help="Ignore pyproject.toml settings.")
 @click.option("-q", "--quiet", is_flag=True, help="No summary line on stderr.")
 @dim_option
+@assume_option
 @limit_options
 def command(models: tuple[str, ...], fmt: str, select: tuple[str, ...], ignore: tuple[str, ...],
             severities: tuple[str, ...], exit_zero: bool | None, fix: bool, diff: bool, jobs: int,
-            config_path: str | None, isolated: bool, quiet: bool, dims: tuple[str, ...], **kwargs: object) -> int:
+            config_path: str | None, isolated: bool, quiet: bool, dims: tuple[str, ...],
+            assume: tuple[str, ...], **kwargs: object) -> int:
     """Lint MODELS for axis and shape errors; quiet (no stdout) when they are fine.
 
     Findings go to stdout, one summary line to stderr. Every file is processed: one that cannot
@@ -83,6 +87,7 @@ def command(models: tuple[str, ...], fmt: str, select: tuple[str, ...], ignore: 
         severity=tuple(settings.severity.items()),
         exit_zero=bool(settings.exit_zero),
         dims=tuple(bindings.items()),
+        assume=tuple(parse_assumptions(assume).items()),
         limits=limits,
         fix=fix,
         diff=diff,
@@ -91,18 +96,21 @@ def command(models: tuple[str, ...], fmt: str, select: tuple[str, ...], ignore: 
     workers = jobs or os.cpu_count() or 1
     results = lint_paths(list(models), options, jobs=workers)
     debug = bool(click.get_current_context().find_root().params.get("debug")) or bool(os.environ.get("SHAPEFLOW_DEBUG"))
-    _emit(results, fmt, diff=diff, debug=debug)
+    _emit(results, fmt, diff=diff, debug=debug, assume=options.assume)
     if not quiet:
         diags = [d for r in results for d in r.diagnostics]
         click.echo(lint_summary(len(results), diags, rejected=sum(r.rejected for r in results),
                                 failed=sum(1 for r in results if r.error), fixed=sum(r.fixed for r in results),
-                                changed=sum(r.changed for r in results), fix=fix, diff=diff), err=True)
+                                changed=sum(r.changed for r in results), fix=fix, diff=diff)
+                   + (f"; assuming {', '.join(assumption_texts(dict(options.assume)))}" if options.assume else ""),
+                   err=True)
     code = run_exit_code(results)
     click.get_current_context().exit(code)
     return code
 
 
-def _emit(results: list[FileResult], fmt: str, *, diff: bool, debug: bool) -> None:
+def _emit(results: list[FileResult], fmt: str, *, diff: bool, debug: bool,
+          assume: tuple[tuple[str, Bound], ...] = ()) -> None:
     diags = [d for r in results for d in r.diagnostics]
     errors = [f"{r.path}: {r.error}" for r in results if r.error]
     for r in results:
@@ -114,7 +122,10 @@ def _emit(results: list[FileResult], fmt: str, *, diff: bool, debug: bool) -> No
             if debug and r.details:
                 click.echo(r.details.rstrip(), err=True)
     if fmt == "json":
-        click.echo(json.dumps(lint_json(len(results), diags), indent=2))
+        doc = lint_json(len(results), diags)
+        if assume:
+            doc["assumptions"] = assumption_texts(dict(assume))
+        click.echo(json.dumps(doc, indent=2))
     elif fmt == "sarif":
         from .. import __version__
 

@@ -13,7 +13,8 @@ from ..errors import EXIT_CLEAN, EXIT_FINDINGS, UsageError, display_path
 from ..io import load_model, save_model
 from ..passes import RULE_NAMES, OptimizeRefused, OptimizeResult, optimize_model
 from ..render import format_diagnostic
-from .options import clear_progress, limit_options, limits_from, progress_printer
+from ..assume import assumption_texts, parse_assumptions
+from .options import assume_option, clear_progress, limit_options, limits_from, progress_printer
 
 COUNTS = ("nodes", "Squeeze", "Unsqueeze")
 
@@ -51,10 +52,11 @@ error. Nothing is written unless the exit code is 0.""")
               help="The larger value symbolic dims take in --verify.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @click.option("-v", "--verbose", count=True, help="-v: every rewrite with node names; -vv: also why rules did not fire.")
+@assume_option
 @limit_options
 def command(model: str, output: str | None, in_place: bool, force: bool, check: bool, dry_run: bool,
             rule_names: str | None, strict: bool, verify: bool, verify_value: int, fmt: str,
-            verbose: int, **kwargs: object) -> int:
+            verbose: int, assume: tuple[str, ...], **kwargs: object) -> int:
     """Rewrite the Squeeze/Unsqueeze chains of MODEL without changing what it computes.
 
     Cancels pairs, merges chains, folds constants and statically known shape values, turns
@@ -62,6 +64,7 @@ def command(model: str, output: str | None, in_place: bool, force: bool, check: 
     nothing to rewrite is written byte-identical; running optimize on its output changes nothing.
     """
     limits = limits_from(kwargs)
+    assumptions = parse_assumptions(assume)
     writes = not (check or dry_run)
     if output is not None and in_place:
         raise UsageError("give either -o OUTPUT or --in-place, not both")
@@ -74,7 +77,8 @@ def command(model: str, output: str | None, in_place: bool, force: bool, check: 
     loaded = load_model(model, limits)
     try:
         result = optimize_model(loaded, rules=rules, strict=strict, limits=limits,
-                                progress=progress_printer("optimizing"), explain=verbose > 0)
+                                progress=progress_printer("optimizing"), explain=verbose > 0,
+                                assumptions=assumptions)
     except OptimizeRefused as exc:
         clear_progress()
         _refused(model, exc, fmt)
@@ -89,7 +93,7 @@ def command(model: str, output: str | None, in_place: bool, force: bool, check: 
             from ..verify import verify_models
 
             report = verify_models(loaded.raw, result.model, directory=loaded.directory,
-                                   values=(1, verify_value))
+                                   values=(1, verify_value), ranges=assumptions)
             verified = report.ok
             verify_text = report.summary()
         else:
@@ -158,6 +162,8 @@ def _report(model: str, output: str | None, result: OptimizeResult, fmt: str, ve
             "rewrites": dict(result.rewrites),
             "verified": verified,
         }
+        if result.assumptions:
+            doc["assumptions"] = assumption_texts(result.assumptions)
         if verbose:
             doc["log"] = list(result.log)
         if verbose > 1:
@@ -174,6 +180,8 @@ def _report(model: str, output: str | None, result: OptimizeResult, fmt: str, ve
         lines.append(f"  rewrites: {fired}")
     else:
         lines.append("  nothing to rewrite" + ("" if check or dry_run else ": written byte-identical"))
+    if result.assumptions:
+        lines.append(f"  assuming {', '.join(assumption_texts(result.assumptions))}: rewrites may rely on it")
     if result.notes:
         lines.append(f"  {len(result.notes)} rewrite(s) cancel a Squeeze of a dim not known to be 1: "
                      "the model no longer fails when that dim is not 1 (--strict keeps them)")

@@ -35,6 +35,12 @@ def dim_option(fn: F) -> F:
                         help="Bind a symbolic dim everywhere (repeatable), e.g. --dim batch=1.")(fn)
 
 
+def assume_option(fn: F) -> F:
+    return click.option("--assume", "assume", multiple=True, metavar="NAME>=K",
+                        help="State a range of a symbolic dim (repeatable), e.g. --assume seq>=3 "
+                             "or --assume 'seq<=4096'; results then hold under it, and say so.")(fn)
+
+
 def limit_options(fn: F) -> F:
     """--max-bytes, --max-nodes, ... (RELIABILITY.md section 1.1)."""
     d = DEFAULT_LIMITS

@@ -12,12 +12,13 @@ from .._onnx import onnx
 
 from ..axes import AxisError, normalize_axes
 from ..dims import (
-    Dim, Shape, dim_add, dim_floordiv, dim_max, dim_min, dim_mod, dim_mul, dim_neg,
-    dim_nonnegative, dim_sub, dims_equal,
+    Dim, Shape, dim_add, dim_bounds, dim_compare, dim_exact_div, dim_fmod, dim_max, dim_min, dim_mod,
+    dim_mul, dim_neg, dim_sub, dim_truncdiv, dims_equal,
 )
 from ..tensorinfo import MAX_VALUE_ELEMS, TensorInfo
 from .base import OpCall, numel, register, same_as_input
 from .constants import FLOAT_TYPES
+from .numeric import cast_element
 from .shape_ops import broadcast_shapes
 
 TensorProto = onnx.TensorProto
@@ -25,7 +26,7 @@ TensorProto = onnx.TensorProto
 BOOL = TensorProto.BOOL
 
 UNARY = (
-    "Relu", "Sigmoid", "Tanh", "Erf", "Sqrt", "Exp", "Log", "Abs", "Reciprocal", "Sin", "Cos", "Tan",
+    "Relu", "Sigmoid", "Tanh", "Erf", "Sqrt", "Exp", "Log", "Reciprocal", "Sin", "Cos", "Tan",
     "Asin", "Acos", "Atan", "Sinh", "Cosh", "Asinh", "Acosh", "Atanh", "Softplus", "Softsign", "Gelu",
     "LeakyRelu", "Elu", "Selu", "Celu", "HardSigmoid", "HardSwish", "Mish", "ThresholdedRelu",
     "Softmax", "LogSoftmax", "Hardmax", "Clip", "Sign", "Shrink", "LpNormalization",
@@ -64,6 +65,26 @@ def neg(call: OpCall) -> list[TensorInfo | None]:
     return [TensorInfo(t.dtype, t.shape, value)]
 
 
+def _abs(v: Dim) -> Dim:
+    if type(v) is int:
+        return -v if v < 0 else v
+    lo, hi = dim_bounds(v)
+    if lo is not None and lo >= 0:
+        return v
+    if hi is not None and hi <= 0:
+        return dim_neg(v)
+    return None
+
+
+@register("Abs")
+def abs_(call: OpCall) -> list[TensorInfo | None]:
+    t = call.input(0)
+    if t is None:
+        return [None]
+    value = tuple(_abs(v) for v in t.value) if t.value is not None else None
+    return [TensorInfo(t.dtype, t.shape, value)]
+
+
 @register("IsNaN", "IsInf")
 def predicate(call: OpCall) -> list[TensorInfo | None]:
     t = call.input(0)
@@ -83,6 +104,8 @@ def not_(call: OpCall) -> list[TensorInfo | None]:
 
 @register("Cast", "CastLike")
 def cast(call: OpCall) -> list[TensorInfo | None]:
+    """Values go through onnxruntime's conversion (numeric.cast_element): ints wrap, floats keep
+    only what they hold exactly, symbolic values only where their bounds fit the target."""
     t = call.input(0)
     if call.op_type == "Cast":
         to = call.attr_int("to", 0) or 0
@@ -91,30 +114,13 @@ def cast(call: OpCall) -> list[TensorInfo | None]:
     if t is None:
         return [TensorInfo(to, None)]
     value = t.value
-    if value is not None and to == BOOL:
-        value = tuple(None if type(v) is not int else int(v != 0) for v in value)
-    elif value is not None and to not in FLOAT_TYPES and not _is_int_type(to):
-        value = None
+    if value is not None:
+        src = t.dtype
+        value = tuple(cast_element(src, to, v) for v in value) if src else None
     return [TensorInfo(to, t.shape, value)]
 
 
-def _is_int_type(dtype: int) -> bool:
-    return dtype in (TensorProto.INT64, TensorProto.INT32, TensorProto.INT16, TensorProto.INT8,
-                     TensorProto.UINT64, TensorProto.UINT32, TensorProto.UINT16, TensorProto.UINT8)
-
-
 # -- broadcasting binary / variadic ops ---------------------------------------------------------
-
-def _div(a: Dim, b: Dim, is_float: bool) -> Dim:
-    if type(a) is int and type(b) is int:
-        if b == 0:
-            return None
-        if is_float:
-            return a // b if a % b == 0 else None
-        q = abs(a) // abs(b)  # integer Div truncates toward zero
-        return q if (a >= 0) == (b >= 0) else -q
-    return dim_floordiv(a, b)  # symbolic shape values are non-negative: floor == truncation
-
 
 def _pow(a: Dim, b: Dim) -> Dim:
     if type(a) is int and type(b) is int and 0 <= b <= 64:
@@ -122,20 +128,30 @@ def _pow(a: Dim, b: Dim) -> Dim:
     return None
 
 
-def _cmp(fn: Callable[[int, int], bool]) -> Callable[[Dim, Dim], Dim]:
-    def op(a: Dim, b: Dim) -> Dim:
-        if type(a) is int and type(b) is int:
-            return int(fn(a, b))
-        return None
+# Comparisons decided from the bounds of a - b: (true when, false when) on (lo, hi).
+_SIGN_TESTS: dict[str, Callable[[float, float], bool | None]] = {
+    "Less": lambda lo, hi: True if hi < 0 else (False if lo >= 0 else None),
+    "Greater": lambda lo, hi: True if lo > 0 else (False if hi <= 0 else None),
+    "LessOrEqual": lambda lo, hi: True if hi <= 0 else (False if lo > 0 else None),
+    "GreaterOrEqual": lambda lo, hi: True if lo >= 0 else (False if hi < 0 else None),
+}
 
-    return op
+
+def _cmp(op: str) -> Callable[[Dim, Dim], Dim]:
+    test = _SIGN_TESTS[op]
+
+    def compare(a: Dim, b: Dim) -> Dim:
+        r = dim_compare(a, b)
+        if r is None:
+            return None
+        answer = test(*r)
+        return None if answer is None else int(answer)
+
+    return compare
 
 
 def _equal(a: Dim, b: Dim) -> Dim:
-    eq = dims_equal(a, b)
-    if eq is None and (type(a) is int and a < 0 and dim_nonnegative(b)
-                       or type(b) is int and b < 0 and dim_nonnegative(a)):
-        return 0  # a symbolic dim is never negative: Equal(batch, -1) is false
+    eq = dims_equal(a, b)  # decided from the bounds too: a dim is never -1
     return None if eq is None else int(eq)
 
 
@@ -149,10 +165,10 @@ def _logic(fn: Callable[[bool, bool], bool]) -> Callable[[Dim, Dim], Dim]:
 
 
 _VALUE_OPS: dict[str, Callable[[Dim, Dim], Dim]] = {
-    "Add": dim_add, "Sub": dim_sub, "Mul": dim_mul, "Mod": dim_mod, "Pow": _pow,
+    "Add": dim_add, "Sub": dim_sub, "Mul": dim_mul, "Pow": _pow,
     "Max": dim_max, "Min": dim_min, "Sum": dim_add,
-    "Equal": _equal, "Less": _cmp(lambda a, b: a < b), "Greater": _cmp(lambda a, b: a > b),
-    "LessOrEqual": _cmp(lambda a, b: a <= b), "GreaterOrEqual": _cmp(lambda a, b: a >= b),
+    "Equal": _equal, "Less": _cmp("Less"), "Greater": _cmp("Greater"),
+    "LessOrEqual": _cmp("LessOrEqual"), "GreaterOrEqual": _cmp("GreaterOrEqual"),
     "And": _logic(lambda a, b: a and b), "Or": _logic(lambda a, b: a or b),
     "Xor": _logic(lambda a, b: a != b),
 }
@@ -181,7 +197,20 @@ def _broadcast_values(infos: list[TensorInfo], out: Shape) -> list[list[Dim]] | 
     return result
 
 
-@register(*_VALUE_OPS, "Div", "PRelu", "BitShift", "Mean", "BitwiseAnd", "BitwiseOr", "BitwiseXor")
+def _value_fn(call: OpCall, ins: list[TensorInfo]) -> Callable[[Dim, Dim], Dim] | None:
+    """The element function of a broadcasting op, by its element type and attributes."""
+    op = call.op_type
+    is_float = ins[0].dtype in FLOAT_TYPES
+    if op == "Div":
+        # float Div keeps only quotients that are integers for every binding; int Div truncates
+        return dim_exact_div if is_float else dim_truncdiv
+    if op == "Mod":
+        # fmod=1 (required for floats) takes the dividend's sign, fmod=0 the divisor's
+        return dim_fmod if is_float or call.attr_int("fmod", 0) else dim_mod
+    return _VALUE_OPS.get(op)
+
+
+@register(*_VALUE_OPS, "Div", "Mod", "PRelu", "BitShift", "Mean", "BitwiseAnd", "BitwiseOr", "BitwiseXor")
 def broadcast_op(call: OpCall) -> list[TensorInfo | None]:
     op = call.op_type
     ins = call.inputs
@@ -190,10 +219,7 @@ def broadcast_op(call: OpCall) -> list[TensorInfo | None]:
         return [TensorInfo(dtype, None)]
     out = broadcast_shapes([t.shape for t in ins])  # type: ignore[union-attr]
     value = None
-    fn = _VALUE_OPS.get(op)
-    if op == "Div":
-        is_float = ins[0].dtype in FLOAT_TYPES  # type: ignore[union-attr]
-        fn = lambda a, b: _div(a, b, is_float)  # noqa: E731
+    fn = _value_fn(call, ins)  # type: ignore[arg-type]
     if fn is not None and out is not None:
         cols = _broadcast_values(ins, out)  # type: ignore[arg-type]
         if cols is not None:

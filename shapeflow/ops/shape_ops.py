@@ -10,15 +10,17 @@ from __future__ import annotations
 from .._onnx import onnx
 
 from ..axes import AxisError, normalize_axis
-from ..dims import Dim, Shape, broadcast_dim, dim_add, dim_floordiv, dim_mul, dim_sub, dims_equal
+from ..dims import (
+    Dim, Shape, broadcast_dim, dim_add, dim_bounds, dim_floordiv, dim_max, dim_min, dim_mul, dim_sub,
+    dims_equal, monomial_symbols, prove_at_least,
+)
 from ..tensorinfo import MAX_VALUE_ELEMS, TensorInfo
 from .base import OpCall, make_value, numel, register
+from .numeric import SLICE_TO_END, slice_range
 
 TensorProto = onnx.TensorProto
 
 INT64 = TensorProto.INT64
-# An end index at least this large means "to the end" (exporters write INT64_MAX or INT32_MAX).
-_TO_END = 2**31 - 1
 
 
 @register("Shape")
@@ -74,29 +76,70 @@ def gather(call: OpCall) -> list[TensorInfo | None]:
     return [TensorInfo(data.dtype, out_shape, value)]
 
 
-def _slice_len(d: Dim, start: Dim, end: Dim, step: int) -> Dim:
-    """Length of ``d[start:end:step]`` with ONNX clamping; symbolic where exporters' slices allow.
+def _clamp_start(d: Dim, s: Dim, step: int) -> Dim:
+    """onnxruntime's start index on a dim of length ``d`` (see numeric.slice_range)."""
+    if type(s) is int:
+        if s == -1 and step < 0:
+            return dim_sub(d, 1)  # max(d - 1, 0) clamped to d - 1 is d - 1, even for d = 0
+        if s < 0:
+            s = dim_add(d, s)
+            return dim_max(s, 0) if step > 0 else dim_min(dim_max(s, 0), dim_sub(d, 1))
+        return dim_min(s, d) if step > 0 else dim_min(s, dim_sub(d, 1))
+    lo, hi = dim_bounds(s)
+    if lo is not None and lo >= 0:
+        return dim_min(s, d) if step > 0 else dim_min(s, dim_sub(d, 1))
+    if hi is not None and hi < 0:
+        s = dim_add(d, s)
+        return dim_max(s, 0) if step > 0 else dim_min(dim_max(s, 0), dim_sub(d, 1))
+    return None  # the sign of a computed start decides how it counts: unknown
 
-    With symbols, indices are taken to lie inside the dim (as in ``x[:, :seq]`` over a static
-    causal-mask buffer, or ``x[1:]``); a fixed end on a symbolic dim is ``min(end, d)``, which has no
-    exact expression, so it is unknown."""
+
+def _clamp_end(d: Dim, e: Dim, step: int) -> Dim:
+    if type(e) is int:
+        if e in SLICE_TO_END:
+            return d if step > 0 else -1
+        if e < 0:
+            return dim_max(dim_add(d, e), 0 if step > 0 else -1)
+        return dim_min(e, d)
+    lo, hi = dim_bounds(e)
+    if lo is not None and lo >= 0:
+        return dim_min(e, d)
+    if hi is not None and hi < 0:
+        return dim_max(dim_add(d, e), 0 if step > 0 else -1)
+    return None
+
+
+def _slice_len(d: Dim, start: Dim, end: Dim, step: int) -> Dim:
+    """Length of onnxruntime's ``Slice`` of a dim ``d``: exact for ints (numeric.slice_range), and
+    for symbols the same clamping written with min/max, so that ``x[-3:]`` on ``seq`` is
+    ``min(3, seq)`` and ``x[2:]`` is ``max(seq - 2, 0)``, true at seq = 0, 1, 2 as well."""
     if type(d) is int and type(start) is int and type(end) is int:
-        return len(range(*slice(start, end, step).indices(d)))
-    if step != 1:
+        return len(slice_range(d, start, end, step))
+    if d is None:
         return None
-    if type(start) is int and start < 0:
-        start = dim_add(d, start)
-    if type(end) is int:
-        if end >= _TO_END:
-            end = d
-        elif end < 0:
-            end = dim_add(d, end)
-        elif type(d) is not int:
-            return None
-    if start is None or end is None:
+    if type(start) is int and type(end) is int and step > 0:
+        # the common exporter forms, in the closed forms the clamping reduces to
+        if end in SLICE_TO_END:
+            span = dim_max(dim_sub(d, start), 0) if start >= 0 else dim_min(-start, d)
+        elif end <= start and (end >= 0) == (start >= 0):
+            return 0
+        elif start >= 0 and end >= 0:
+            span = dim_min(dim_max(dim_sub(d, start), 0), end - start)
+        elif start < 0 and end < 0:
+            span = dim_min(dim_max(dim_add(d, end), 0), end - start)
+        elif start >= 0:  # end < 0
+            span = dim_max(dim_sub(dim_add(d, end), start), 0)
+        else:
+            span = None
+        if span is not None:
+            return span if step == 1 else dim_floordiv(dim_add(span, step - 1), step)
+    s = _clamp_start(d, start, step)
+    e = _clamp_end(d, end, step)
+    if s is None or e is None:
         return None
-    result = dim_sub(end, start)
-    return 0 if type(result) is int and result < 0 else result
+    if step > 0:
+        return dim_max(dim_floordiv(dim_add(dim_sub(e, s), step - 1), step), 0)
+    return dim_max(dim_floordiv(dim_add(dim_sub(s, e), -step - 1), -step), 0)
 
 
 @register("Slice")
@@ -129,7 +172,7 @@ def slice_(call: OpCall) -> list[TensorInfo | None]:
         return [None]
     spec: dict[int, tuple[Dim, Dim, int]] = {}
     for a, s, e, st in zip(norm_axes, starts, ends, steps):
-        if st == 0:
+        if type(st) is not int or st == 0:
             return [None]
         out[a] = _slice_len(data.shape[a], s, e, st)
         spec[a] = (s, e, st)
@@ -137,7 +180,8 @@ def slice_(call: OpCall) -> list[TensorInfo | None]:
     if rank == 1 and data.value is not None and 0 in spec:
         s, e, st = spec[0]
         if type(s) is int and type(e) is int:
-            value = tuple(data.value[slice(s, e, st)])
+            picked = data.value
+            value = tuple(picked[i] for i in slice_range(len(picked), s, e, st))
             out[0] = len(value)
     return [TensorInfo(data.dtype, tuple(out), value)]
 
@@ -187,7 +231,10 @@ def _product(dims: list[Dim]) -> Dim:
 
 def _infer_minus_one(in_shape: Shape, target: list[Dim], minus_at: int) -> Dim:
     """The -1 of a Reshape: input numel / product of the other target dims, cancelling equal
-    factors first so that ``[batch, seq, 64] -> [batch, seq, 4, -1]`` gives 16."""
+    factors first so that ``[batch, seq, 64] -> [batch, seq, 4, -1]`` gives 16, then dividing
+    what is left exactly (``[batch, 4, seq, 16] -> [4*batch, -1, 16]`` gives ``seq``).
+    onnxruntime refuses a -1 when the other dims multiply to 0, so a divisor that is 0 only for
+    some bindings is one where the model fails: the quotient holds wherever it runs."""
     if in_shape is None:
         return None
     num = list(in_shape)
@@ -203,9 +250,26 @@ def _infer_minus_one(in_shape: Shape, target: list[Dim], minus_at: int) -> Dim:
         else:
             rest_den.append(d)
     divisor = _product(rest_den)
-    if type(divisor) is not int or divisor <= 0:
+    if type(divisor) is int and divisor <= 0:
         return None
     return dim_floordiv(_product(num), divisor)
+
+
+def _target_dim(t: Dim, k: int, in_shape: Shape, allowzero: int) -> tuple[Dim, bool]:
+    """Output dim ``k`` for a computed (symbolic) target ``t`` and whether it is certain.
+
+    With ``allowzero=0`` a target that is 0 at run time copies the input's dim instead: ``t``
+    is the answer when it cannot be 0, or when the input's dim is the same expression."""
+    if allowzero:
+        return t, True
+    lo, _ = dim_bounds(t)
+    if lo is not None and lo >= 1:
+        return t, True
+    if in_shape is not None and k < len(in_shape) and dims_equal(t, in_shape[k]) is True:
+        return t, True
+    if in_shape is not None and k >= len(in_shape):
+        return t, True  # a 0 here has no input dim to copy: onnxruntime fails, so t is not 0
+    return t, False
 
 
 @register("Reshape")
@@ -229,20 +293,59 @@ def reshape(call: OpCall) -> list[TensorInfo | None]:
     allowzero = (call.attr_int("allowzero", 0) or 0) if call.since >= 14 else 0
     out: list[Dim] = []
     minus_at = -1
+    doubtful: list[int] = []  # symbolic targets that might be 0 (and then copy the input's dim)
     for k, t in enumerate(target):
-        if t == 0 and type(t) is int and not allowzero:
-            out.append(in_shape[k] if in_shape is not None and k < len(in_shape) else None)
-        elif t == -1 and type(t) is int:
-            minus_at = k
-            out.append(None)
-        elif type(t) is int and t < 0:
-            return [TensorInfo(dtype, None)]
+        if type(t) is int:
+            if t == 0 and not allowzero:
+                out.append(in_shape[k] if in_shape is not None and k < len(in_shape) else None)
+            elif t == -1:
+                if minus_at >= 0:
+                    return [TensorInfo(dtype, None)]
+                minus_at = k
+                out.append(None)
+            elif t < 0:
+                return [TensorInfo(dtype, None)]
+            else:
+                out.append(t)
         else:
-            out.append(t)
+            d, certain = _target_dim(t, k, in_shape, allowzero)
+            out.append(d)
+            if not certain:
+                doubtful.append(k)
+    if doubtful and not (minus_at < 0 and len(doubtful) == 1 and _zero_forces_copy(in_shape, out, doubtful[0])):
+        for k in doubtful:
+            # onnxruntime copies the input's dim where the target is 0; when two targets may be 0
+            # at once (batch = seq = 0 in [batch*seq, 64] -> [batch, seq, 64] gives [0, 64, 64]),
+            # the exact answer is no readable expression: unknown (--assume batch>=1 restores it)
+            out[k] = None
     if minus_at >= 0:
-        out[minus_at] = _infer_minus_one(in_shape, out, minus_at)
+        out[minus_at] = None if doubtful else _infer_minus_one(in_shape, out, minus_at)
+        if not doubtful and call.scope == 0:
+            _prove_nonzero(out, minus_at, in_shape)
     value = data.value if data is not None else None
     return [TensorInfo(dtype, tuple(out), value)]
+
+
+def _prove_nonzero(out: list[Dim], minus_at: int, in_shape: Shape) -> None:
+    """onnxruntime refuses a -1 when the other dims multiply to 0: wherever the model runs (a node
+    of the main graph always runs), each symbol of that product is >= 1 (dims.prove_at_least)."""
+    product = _product([d for j, d in enumerate(out) if j != minus_at])
+    for name in monomial_symbols(product) or ():
+        prove_at_least(name, 1)
+
+
+def _zero_forces_copy(in_shape: Shape, out: list[Dim], k: int) -> bool:
+    """Whether target dim ``k`` is right even where it is 0: the target's product equals the
+    input's numel for every binding, and every other target dim is provably >= 1, so where ``k``
+    is 0 the input is empty, and a model that runs has a 0 at the copied dim as well."""
+    if in_shape is None or any(d is None for d in in_shape) or any(d is None for d in out):
+        return False
+    for j, d in enumerate(out):
+        if j != k:
+            lo, _ = dim_bounds(d)
+            if (lo is None or lo < 1) and j < len(in_shape):  # (past the input's rank, 0 fails)
+                return False
+    return dims_equal(_product(list(in_shape)), _product(out)) is True
 
 
 def broadcast_shapes(shapes: list[Shape]) -> Shape:
@@ -303,21 +406,25 @@ def constant_of_shape(call: OpCall) -> list[TensorInfo | None]:
 
 @register("Range")
 def range_(call: OpCall) -> list[TensorInfo | None]:
+    """Length ``max(ceil((limit - start) / delta), 0)``: onnxruntime never gives a negative one."""
     dtype = call.dtype(0)
     start, limit, delta = (call.value(i) for i in range(3))
     if start is None or limit is None or delta is None:
         return [TensorInfo(dtype, (None,))]
     s, l, d = start[0], limit[0], delta[0]
-    if type(s) is int and type(l) is int and type(d) is int and d != 0:
+    if type(d) is not int or d == 0:
+        return [TensorInfo(dtype, (None,))]
+    if type(s) is int and type(l) is int:
         n = max(-((s - l) // d), 0)  # ceil((l - s) / d)
         vals = tuple(range(s, l, d)) if n <= MAX_VALUE_ELEMS else None
         return [TensorInfo(dtype, (n,), vals)]
-    if d == 1 and type(d) is int:
-        n_sym = dim_sub(l, s)
-        if type(n_sym) is int and n_sym < 0:
-            n_sym = 0
-        return [TensorInfo(dtype, (n_sym,))]
-    return [TensorInfo(dtype, (None,))]
+    span = dim_sub(l, s) if d > 0 else dim_sub(s, l)
+    step = d if d > 0 else -d
+    n_sym = dim_max(dim_floordiv(dim_add(span, step - 1), step), 0)
+    value = None
+    if type(n_sym) is int and n_sym <= MAX_VALUE_ELEMS:
+        value = tuple(dim_add(s, i * d) for i in range(n_sym))
+    return [TensorInfo(dtype, (n_sym,), value)]
 
 
 @register("Transpose")

@@ -27,6 +27,7 @@ from typing import Callable, Collection, Iterable, Mapping, NamedTuple, Sequence
 from .._onnx import onnx
 from ..analysis import analyze
 from ..diagnostics import Diagnostic, Severity
+from ..dims import Bound
 from ..errors import EXIT_FINDINGS, LimitExceeded, ShapeflowError
 from ..facts import AxisNode
 from ..graph import INITIALIZER, ModelGraph, build_graph
@@ -74,6 +75,7 @@ class OptimizeResult:
     after: dict[str, int]
     rounds: int = 0
     notes: list[str] = field(default_factory=list)  # rewrites that remove a run-time failure
+    assumptions: Mapping[str, Bound] = field(default_factory=dict)  # --assume, in force throughout
 
 
 class OptimizeRefused(ShapeflowError):
@@ -354,7 +356,8 @@ def _run_round(ctx: RoundContext, edit: Editor, dispatch: _Dispatch, explain: bo
 
 def optimize_model(loaded: LoadedModel, *, rules: Sequence[str] | None = None, strict: bool = False,
                    limits: Limits = DEFAULT_LIMITS, progress: Progress | None = None,
-                   explain: bool = True, full_inference: bool = False) -> OptimizeResult:
+                   explain: bool = True, full_inference: bool = False,
+                   assumptions: Mapping[str, Bound] | None = None) -> OptimizeResult:
     """Rewrite ``loaded.proto`` in place until no rule fires.
 
     Raises ``OptimizeRefused`` (exit 1) for a model with error-level findings, and
@@ -364,7 +367,8 @@ def optimize_model(loaded: LoadedModel, *, rules: Sequence[str] | None = None, s
     ``explain=False`` leaves ``log`` empty (building one line per rewrite costs time on large
     models; ``notes`` and ``skipped`` are kept). ``full_inference`` re-infers the whole model every
     round instead of carrying the previous round's inference over (``reinfer``); the result is the
-    same, only slower.
+    same, only slower. ``assumptions`` (``--assume``) are the only ranges a rewrite may rely on
+    beyond what the model itself proves.
     """
     dispatch = _Dispatch(resolve_rules(rules))
     _preflight(loaded)
@@ -374,7 +378,8 @@ def optimize_model(loaded: LoadedModel, *, rules: Sequence[str] | None = None, s
     gc_was_enabled = gc.isenabled()
     gc.disable()
     try:
-        return _fixpoint(loaded, dispatch, strict, limits, progress, started, explain, full_inference)
+        return _fixpoint(loaded, dispatch, strict, limits, progress, started, explain, full_inference,
+                         dict(assumptions or {}))
     finally:
         if gc_was_enabled:
             gc.enable()
@@ -389,7 +394,8 @@ def _rewrote_function_bodies(graph: ModelGraph, edit: Editor, written: Iterable[
 
 
 def _fixpoint(loaded: LoadedModel, dispatch: _Dispatch, strict: bool, limits: Limits,
-              progress: Progress | None, started: float, explain: bool, full_inference: bool) -> OptimizeResult:
+              progress: Progress | None, started: float, explain: bool, full_inference: bool,
+              assumptions: dict[str, Bound]) -> OptimizeResult:
     names = NameRegistry()
     fired: dict[str, int] = {}
     log: list[str] = []
@@ -409,7 +415,8 @@ def _fixpoint(loaded: LoadedModel, dispatch: _Dispatch, strict: bool, limits: Li
             # default severity: the warning and info rules need not run (SF201-SF203 would only run
             # the rewrite rules a second time).
             judges = [r for r in select_rules() if r.severity == Severity.ERROR]
-            analysis = analyze(loaded, limits=round_limits, rules=judges, progress=progress)
+            analysis = analyze(loaded, limits=round_limits, rules=judges, progress=progress,
+                               assumptions=assumptions)
             _check_known_ops(analysis.graph)  # exit 2 for optimize, before the lint verdict (exit 1)
             errors = [d for d in analysis.diagnostics if d.severity == Severity.ERROR]
             if errors:
@@ -422,18 +429,19 @@ def _fixpoint(loaded: LoadedModel, dispatch: _Dispatch, strict: bool, limits: Li
         else:
             graph = build_graph(loaded, round_limits)
             if carried is None:
-                inference = infer(graph, None, round_limits, progress)
+                inference = infer(graph, None, round_limits, progress, assumptions)
             else:
                 inference = carry_inference(graph, carried[0], carried[1])
             carried = None
         ctx = RoundContext.build(graph, inference, strict)
         edit = Editor(ctx, names, explain=explain)
-        result = _run_round(ctx, edit, dispatch, explain)
+        with inference.domain():  # rewrites decide dims in the domain inference proved them in
+            result = _run_round(ctx, edit, dispatch, explain)
         ctx.release()
         if not edit.changed:
             after = count_ops(graph)
             return OptimizeResult(loaded.proto, changed, fired, log, [t for _, t in result.skipped],
-                                  before, after, rounds, notes)
+                                  before, after, rounds, notes, assumptions)
         edit.finish()
         # A deferred root that the sweep removed has nothing left to do either.
         deferred = [n for n in result.deferred if n not in edit.deleted]
@@ -459,7 +467,7 @@ def _fixpoint(loaded: LoadedModel, dispatch: _Dispatch, strict: bool, limits: Li
             gone = edit.deleted | result.written
             skipped = [t for nid, t in result.skipped if nid not in gone]
             return OptimizeResult(loaded.proto, changed, fired, log, skipped, before,
-                                  _counts_after(graph, edit), rounds, notes)
+                                  _counts_after(graph, edit), rounds, notes, assumptions)
         if not full_inference and not bodies:
             carried = (inference, edit.made)
         # Drop this round's index before building the next one: peak memory is one round's.

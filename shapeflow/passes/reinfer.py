@@ -31,6 +31,7 @@ def carry_inference(graph: ModelGraph, previous: Inference, made: Iterable[tuple
     name the previous inference never saw are read from their initializer or Constant node."""
     result = Inference(graph, previous.bindings, previous.limits)
     result.tensors = previous.tensors  # handed over, not copied: the previous round is done
+    result.assumptions, result.ranges = previous.assumptions, previous.ranges
     nodes = graph.nodes
     for sid, name in made:
         table = result.tensors[sid]

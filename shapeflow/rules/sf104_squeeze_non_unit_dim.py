@@ -3,27 +3,29 @@ from __future__ import annotations
 from typing import Iterator
 
 from ..diagnostics import Severity
+from ..dims import Dim, dim_is_one
 from ..facts import AxisNode
 from .base import Finding, LintContext, Rule, axes_rank
 
 
-def non_unit_axes(a: AxisNode) -> list[tuple[int, int, int]]:
-    """``[(axis as written, position, dim)]`` for each axis of Squeeze ``a`` whose dim is a known
-    integer other than 1, once per position. Shared by SF104, the fix that drops those axes, and
+def non_unit_axes(a: AxisNode) -> list[tuple[int, int, Dim]]:
+    """``[(axis as written, position, dim)]`` for each axis of Squeeze ``a`` whose dim is known not
+    to be 1 (an integer other than 1, or an expression such as ``seq + 2``, or ``seq`` under
+    ``--assume seq>=2``), once per position. Shared by SF104, the fix that drops those axes, and
     SF112 (which must not blame declared shapes for the output of a node that cannot run)."""
     if a.op_type != "Squeeze" or a.axes.values is None or a.input_shape is None:
         return []
     r = axes_rank(a)
     if r is None:
         return []
-    out: list[tuple[int, int, int]] = []
+    out: list[tuple[int, int, Dim]] = []
     seen: set[int] = set()
     for ax in a.axes.values:
         if not -r <= ax < r:
             continue  # SF101's
         p = ax % r
         d = a.input_shape[p]
-        if type(d) is int and d != 1 and p not in seen:
+        if (d != 1 if type(d) is int else dim_is_one(d) is False) and p not in seen:
             seen.add(p)
             out.append((ax, p, d))
     return out
@@ -35,6 +37,11 @@ def kept_axes(a: AxisNode) -> tuple[int, ...]:
     r = axes_rank(a) or 0
     assert a.axes.values is not None
     return tuple(ax for ax in a.axes.values if not (-r <= ax < r and ax % r in bad))
+
+
+def _shown(d: Dim) -> str:
+    # a symbolic dim is provably not 1 from its bounds (seq + 2, or seq under --assume seq>=2)
+    return f"{d}, not 1" if type(d) is int else f"'{d}', never 1"
 
 
 class SqueezeNonUnitDim(Rule):
@@ -76,9 +83,10 @@ class SqueezeNonUnitDim(Rule):
                 continue
             if len(bad) == 1:
                 ax, _, d = bad[0]
-                what = f"axis {ax} has dim {d}, not 1"
+                what = f"axis {ax} has dim {_shown(d)}"
             else:
-                what = "axes " + ", ".join(f"{ax} (dim {d})" for ax, _, d in bad) + " are not 1"
+                what = "axes " + ", ".join(f"{ax} (dim {d if type(d) is int else repr(str(d))})"
+                                           for ax, _, d in bad) + " are not 1"
             keep = kept_axes(a)
             dropped = ("axis " if len(bad) == 1 else "axes ") + ", ".join(str(ax) for ax, _, _ in bad)
             if keep:

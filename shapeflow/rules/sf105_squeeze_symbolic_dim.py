@@ -3,7 +3,7 @@ from __future__ import annotations
 from typing import Iterator
 
 from ..diagnostics import Severity
-from ..dims import dim_to_json
+from ..dims import dim_is_one, dim_to_json
 from .base import Finding, LintContext, Rule, axes_rank, in_range
 
 
@@ -40,7 +40,7 @@ class SqueezeSymbolicDim(Rule):
             for ax in in_range(a.axes.values, r):
                 p = ax % r
                 d = a.input_shape[p]
-                if type(d) is not int and p not in shown:
+                if type(d) is not int and dim_is_one(d) is not False and p not in shown:  # else SF104's
                     shown.add(p)
                     what = f"dim '{dim_to_json(d)}'" if d is not None else "an unknown dim"
                     yield Finding(self.at(a), f"axis {ax} is {what}: fails at run time unless it is 1",
