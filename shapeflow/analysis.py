@@ -10,7 +10,7 @@ import json
 from contextlib import contextmanager
 from json.encoder import encode_basestring_ascii as _json_str  # the C encoder when available
 from dataclasses import dataclass, field
-from typing import Iterable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Iterable, Iterator, Mapping, Sequence
 
 
 from ._onnx import onnx
@@ -24,6 +24,9 @@ from .opsets import opset_map
 from .rules import LintContext, Rule, select_rules
 from .rules.calls import at_call_sites
 from .rules.rewrites import REPORTED
+
+if TYPE_CHECKING:
+    import networkx as nx
 
 
 @dataclass
@@ -46,6 +49,13 @@ class Analysis:
             "nodes": nodes_json(self),
             "diagnostics": [d.to_json() for d in self.diagnostics],
         }
+
+    def to_networkx(self) -> "nx.MultiDiGraph":
+        """The model as a networkx MultiDiGraph with op types, tensors, shapes and findings on
+        it (``shapeflow.netx``; built on each call, never by infer or lint)."""
+        from .netx import to_networkx
+
+        return to_networkx(self)
 
     def json_text(self) -> str:
         """``json.dumps(self.to_json(), indent=2)``, byte for byte (see ``json_chunks``)."""

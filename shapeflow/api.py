@@ -1,15 +1,19 @@
-"""The typed Python API, under the names of the commands: ``infer``, ``lint``, ``optimize``."""
+"""The typed Python API, under the names of the commands: ``infer``, ``lint``, ``optimize``, ``diff``;
+and ``load_graph``, the model as a networkx graph."""
 
 from __future__ import annotations
 
 import os
-from typing import Mapping, Sequence
+from typing import TYPE_CHECKING, Mapping, Sequence
 
 from .analysis import Analysis, analyze
 from .io import load_model, save_model
 from .limits import DEFAULT_LIMITS, Limits
 from .linter import FileResult, LintOptions, lint_paths
 from .passes import OptimizeResult, optimize_model
+
+if TYPE_CHECKING:
+    import networkx as nx
 
 PathLike = str | os.PathLike[str]
 
@@ -22,6 +26,17 @@ def infer(path: PathLike, *, dims: Mapping[str, int] | None = None,
     """
     loaded = load_model(path, limits)
     return analyze(loaded, dims=dims, limits=limits)
+
+
+def load_graph(path: PathLike, *, dims: Mapping[str, int] | None = None,
+               limits: Limits = DEFAULT_LIMITS) -> "nx.MultiDiGraph":
+    """``infer(path, ...).to_networkx()``: the model as a networkx MultiDiGraph whose nodes are
+    its ONNX nodes, graph inputs, initializers and outputs and whose edges are its tensors, with
+    inferred shapes and findings on them (README, "The model as a networkx graph").
+
+    Raises ``ShapeflowError`` when the model cannot be read or understood.
+    """
+    return infer(path, dims=dims, limits=limits).to_networkx()
 
 
 def lint(paths: PathLike | Sequence[PathLike], *, select: Sequence[str] | None = None,
