@@ -10,6 +10,7 @@ from .analysis import Analysis, analyze
 from .io import load_model, save_model
 from .limits import DEFAULT_LIMITS, Limits
 from .linter import FileResult, LintOptions, lint_paths
+from .modeldiff import ModelDiff, diff_models
 from .passes import OptimizeResult, optimize_model
 
 if TYPE_CHECKING:
@@ -63,3 +64,11 @@ def optimize(path: PathLike, output: PathLike | None = None, *, rules: Sequence[
     if output is not None:
         save_model(result.model if result.changed else loaded.raw, output, input_path=path, force=force)
     return result
+
+
+def diff(a: PathLike, b: PathLike, *, dims: Mapping[str, int] | None = None, signature: bool = True,
+         shapes: bool = True, limits: Limits = DEFAULT_LIMITS) -> ModelDiff:
+    """Compare two models as ``shapeflow diff`` does: their signatures (graph inputs and outputs)
+    and the inferred shapes of the tensors present in both. ``result.exit_code`` is 1 when they
+    differ. Raises ``ShapeflowError`` when a model cannot be read or understood."""
+    return diff_models(os.fspath(a), os.fspath(b), dims=dims, signature=signature, shapes=shapes, limits=limits)
