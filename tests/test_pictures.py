@@ -236,3 +236,17 @@ def test_unnamed_nodes_by_index() -> None:
     a = analyze_model(onnx.parser.parse_model(IF_MODEL))
     text = picture(a, "dot", PictureOptions(around=("#1",), depth=0))
     assert set(dot_nodes(parse_dot(text))) == {"main/#1"}
+
+
+@pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz's dot is not installed")
+def test_make_pictures_script_draws_the_readme_picture(tmp_path: Path) -> None:
+    r = subprocess.run([sys.executable, str(EXAMPLES / "make_pictures.py"), str(tmp_path)], capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    svg = (tmp_path / "axis_errors.svg").read_text()
+    assert "<svg" in svg and "examples/axis_errors.onnx" in svg
+    for node in onnx.load(AXIS_ERRORS).graph.node:
+        assert node.name in svg
+    assert "error SF104" in svg and "warning SF105" in svg
+    assert (ROOT / "README.md").read_text().count("](examples/axis_errors.svg)") == 1
+    assert (EXAMPLES / "axis_errors.svg").read_text().count("<svg") == 1  # the committed picture
