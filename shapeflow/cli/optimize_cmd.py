@@ -6,6 +6,7 @@ import json
 import os
 import textwrap
 import time
+from typing import TYPE_CHECKING
 
 import click
 
@@ -14,6 +15,9 @@ from ..io import load_model, save_model
 from ..passes import RULE_NAMES, OptimizeRefused, OptimizeResult, optimize_model
 from ..render import format_diagnostic
 from .options import clear_progress, limit_options, limits_from, progress_printer
+
+if TYPE_CHECKING:
+    from ..rewritediff import Rewrite
 
 COUNTS = ("nodes", "Squeeze", "Unsqueeze")
 
@@ -24,6 +28,7 @@ Examples:
   shapeflow optimize model.onnx --in-place --verify
   shapeflow optimize model.onnx --check            (exit 1 if anything would change)
   shapeflow optimize model.onnx --dry-run -v       (list the rewrites, write nothing)
+  shapeflow optimize model.onnx --dry-run --diff   (each rewrite before and after, with shapes)
 
 \b
 Rules (--rules, comma-separated; all by default):
@@ -50,11 +55,13 @@ error. Nothing is written unless the exit code is 0.""")
 @click.option("--verify-value", type=click.IntRange(min=1), default=3, show_default=True,
               help="The larger value symbolic dims take in --verify.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--diff", "show_diff", is_flag=True,
+              help="Show each rewrite: the nodes before and after, with the shapes of their tensors.")
 @click.option("-v", "--verbose", count=True, help="-v: every rewrite with node names; -vv: also why rules did not fire.")
 @limit_options
 def command(model: str, output: str | None, in_place: bool, force: bool, check: bool, dry_run: bool,
             rule_names: str | None, strict: bool, verify: bool, verify_value: int, fmt: str,
-            verbose: int, **kwargs: object) -> int:
+            show_diff: bool, verbose: int, **kwargs: object) -> int:
     """Rewrite the Squeeze/Unsqueeze chains of MODEL without changing what it computes.
 
     Cancels pairs, merges chains, folds constants and statically known shape values, turns
@@ -74,7 +81,7 @@ def command(model: str, output: str | None, in_place: bool, force: bool, check: 
     loaded = load_model(model, limits)
     try:
         result = optimize_model(loaded, rules=rules, strict=strict, limits=limits,
-                                progress=progress_printer("optimizing"), explain=verbose > 0)
+                                progress=progress_printer("optimizing"), explain=verbose > 0 or show_diff)
     except OptimizeRefused as exc:
         clear_progress()
         _refused(model, exc, fmt)
@@ -105,7 +112,13 @@ def command(model: str, output: str | None, in_place: bool, force: bool, check: 
             save_model(loaded.raw, target, input_path=model, force=force)  # type: ignore[arg-type]
             written = True
 
-    _report(model, target if writes else None, result, fmt, verbose, verified, verify_text, check, dry_run)
+    rewrites = None
+    if show_diff:
+        from ..rewritediff import optimize_diff
+
+        rewrites = optimize_diff(loaded.raw, result.model, model, result.log, limits) if result.changed else []
+    _report(model, target if writes else None, result, fmt, verbose, verified, verify_text, check, dry_run,
+            rewrites)
     elapsed = time.perf_counter() - started
     if fmt == "text":
         b, a = result.before, result.after
@@ -148,7 +161,8 @@ def _refused(model: str, exc: OptimizeRefused, fmt: str) -> None:
 
 
 def _report(model: str, output: str | None, result: OptimizeResult, fmt: str, verbose: int,
-            verified: bool | None, verify_text: str, check: bool, dry_run: bool) -> None:
+            verified: bool | None, verify_text: str, check: bool, dry_run: bool,
+            rewrites: "list[Rewrite] | None" = None) -> None:
     if fmt == "json":
         doc: dict[str, object] = {
             "model": model,
@@ -162,6 +176,8 @@ def _report(model: str, output: str | None, result: OptimizeResult, fmt: str, ve
             doc["log"] = list(result.log)
         if verbose > 1:
             doc["skipped"] = list(result.skipped)
+        if rewrites is not None:
+            doc["diff"] = [r.to_json() for r in rewrites]
         click.echo(json.dumps(doc, indent=2))
         return
     # the real names are in the JSON document above; the text is for a terminal
@@ -187,4 +203,8 @@ def _report(model: str, output: str | None, result: OptimizeResult, fmt: str, ve
     if verbose > 1 and result.skipped:
         lines.append("not fired:")
         lines.extend(f"  {line}" for line in result.skipped)
+    if rewrites:
+        from ..rewritediff import diff_text
+
+        lines.append(diff_text(rewrites))
     click.echo("\n".join(lines))
