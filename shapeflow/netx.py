@@ -32,6 +32,7 @@ Built only when asked for: infer and lint never import this module.
 from __future__ import annotations
 
 import json
+import re
 from typing import TYPE_CHECKING, Iterable, Mapping
 
 from .dims import dim_to_json, shape_to_json
@@ -124,21 +125,13 @@ def to_networkx(analysis: "Analysis") -> "nx.MultiDiGraph":
                 attrs["version"] = info.since_version
             g.add_node(keys[nid], **attrs)
 
-        def source(name: str) -> str | None:
-            p = scope.producer.get(name)
-            if p is None:
-                return None
-            if p >= 0:
-                return keys[p]
-            return sources.get(name) if p in (GRAPH_INPUT, INITIALIZER) else None
-
         for nid in scope.nodes:
             info = graph.nodes[nid]
             reader = keys[nid]
             for slot, name in enumerate(info.inputs):
                 if not name:
                     continue
-                src = source(name)
+                src = _source(scope.producer, sources, keys, name)
                 if src is None:  # read from an enclosing graph: the owner's outer edge stands for it
                     continue
                 if g.has_edge(src, reader, name):
@@ -150,7 +143,7 @@ def to_networkx(analysis: "Analysis") -> "nx.MultiDiGraph":
                 continue
             key = interface_key(path, KIND_OUTPUT, name)
             g.add_node(key, kind=KIND_OUTPUT, name=name, graph=path)
-            src = source(name)
+            src = _source(scope.producer, sources, keys, name)
             if src is not None:
                 g.add_edge(src, key, key=name, **tensor_attrs(sid, name), slots=[], outer=False)
         # A subgraph's reads of this scope's tensors: edges to the node that owns it.
@@ -158,10 +151,10 @@ def to_networkx(analysis: "Analysis") -> "nx.MultiDiGraph":
             parent = graph.scopes[scope.parent]
             owner = keys[scope.owner]
             for name in sorted(scope.free):
-                p = parent.producer.get(name)
-                if p is None:
+                found = parent.producer.get(name)
+                if found is None:
                     continue  # defined further out: the parent's own owner carries the edge
-                src = keys[p] if p >= 0 else interface_key(
+                src = keys[found] if found >= 0 else interface_key(
                     parent.path, KIND_INPUT if name in parent.inputs else KIND_INITIALIZER, name)
                 if g.has_edge(src, owner, name):
                     g.edges[src, owner, name]["outer"] = True
@@ -176,6 +169,16 @@ def to_networkx(analysis: "Analysis") -> "nx.MultiDiGraph":
     return g
 
 
+def _source(producer: Mapping[str, int], sources: Mapping[str, str], keys: list[str], name: str) -> str | None:
+    """The key of what defines ``name`` in a scope (None: an enclosing scope does)."""
+    p = producer.get(name)
+    if p is None:
+        return None
+    if p >= 0:
+        return keys[p]
+    return sources.get(name) if p in (GRAPH_INPUT, INITIALIZER) else None
+
+
 def _add_findings(g: "nx.MultiDiGraph", analysis: "Analysis", keys: list[str]) -> None:
     graph = analysis.graph
     where: dict[tuple[str, str], str] = {}
@@ -184,20 +187,20 @@ def _add_findings(g: "nx.MultiDiGraph", analysis: "Analysis", keys: list[str]) -
     paths = {scope.path: scope for scope in graph.scopes}
     for d in analysis.diagnostics:
         loc = d.location
-        key: str | None = None
+        found: str | None = None
         if loc.node is not None:
-            key = where.get((loc.graph, loc.node))
+            found = where.get((loc.graph, loc.node))
         elif loc.tensor is not None and loc.graph in paths:
             # a tensor's finding (a declared shape that contradicts inference) is on its producer
             scope = paths[loc.graph]
             p = scope.producer.get(loc.tensor)
             if p is not None and p >= 0:
-                key = keys[p]
+                found = keys[p]
             elif p == GRAPH_INPUT:
-                key = interface_key(loc.graph, KIND_INPUT, loc.tensor)
-        if key is None or key not in g:
+                found = interface_key(loc.graph, KIND_INPUT, loc.tensor)
+        if found is None or found not in g:
             continue
-        attrs = g.nodes[key]
+        attrs = g.nodes[found]
         codes = attrs.setdefault("findings", [])
         if d.code not in codes:
             codes.append(d.code)
@@ -209,6 +212,16 @@ def _add_findings(g: "nx.MultiDiGraph", analysis: "Analysis", keys: list[str]) -
 # -- GraphML ----------------------------------------------------------------------------------------
 
 _SCALARS = (bool, int, float, str)
+# Characters XML 1.0 cannot hold at all, not even as character references: a model's names may
+# have them (names are input), and networkx would write a document no parser reads.
+_XML_INVALID = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+
+
+def _xml_text(value: object) -> object:
+    """A string with the characters XML cannot hold written as Python escapes (``\\x01``)."""
+    if isinstance(value, str) and _XML_INVALID.search(value):
+        return _XML_INVALID.sub(lambda m: repr(m.group())[1:-1], value)
+    return value
 
 
 def _json_names(items: Iterable[Mapping[str, object]]) -> list[str]:
@@ -228,7 +241,11 @@ def graphml_safe(g: "nx.MultiDiGraph") -> "nx.MultiDiGraph":
     graph) is a scalar of one type; otherwise every one of its values is written as JSON text
     (``[1, "batch"]``, ``null``), and the graph attribute ``shapeflow_json_attrs`` lists those
     names as JSON, e.g. ``{"node": ["findings"], "edge": ["dtype", "shape", "slots", "value"],
-    "graph": ["opset"]}``. ``from_graphml`` decodes them."""
+    "graph": ["opset"]}``. ``from_graphml`` decodes them.
+
+    The one loss: characters that XML 1.0 cannot hold (control characters other than tab and
+    newline, in a node or tensor name of a hostile model) are written as Python escapes
+    (``\\x01``) in keys and string attributes; JSON text escapes them itself."""
     import networkx as nx
 
     node_json = _json_names(a for _, a in g.nodes(data=True))
@@ -237,14 +254,14 @@ def graphml_safe(g: "nx.MultiDiGraph") -> "nx.MultiDiGraph":
     out = nx.MultiDiGraph()
 
     def enc(attrs: Mapping[str, object], names: list[str]) -> dict[str, object]:
-        return {k: (json.dumps(v) if k in names else v) for k, v in attrs.items()}
+        return {k: (json.dumps(v) if k in names else _xml_text(v)) for k, v in attrs.items()}
 
     out.graph.update(enc(g.graph, graph_json))
     out.graph[JSON_ATTRS_KEY] = json.dumps({"node": node_json, "edge": edge_json, "graph": graph_json})
     for n, a in g.nodes(data=True):
-        out.add_node(n, **enc(a, node_json))
+        out.add_node(_xml_text(n), **enc(a, node_json))
     for u, v, k, a in g.edges(keys=True, data=True):
-        out.add_edge(u, v, key=k, **enc(a, edge_json))
+        out.add_edge(_xml_text(u), _xml_text(v), key=_xml_text(k), **enc(a, edge_json))
     return out
 
 

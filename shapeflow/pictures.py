@@ -193,7 +193,8 @@ def _node_style(a: dict[str, object]) -> tuple[str, dict[str, str]]:
     severity = a.get("severity")
     if isinstance(severity, str) and severity in SEVERITY_COLORS:
         fill, line = SEVERITY_COLORS[severity]
-        lines.append(f"{severity} " + " ".join(str(c) for c in a.get("findings") or []))  # type: ignore[union-attr]
+        codes = a.get("findings")
+        lines.append(f"{severity} " + " ".join(str(c) for c in (codes if isinstance(codes, list) else [])))
         style.update(fillcolor=fill, color=line, penwidth="3")
         if kind == KIND_NODE:
             style["style"] = "rounded,filled,bold"

@@ -232,3 +232,18 @@ def test_infer_and_lint_never_build_the_graph() -> None:
             "print('networkx' in sys.modules, file=sys.stderr)\n")
     r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert r.stderr.strip().splitlines()[-1] == "False", r.stderr
+
+
+def test_graphml_of_hostile_names_is_well_formed(tmp_path: Path) -> None:
+    """Control characters cannot be in XML at all: they are written as escapes, the rest kept."""
+    node = helper.make_node("Relu", ["x\x01<&>"], ["y"], name="bad\x02name\u00e9")
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x\x01<&>", TensorProto.FLOAT, ["b\x03"])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    g = analyze_model(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])).to_networkx()
+    out = tmp_path / "g.graphml"
+    nx.write_graphml(graphml_safe(g), out)
+    back = from_graphml(nx.read_graphml(out, force_multigraph=True))
+    assert back.nodes["main/bad\\x02name\u00e9"]["name"] == "bad\\x02name\u00e9"
+    edge = back.edges["main/input:x\\x01<&>", "main/bad\\x02name\u00e9", "x\\x01<&>"]
+    assert edge["shape"] == ["b\x03"]  # JSON text keeps it exactly
+    assert edge["tensor"] == "x\\x01<&>"
