@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import TYPE_CHECKING, Iterable, Mapping
+from typing import TYPE_CHECKING, Callable, Iterable, Mapping
 
 from .dims import dim_to_json, shape_to_json
 from .graph import GRAPH_INPUT, INITIALIZER
@@ -51,6 +51,7 @@ KIND_INPUT = "input"
 KIND_INITIALIZER = "initializer"
 KIND_OUTPUT = "output"
 
+_MISSING: object = object()
 _SEVERITY_RANK = {"info": 0, "warning": 1, "error": 2}
 
 # Graph attribute naming the attributes that graphml_safe stored as JSON text, per element kind.
@@ -84,23 +85,47 @@ def to_networkx(analysis: "Analysis") -> "nx.MultiDiGraph":
     """The model of ``analysis`` as a MultiDiGraph (see the module docstring)."""
     import networkx as nx
 
-    from .analysis import dtype_name
+    from .analysis import dtype_name, gc_paused
     from .opsets import opset_map
 
     graph, inference = analysis.graph, analysis.inference
     g = nx.MultiDiGraph(model=analysis.path, opset=opset_map(analysis.loaded.proto.opset_import))
     keys = node_keys(analysis)
 
+    # Each distinct shape (inference shares one tuple per shape) and value converted once: the
+    # text of a symbolic dim is most of the cost on a large model. The analysis keeps the tuples
+    # alive meanwhile, so identity is a good key. Edges of one tensor get copies of the lists.
+    shapes: dict[int, list[object] | None] = {}
+    values: dict[int, list[object]] = {}
+    dtypes: dict[int, str | None] = {}
+
     def tensor_attrs(sid: int, name: str) -> dict[str, object]:
         t = inference.lookup(sid, name)
-        attrs: dict[str, object] = {
-            "tensor": name,
-            "dtype": dtype_name(t.dtype) if t is not None else None,
-            "shape": shape_to_json(t.shape) if t is not None else None,
-        }
-        if t is not None and t.value is not None and len(t.value) <= MAX_VALUE_ON_EDGE:
-            attrs["value"] = [dim_to_json(v) for v in t.value]
+        if t is None:
+            return {"tensor": name, "dtype": None, "shape": None}
+        shape = shapes.get(id(t.shape), _MISSING)
+        if shape is _MISSING:
+            shape = shapes[id(t.shape)] = shape_to_json(t.shape)
+        dtype = dtypes.get(t.dtype, _MISSING)
+        if dtype is _MISSING:
+            dtype = dtypes[t.dtype] = dtype_name(t.dtype)
+        attrs: dict[str, object] = {"tensor": name, "dtype": dtype, "shape": list(shape) if isinstance(shape, list) else None}
+        value = t.value
+        if value is not None and len(value) <= MAX_VALUE_ON_EDGE:
+            known = values.get(id(value))
+            if known is None:
+                known = values[id(value)] = [dim_to_json(v) for v in value]
+            attrs["value"] = list(known)
         return attrs
+
+    with gc_paused():  # a few objects per node and edge, none in a cycle: no collection needed
+        _fill(g, analysis, keys, tensor_attrs)
+    return g
+
+
+def _fill(g: "nx.MultiDiGraph", analysis: "Analysis", keys: list[str],
+          tensor_attrs: "Callable[[int, str], dict[str, object]]") -> None:
+    graph, inference = analysis.graph, analysis.inference
 
     for scope in graph.scopes:
         path, sid = scope.path, scope.id
@@ -166,7 +191,6 @@ def to_networkx(analysis: "Analysis") -> "nx.MultiDiGraph":
         if key in g:
             g.nodes[key]["axes"] = list(fact.normalized) if fact.normalized is not None else None
     _add_findings(g, analysis, keys)
-    return g
 
 
 def _source(producer: Mapping[str, int], sources: Mapping[str, str], keys: list[str], name: str) -> str | None:
