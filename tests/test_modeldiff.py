@@ -161,3 +161,11 @@ def test_same_file_is_the_same(tmp_path: Path) -> None:
     r = run("diff", str(EXAMPLES / "axis_errors.onnx"), str(EXAMPLES / "axis_errors.onnx"))
     assert r.returncode == 0 and "signature: same (3 inputs, 6 outputs)" in r.stdout
     assert "same signature, 0 of" in r.stderr
+
+
+def test_help_lists_diff_with_examples_and_exit_codes() -> None:
+    r = run("--help")
+    assert r.returncode == 0 and "diff" in r.stdout
+    r = run("diff", "--help")
+    assert r.returncode == 0 and "Examples" in r.stdout and "Exit codes" in r.stdout
+    assert "--shapes-only" in r.stdout and "--signature-only" in r.stdout
