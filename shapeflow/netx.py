@@ -26,7 +26,8 @@ the tensor directly as well).
 GraphML has no lists and no None: ``graphml_safe`` makes a copy that GraphML can hold and
 ``from_graphml`` undoes it (see their docstrings).
 
-Built only when asked for: infer and lint never import this module.
+Built only when asked for: infer (except ``--format dot|graphml``) and lint never call it, and
+networkx itself is imported on the first call.
 """
 
 from __future__ import annotations
