@@ -71,6 +71,8 @@ def infer(model: str, all_tensors: bool, fmt: str, around: tuple[str, ...], dept
     if fmt in FORMATS:  # before anything is written: an unknown --around name writes nothing
         drawing = picture(result, fmt, PictureOptions(around=names, depth=depth, findings=around_findings,
                                                       max_draw=max_draw))
+        if around_findings and not names and not result.diagnostics:
+            click.echo(f"{display_path(model)}: no findings to draw around: the picture is empty", err=True)
     if in_place and output is None:
         output = model
     if output is not None:
