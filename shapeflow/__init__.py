@@ -10,6 +10,9 @@ The Python API mirrors the commands::
         print(file.path, file.exit_code, len(file.diagnostics))
     report = shapeflow.optimize("model.onnx", "model.opt.onnx")
     print(report.before, report.after, report.rewrites)
+    g = shapeflow.load_graph("model.onnx")        # a networkx.MultiDiGraph with shapes on the edges
+    changes = shapeflow.diff("model.onnx", "model.opt.onnx")
+    print(changes.same_signature, changes.changed)
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from .analysis import Analysis
-    from .api import infer, lint, optimize
+    from .api import diff, infer, lint, load_graph, optimize
     from .diagnostics import Diagnostic, Location, Severity
     from .errors import ShapeflowError
     from .limits import Limits
@@ -28,6 +31,7 @@ if TYPE_CHECKING:
 _LAZY = {
     "Analysis": "analysis", "Diagnostic": "diagnostics", "Limits": "limits", "Location": "diagnostics",
     "Severity": "diagnostics", "ShapeflowError": "errors", "infer": "api", "lint": "api", "optimize": "api",
+    "load_graph": "api", "diff": "api",
 }
 
 
@@ -53,5 +57,5 @@ def __dir__() -> list[str]:
     return sorted({*globals(), *__all__})
 
 
-__all__ = ["Analysis", "Diagnostic", "Limits", "Location", "Severity", "ShapeflowError", "__version__", "infer",
-           "lint", "optimize"]
+__all__ = ["Analysis", "Diagnostic", "Limits", "Location", "Severity", "ShapeflowError", "__version__", "diff",
+           "infer", "lint", "load_graph", "optimize"]

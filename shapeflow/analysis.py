@@ -10,7 +10,7 @@ import json
 from contextlib import contextmanager
 from json.encoder import encode_basestring_ascii as _json_str  # the C encoder when available
 from dataclasses import dataclass, field
-from typing import Iterable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Iterable, Iterator, Mapping, Sequence
 
 
 from ._onnx import onnx
@@ -25,6 +25,9 @@ from .opsets import opset_map
 from .rules import LintContext, Rule, select_rules
 from .rules.calls import at_call_sites
 from .rules.rewrites import REPORTED
+
+if TYPE_CHECKING:
+    import networkx as nx
 
 
 @dataclass
@@ -49,6 +52,13 @@ class Analysis:
             # only an output that used assumptions carries them (SPEC.md section 6)
             **({"assumptions": assumption_texts(self.inference.assumptions)} if self.inference.assumptions else {}),
         }
+
+    def to_networkx(self) -> "nx.MultiDiGraph":
+        """The model as a networkx MultiDiGraph with op types, tensors, shapes and findings on
+        it (``shapeflow.netx``; built on each call, never by infer or lint)."""
+        from .netx import to_networkx
+
+        return to_networkx(self)
 
     def json_text(self) -> str:
         """``json.dumps(self.to_json(), indent=2)``, byte for byte (see ``json_chunks``)."""

@@ -1,16 +1,21 @@
-"""The typed Python API, under the names of the commands: ``infer``, ``lint``, ``optimize``."""
+"""The typed Python API, under the names of the commands: ``infer``, ``lint``, ``optimize``, ``diff``;
+and ``load_graph``, the model as a networkx graph."""
 
 from __future__ import annotations
 
 import os
-from typing import Mapping, Sequence
+from typing import TYPE_CHECKING, Mapping, Sequence
 
 from .analysis import Analysis, analyze
 from .assume import parse_assumptions
 from .io import load_model, save_model
 from .limits import DEFAULT_LIMITS, Limits
 from .linter import FileResult, LintOptions, lint_paths
+from .modeldiff import ModelDiff, diff_models
 from .passes import OptimizeResult, optimize_model
+
+if TYPE_CHECKING:
+    import networkx as nx
 
 PathLike = str | os.PathLike[str]
 
@@ -25,6 +30,17 @@ def infer(path: PathLike, *, dims: Mapping[str, int] | None = None,
     assumptions = parse_assumptions(assume)
     loaded = load_model(path, limits)
     return analyze(loaded, dims=dims, limits=limits, assumptions=assumptions)
+
+
+def load_graph(path: PathLike, *, dims: Mapping[str, int] | None = None,
+               limits: Limits = DEFAULT_LIMITS) -> "nx.MultiDiGraph":
+    """``infer(path, ...).to_networkx()``: the model as a networkx MultiDiGraph whose nodes are
+    its ONNX nodes, graph inputs, initializers and outputs and whose edges are its tensors, with
+    inferred shapes and findings on them (README, "The model as a networkx graph").
+
+    Raises ``ShapeflowError`` when the model cannot be read or understood.
+    """
+    return infer(path, dims=dims, limits=limits).to_networkx()
 
 
 def lint(paths: PathLike | Sequence[PathLike], *, select: Sequence[str] | None = None,
@@ -54,3 +70,11 @@ def optimize(path: PathLike, output: PathLike | None = None, *, rules: Sequence[
     if output is not None:
         save_model(result.model if result.changed else loaded.raw, output, input_path=path, force=force)
     return result
+
+
+def diff(a: PathLike, b: PathLike, *, dims: Mapping[str, int] | None = None, signature: bool = True,
+         shapes: bool = True, limits: Limits = DEFAULT_LIMITS) -> ModelDiff:
+    """Compare two models as ``shapeflow diff`` does: their signatures (graph inputs and outputs)
+    and the inferred shapes of the tensors present in both. ``result.exit_code`` is 1 when they
+    differ. Raises ``ShapeflowError`` when a model cannot be read or understood."""
+    return diff_models(os.fspath(a), os.fspath(b), dims=dims, signature=signature, shapes=shapes, limits=limits)

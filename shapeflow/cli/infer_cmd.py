@@ -8,8 +8,9 @@ import click
 
 from ..analysis import analyze, gc_paused
 from ..annotate import annotate
-from ..errors import EXIT_CLEAN, EXIT_FINDINGS, display_path
+from ..errors import EXIT_CLEAN, EXIT_FINDINGS, UsageError, display_path
 from ..io import load_model, refuse_unsafe_external_data, save_model
+from ..pictures import DEFAULT_DEPTH, DEFAULT_MAX_DRAW, FORMATS, PictureOptions, picture
 from ..render import count_by_severity, infer_text, summary_line
 from ..assume import assumption_texts, parse_assumptions
 from .options import (
@@ -22,12 +23,23 @@ Examples:
   shapeflow infer model.onnx
   shapeflow infer model.onnx --format json --dim batch=1
   shapeflow infer model.onnx -o model.shapes.onnx
+  shapeflow infer model.onnx --format dot --findings | dot -Tsvg > findings.svg
+  shapeflow infer model.onnx --format graphml --around sq_3,unsq_7 --depth 3 > part.graphml
 
 Exit codes: 0 no error-level finding, 1 error-level findings, 2 rejected input or usage error,
 3 internal error.""")
 @click.argument("model", type=click.Path(dir_okay=True, allow_dash=False))
 @click.option("--all", "all_tensors", is_flag=True, help="List every tensor, not only Squeeze/Unsqueeze.")
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "dot", "graphml"]), default="text",
+              show_default=True, help="dot (Graphviz) and graphml print a picture of the graph instead of the table.")
+@click.option("--around", "around", metavar="NODE[,NODE...]", multiple=True,
+              help="dot/graphml: draw only the neighbourhood of these nodes (names, or keys such as main/sq_3).")
+@click.option("--depth", type=click.IntRange(min=0), default=DEFAULT_DEPTH, show_default=True,
+              help="dot/graphml: tensor hops around --around / --findings nodes.")
+@click.option("--findings", "around_findings", is_flag=True,
+              help="dot/graphml: draw only the neighbourhood of the nodes with findings.")
+@click.option("--max-draw", type=click.IntRange(min=1), default=DEFAULT_MAX_DRAW, show_default=True,
+              help="dot/graphml: refuse (exit 2) to draw more nodes than this; use --around instead.")
 @click.option("-o", "--output", type=click.Path(dir_okay=False),
               help="Write the model with inferred shapes as value_info (refused, exit 2, if its external "
                    "data is unsafe).")
@@ -36,8 +48,9 @@ Exit codes: 0 no error-level finding, 1 error-level findings, 2 rejected input o
 @dim_option
 @assume_option
 @limit_options
-def infer(model: str, all_tensors: bool, fmt: str, output: str | None, force: bool, in_place: bool,
-          dims: tuple[str, ...], assume: tuple[str, ...], **kwargs: object) -> int:
+def infer(model: str, all_tensors: bool, fmt: str, around: tuple[str, ...], depth: int, around_findings: bool,
+          max_draw: int, output: str | None, force: bool, in_place: bool, dims: tuple[str, ...],
+          assume: tuple[str, ...], **kwargs: object) -> int:
     """Infer the shapes of MODEL and report axis errors.
 
     Prints a table of every Squeeze and Unsqueeze (input shape, axes, output shape), then the
@@ -46,6 +59,11 @@ def infer(model: str, all_tensors: bool, fmt: str, output: str | None, force: bo
     limits = limits_from(kwargs)
     bindings = parse_dims(dims)
     assumptions = parse_assumptions(assume)
+    names = tuple(n.strip() for item in around for n in item.split(",") if n.strip())
+    if (names or around_findings) and fmt not in FORMATS:
+        raise UsageError("--around and --findings select what a picture shows: use them with --format dot or graphml")
+    if around and not names:
+        raise UsageError("--around needs at least one node name")
     started = time.perf_counter()
     loaded = load_model(model, limits)
     if output is not None or in_place:
@@ -55,6 +73,12 @@ def infer(model: str, all_tensors: bool, fmt: str, output: str | None, force: bo
     result = analyze(loaded, dims=bindings, limits=limits, progress=progress_printer("inferring"),
                      assumptions=assumptions)
     clear_progress()
+    drawing: str | None = None
+    if fmt in FORMATS:  # before anything is written: an unknown --around name writes nothing
+        drawing = picture(result, fmt, PictureOptions(around=names, depth=depth, findings=around_findings,
+                                                      max_draw=max_draw))
+        if around_findings and not names and not result.diagnostics:
+            click.echo(f"{display_path(model)}: no findings to draw around: the picture is empty", err=True)
     if in_place and output is None:
         output = model
     if output is not None:
@@ -70,6 +94,8 @@ def infer(model: str, all_tensors: bool, fmt: str, output: str | None, force: bo
             for chunk in chunks:
                 click.echo(chunk, nl=False)
             click.echo()
+        elif drawing is not None:
+            click.echo(drawing, nl=False)
         else:
             click.echo(infer_text(result, all_tensors=all_tensors))
     counts = count_by_severity(result.diagnostics)

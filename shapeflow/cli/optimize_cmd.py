@@ -6,6 +6,7 @@ import json
 import os
 import textwrap
 import time
+from typing import TYPE_CHECKING
 
 import click
 
@@ -16,6 +17,9 @@ from ..render import format_diagnostic
 from ..assume import assumption_texts, parse_assumptions
 from .options import assume_option, clear_progress, limit_options, limits_from, progress_printer
 
+if TYPE_CHECKING:
+    from ..rewritediff import Rewrite
+
 COUNTS = ("nodes", "Squeeze", "Unsqueeze")
 
 
@@ -25,6 +29,7 @@ Examples:
   shapeflow optimize model.onnx --in-place --verify
   shapeflow optimize model.onnx --check            (exit 1 if anything would change)
   shapeflow optimize model.onnx --dry-run -v       (list the rewrites, write nothing)
+  shapeflow optimize model.onnx --dry-run --diff   (each rewrite before and after, with shapes)
 
 \b
 Rules (--rules, comma-separated; all by default):
@@ -51,12 +56,14 @@ error. Nothing is written unless the exit code is 0.""")
 @click.option("--verify-value", type=click.IntRange(min=1), default=3, show_default=True,
               help="The larger value symbolic dims take in --verify.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--diff", "show_diff", is_flag=True,
+              help="Show each rewrite: the nodes before and after, with the shapes of their tensors.")
 @click.option("-v", "--verbose", count=True, help="-v: every rewrite with node names; -vv: also why rules did not fire.")
 @assume_option
 @limit_options
 def command(model: str, output: str | None, in_place: bool, force: bool, check: bool, dry_run: bool,
             rule_names: str | None, strict: bool, verify: bool, verify_value: int, fmt: str,
-            verbose: int, assume: tuple[str, ...], **kwargs: object) -> int:
+            show_diff: bool, verbose: int, assume: tuple[str, ...], **kwargs: object) -> int:
     """Rewrite the Squeeze/Unsqueeze chains of MODEL without changing what it computes.
 
     Cancels pairs, merges chains, folds constants and statically known shape values, turns
@@ -77,7 +84,7 @@ def command(model: str, output: str | None, in_place: bool, force: bool, check: 
     loaded = load_model(model, limits)
     try:
         result = optimize_model(loaded, rules=rules, strict=strict, limits=limits,
-                                progress=progress_printer("optimizing"), explain=verbose > 0,
+                                progress=progress_printer("optimizing"), explain=verbose > 0 or show_diff,
                                 assumptions=assumptions)
     except OptimizeRefused as exc:
         clear_progress()
@@ -109,7 +116,13 @@ def command(model: str, output: str | None, in_place: bool, force: bool, check: 
             save_model(loaded.raw, target, input_path=model, force=force)  # type: ignore[arg-type]
             written = True
 
-    _report(model, target if writes else None, result, fmt, verbose, verified, verify_text, check, dry_run)
+    rewrites = None
+    if show_diff:
+        from ..rewritediff import optimize_diff
+
+        rewrites = optimize_diff(loaded.raw, result.model, model, result.log, limits) if result.changed else []
+    _report(model, target if writes else None, result, fmt, verbose, verified, verify_text, check, dry_run,
+            rewrites)
     elapsed = time.perf_counter() - started
     if fmt == "text":
         b, a = result.before, result.after
@@ -152,7 +165,8 @@ def _refused(model: str, exc: OptimizeRefused, fmt: str) -> None:
 
 
 def _report(model: str, output: str | None, result: OptimizeResult, fmt: str, verbose: int,
-            verified: bool | None, verify_text: str, check: bool, dry_run: bool) -> None:
+            verified: bool | None, verify_text: str, check: bool, dry_run: bool,
+            rewrites: "list[Rewrite] | None" = None) -> None:
     if fmt == "json":
         doc: dict[str, object] = {
             "model": model,
@@ -168,6 +182,8 @@ def _report(model: str, output: str | None, result: OptimizeResult, fmt: str, ve
             doc["log"] = list(result.log)
         if verbose > 1:
             doc["skipped"] = list(result.skipped)
+        if rewrites is not None:
+            doc["diff"] = [r.to_json() for r in rewrites]
         click.echo(json.dumps(doc, indent=2))
         return
     # the real names are in the JSON document above; the text is for a terminal
@@ -195,4 +211,8 @@ def _report(model: str, output: str | None, result: OptimizeResult, fmt: str, ve
     if verbose > 1 and result.skipped:
         lines.append("not fired:")
         lines.extend(f"  {line}" for line in result.skipped)
+    if rewrites:
+        from ..rewritediff import diff_text
+
+        lines.append(diff_text(rewrites))
     click.echo("\n".join(lines))
