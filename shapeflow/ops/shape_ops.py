@@ -258,12 +258,15 @@ def _infer_minus_one(in_shape: Shape, target: list[Dim], minus_at: int) -> Dim:
 def _target_dim(t: Dim, k: int, in_shape: Shape, allowzero: int) -> tuple[Dim, bool]:
     """Output dim ``k`` for a computed (symbolic) target ``t`` and whether it is certain.
 
-    With ``allowzero=0`` a target that is 0 at run time copies the input's dim instead: ``t``
-    is the answer when it cannot be 0, or when the input's dim is the same expression."""
+    A target that may be negative may be -1 at run time, which onnxruntime infers: unknown. With
+    ``allowzero=0`` a target that is 0 at run time copies the input's dim instead: ``t`` is the
+    answer when it cannot be 0, or when the input's dim is the same expression."""
+    lo, _ = dim_bounds(t)
+    if lo is None or lo < 0:
+        return None, True  # a computed -1 asks onnxruntime to infer the dim: not t
     if allowzero:
         return t, True
-    lo, _ = dim_bounds(t)
-    if lo is not None and lo >= 1:
+    if lo >= 1:
         return t, True
     if in_shape is not None and k < len(in_shape) and dims_equal(t, in_shape[k]) is True:
         return t, True
