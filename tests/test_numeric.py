@@ -107,3 +107,37 @@ def test_wrap_and_symbolic_fit() -> None:
     with assuming({"seq": (0, 255)}):
         assert canonical_element(TP.UINT8, seq) == seq
         assert canonical_element(TP.FLOAT16, seq) == seq
+
+
+def test_values_through_a_constant_table_chain_are_onnxruntimes() -> None:
+    """TorchScript writes Pad's pads as Reshape[-1, 2] -> Slice(step -1) -> Transpose -> Reshape[-1]
+    of a constant; a partially unknown Concat keeps its known elements."""
+    import onnx.parser
+
+    from helpers import analyze_model
+
+    model = onnx.parser.parse_model("""
+<ir_version: 8, opset_import: ["" : 13]>
+g (float[seq, 3] x) => (int64[?] p, int64[?] q, int64[?] w)
+  <int64[6] c = {1, 2, 3, 4, 5, 6}, int64[2] sh = {-1, 2}, int64[1] s = {-1}, int64[1] e = {-9223372036854775808},
+   int64[1] ax = {0}, int64[1] st = {-1}, int64[1] flat = {-1}, int64[1] two = {2}>
+{
+  r = Reshape (c, sh)
+  sl = Slice (r, s, e, ax, st)
+  t = Transpose <perm: ints = [1, 0]> (sl)
+  p = Reshape (t, flat)
+  q = Slice (t, s, e, ax, st)
+  am = ArgMax <axis: int = 1, keepdims: int = 0> (x)
+  row = Gather <axis: int = 0> (am, ax)
+  w = Concat <axis: int = 0> (two, row)
+}
+""")
+    a = analyze_model(model)
+    so = ort.SessionOptions()
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    sess = ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"])
+    p, q, w = sess.run(None, {"x": np.zeros((1, 3), np.float32)})
+    table = a.inference.tensors[0]
+    assert table["p"].value == tuple(int(v) for v in p)
+    assert table["q"].value == tuple(int(v) for v in q.reshape(-1))
+    assert table["w"].value == (2, None) and int(w[0]) == 2

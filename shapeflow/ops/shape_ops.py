@@ -177,12 +177,17 @@ def slice_(call: OpCall) -> list[TensorInfo | None]:
         out[a] = _slice_len(data.shape[a], s, e, st)
         spec[a] = (s, e, st)
     value = None
-    if rank == 1 and data.value is not None and 0 in spec:
-        s, e, st = spec[0]
-        if type(s) is int and type(e) is int:
-            picked = data.value
-            value = tuple(picked[i] for i in slice_range(len(picked), s, e, st))
-            out[0] = len(value)
+    if data.value is not None and numel(data.shape) == len(data.value):
+        # the elements of a small static tensor (a shape vector, a pads table), axis by axis
+        picks: list = [range(d) for d in data.shape]
+        for a, (s, e, st) in spec.items():
+            if type(s) is not int or type(e) is not int:
+                picks = []
+                break
+            picks[a] = slice_range(data.shape[a], s, e, st)  # type: ignore[arg-type]
+            out[a] = len(picks[a])
+        if picks or rank == 0:
+            value = tuple(data.value[i] for i in _row_major(data.shape, picks))
     return [TensorInfo(data.dtype, tuple(out), value)]
 
 
@@ -214,11 +219,19 @@ def concat(call: OpCall) -> list[TensorInfo | None]:
                     d = other  # all must agree at run time; prefer the more precise one
             out.append(d)
     value = None
-    if rank == 1 and all(t.value is not None for t in known):
+    if rank == 1 and any(t.value is not None for t in known):
+        # an input whose value is unknown but whose length is known leaves only its own elements
+        # unknown: Tile(x, Concat([2], ArgMax(..))) still knows its first repeat
         vals: list[Dim] = []
         for t in known:
-            vals.extend(t.value)  # type: ignore[arg-type]
-        value = tuple(vals) if len(vals) <= MAX_VALUE_ELEMS else None
+            if t.value is not None:
+                vals.extend(t.value)
+            elif type(t.shape[0]) is int:  # type: ignore[index]
+                vals.extend([None] * t.shape[0])  # type: ignore[index]
+            else:
+                vals = []
+                break
+        value = tuple(vals) if vals and len(vals) <= MAX_VALUE_ELEMS else None
     return [TensorInfo(dtype, tuple(out), value)]
 
 
@@ -441,7 +454,29 @@ def transpose(call: OpCall) -> list[TensorInfo | None]:
         perm = list(range(rank - 1, -1, -1))
     if sorted(perm) != list(range(rank)):
         return [None]
-    return [TensorInfo(data.dtype, tuple(data.shape[p] for p in perm))]
+    out = tuple(data.shape[p] for p in perm)
+    value = None
+    if data.value is not None and rank >= 2 and numel(data.shape) == len(data.value):
+        # exporters transpose small constant tables (TorchScript's pads chain); row-major indices
+        value = tuple(data.value[i] for i in _row_major(data.shape, [range(d) for d in out], perm))  # type: ignore[arg-type]
+    elif data.value is not None and rank < 2:
+        value = data.value
+    return [TensorInfo(data.dtype, out, value)]
+
+
+def _row_major(shape: tuple, picks: list, perm: list[int] | None = None) -> list[int]:
+    """Flat indices into a row-major tensor of int ``shape``, for every output position in row-major
+    order: output axis ``k`` takes the input indices ``picks[k]`` along input axis ``perm[k]``."""
+    rank = len(shape)
+    perm = perm if perm is not None else list(range(rank))
+    strides = [1] * rank
+    for k in range(rank - 2, -1, -1):
+        strides[k] = strides[k + 1] * shape[k + 1]
+    flat = [0]
+    for k, idx in enumerate(picks):
+        stride = strides[perm[k]]
+        flat = [f + i * stride for f in flat for i in idx]
+    return flat
 
 
 @register("Flatten")
