@@ -4,10 +4,14 @@ The output length of one spatial axis follows onnxruntime's CPU kernels, which t
 small and large lengths. With ``L`` the input length, ``k`` the kernel, ``s`` the stride, ``d`` the
 dilation, ``pb``/``pe`` the pads at the two ends and ``dk = d*(k-1) + 1``:
 
-* explicit pads (``NOTSET``) and ``VALID``: ``floor((L + pb + pe - dk) / s) + 1``. The runtime
-  refuses a window that does not fit (``L + pb + pe < dk``), so the formula holds whenever the model
-  runs.
+* Conv with explicit pads (``NOTSET``) or ``VALID``: ``floor((L + pb + pe - dk) / s) + 1``. The
+  runtime refuses a window that does not fit (``L + pb + pe < dk``), so the formula holds whenever
+  the model runs.
 * ``SAME_UPPER`` / ``SAME_LOWER``: ``ceil(L / s)``.
+* pools without ``ceil_mode`` divide with truncation and accept a window that overhangs the
+  padded input (a length-1 axis under a 2-wide, stride-2 MaxPool gives 1, not 0):
+  ``trunc(span / s) + 1`` with ``span = L + pb + pe - dk``, which is the floor form above when
+  ``span >= 0`` for every ``L`` (``pb + pe >= dk``) or ``s == 1``, and otherwise needs ``max``.
 * pools with ``ceil_mode``: ``ceil((L + pb + pe - dk) / s) + 1``, minus one when the last window
   would start past the input and its leading pad. Whether it does depends on ``L`` only through
   ``(L + pb + pe - dk) mod s`` unless ``pe >= dk`` (always) or ``pe + s - 1 < dk`` (never); in the
@@ -61,9 +65,12 @@ def window_out(length: Dim, k: int, s: int, d: int, pb: int, pe: int, mode: str,
         c = pb + pe - dk
         if s == 1 or c >= 0:  # truncation and floor agree: the span is a multiple of 1, or >= 0
             return dim_add(dim_floordiv(span, s), 1)
-        if c >= 1 - s:  # span >= -(s-1): trunc(span/s) == floor(max(span, 0)/s)
-            return dim_add(dim_floordiv(dim_max(span, 0), s), 1)
-        return None
+        # trunc(x/s) == floor(max(x, 0)/s) - floor(max(-x, 0)/s); the second term is 0 while
+        # x >= -(s-1), which holds for every length when c does.
+        out = dim_add(dim_floordiv(dim_max(span, 0), s), 1)
+        if c < 1 - s:
+            out = dim_sub(out, dim_floordiv(dim_max(dim_sub(0, span), 0), s))
+        return out
     out = dim_add(_ceil_div(span, s), 1)
     if type(length) is int and type(out) is int:
         # The last window must start inside the input or its leading pad.
