@@ -144,3 +144,60 @@ def _holds_at_run_time(m: onnx.ModelProto) -> None:
             for d, rt in zip(dims, outs[n].shape):
                 if isinstance(d, int) or d in env:
                     assert env.get(d, d) == rt, (n, d, rt)
+
+
+def test_scalars_of_an_example_are_written_as_rank_0(tmp_path: Path) -> None:
+    src = Path(__file__).resolve().parent.parent / "examples" / "attention.onnx"
+    out = tmp_path / "out.onnx"
+    r = run("infer", str(src), "-o", str(out))
+    assert r.returncode == 0, r.stderr
+    entries = onnx.load(out).graph.value_info
+    scalars = [vi for vi in entries if _dims(vi) == []]
+    assert scalars, "the example computes scalars (Gather of a Shape)"
+    assert all(_dims(vi) is not None for vi in entries)  # no entry reads as unknown rank
+
+
+def _declared_unknown_but_known(model: onnx.ModelProto) -> int:
+    a = analyze(load_model_bytes(model.SerializeToString(), "m.onnx"), rules=[])
+    gaps = 0
+    for vi in model.graph.value_info:
+        t = a.inference.shape_of(vi.name)
+        tt = vi.type.tensor_type
+        if t is None:
+            continue
+        if not tt.HasField("shape"):
+            gaps += sum(d is not None for d in t) + (t == ())
+            continue
+        if len(tt.shape.dim) == len(t):
+            gaps += sum(1 for d, x in zip(tt.shape.dim, t)
+                        if x is not None and not d.HasField("dim_value") and not d.dim_param)
+    return gaps
+
+
+def test_a_dynamo_export_has_every_known_dim_filled(tmp_path: Path) -> None:
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("onnxscript")  # the dynamo exporter's dependency
+
+    class Encoder(torch.nn.Module):  # wav2vec2-like: strided convs, GroupNorm, a sliced positional conv
+        def __init__(self) -> None:
+            super().__init__()
+            self.c1 = torch.nn.Conv1d(1, 8, 10, stride=5)
+            self.gn = torch.nn.GroupNorm(8, 8)  # exported with declarations of unknown dims
+            self.c2 = torch.nn.Conv1d(8, 8, 3, stride=2)
+            self.pos = torch.nn.Conv1d(8, 8, 4, padding=2)
+
+        def forward(self, x):  # type: ignore[no-untyped-def]
+            h = torch.nn.functional.gelu(self.c2(torch.nn.functional.gelu(self.gn(self.c1(x)))))
+            return (h + self.pos(h)[:, :, :-1]).transpose(1, 2)
+
+    src, out = tmp_path / "m.onnx", tmp_path / "out.onnx"
+    dims = {0: torch.export.Dim("batch", min=1, max=64), 2: torch.export.Dim("samples", min=40, max=100_000)}
+    prog = torch.onnx.export(Encoder().eval(), (torch.randn(2, 1, 400),), input_names=["x"], dynamo=True,
+                             dynamic_shapes={"x": dims}, opset_version=18)
+    prog.save(str(src))
+    before = _declared_unknown_but_known(onnx.load(src))
+    r = run("infer", str(src), "-o", str(out))
+    assert r.returncode == 0, r.stderr
+    m = onnx.load(out)
+    assert _declared_unknown_but_known(m) == 0
+    assert before > 0 and f"{before} declared dims filled" in r.stderr, (before, r.stderr)
