@@ -207,6 +207,30 @@ def text_runs(model: onnx.ModelProto, path: Path) -> list[tuple[dict, dict]]:
     return runs
 
 
+def _group(model: str) -> str:
+    """``wav2vec2_1_dynamo_op18.onnx`` -> ``wav2vec2, dynamo op18``; other names stay as they are."""
+    parts = model[: -len(".onnx")].split("_")
+    for i, p in enumerate(parts):
+        if p.isdigit() and i + 2 < len(parts) + 1 and i + 1 < len(parts):
+            return f"{'_'.join(parts[:i])}, {' '.join(parts[i + 1:])}"
+    return model[: -len(".onnx")]
+
+
+def print_summary(rows: list[dict]) -> None:
+    """The rows summed per family and exporter (the README table)."""
+    groups: dict[str, list[dict]] = {}
+    for r in rows:
+        groups.setdefault(_group(r["model"]), []).append(r)
+    print("\n| models | count | tensors | shapeflow known | ORT-SSI known | onnx data_prop known "
+          "| wrong: shapeflow / ORT-SSI / onnx |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
+    for name, rs in groups.items():
+        def tot(key: str, i: int) -> int:
+            return sum(r[key][i] for r in rs)
+        print(f"| {name} | {len(rs)} | {sum(r['tensors'] for r in rs)} | {tot('shapeflow', 0)} | {tot('ort_ssi', 0)} "
+              f"| {tot('onnx', 0)} | {tot('shapeflow', 1)} / {tot('ort_ssi', 1)} / {tot('onnx', 1)} |")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--vision", type=Path, default=HERE / "vision_corpus")
@@ -242,6 +266,7 @@ def main(argv: list[str] | None = None) -> int:
               flush=True)
     if args.json:
         args.json.write_text(json.dumps(rows, indent=1))
+    print_summary(rows)
     behind = [r["model"] for r in rows if r["shapeflow"][0] < r["ort_ssi"][0]]
     wrong = sum(r["shapeflow"][1] for r in rows)
     print(f"\n{len(rows)} models; shapeflow behind ORT-SSI on {len(behind)} {behind}; shapeflow wrong dims: {wrong}",

@@ -3,7 +3,8 @@
 Random small configurations of five families built from ``torch.nn`` (no torchvision/torchaudio):
 a conv stem (Conv/BN/ReLU/MaxPool), a patch-embedding ViT, a wav2vec2-like 1-D conv feature
 encoder with a positional conv, a ResNet-ish block with a strided shortcut and global pooling, and
-a Whisper-like audio encoder (two Conv1d, sliced positional embedding, attention). Each is exported
+a Whisper-like audio encoder (two Conv1d, sliced positional embedding, attention) and a UNet step
+(strided conv down, ConvTranspose up, interpolated to the skip's size, concatenated, reflect-padded). Each is exported
 with the TorchScript exporter at opsets 13 and 17 and with the dynamo exporter at opset 18 where
 it works. The files go to ``benchmarks/vision_corpus/`` (git-ignored), with ``manifest.json``
 naming each model's input and two input sizes for the runtime check.
@@ -145,6 +146,29 @@ class WhisperEncoder(nn.Module):
         return x + self.out(a.transpose(1, 2).reshape(b, t, d))
 
 
+class UNetStep(nn.Module):
+    """Down (strided conv), up (ConvTranspose), resized to the skip's size, concatenated, padded."""
+
+    def __init__(self, rng: random.Random) -> None:
+        super().__init__()
+        c = rng.choice([4, 8])
+        self.inp = nn.Conv2d(3, c, 3, padding=1)
+        self.down = nn.Conv2d(c, 2 * c, 3, stride=2, padding=1)
+        self.up = nn.ConvTranspose2d(2 * c, c, kernel_size=2, stride=2)
+        self.mode = rng.choice(["nearest", "bilinear"])
+        self.out = nn.Conv2d(2 * c, 1, 3)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        skip = F.relu(self.inp(x))
+        y = self.up(F.relu(self.down(skip)))
+        if self.mode == "nearest":
+            y = F.interpolate(y, size=skip.shape[2:], mode="nearest")
+        else:
+            y = F.interpolate(y, size=skip.shape[2:], mode="bilinear", align_corners=False)
+        y = torch.cat([y, skip], dim=1)
+        return self.out(F.pad(y, (1, 1, 1, 1), mode="reflect"))
+
+
 # family -> (builder, input channels/mels of the model, input axes, runtime sizes: two ordinary ones,
 # then a small one where the windows overhang, which is where floor and the runtime's truncation differ)
 FAMILIES = {
@@ -159,6 +183,9 @@ FAMILIES = {
     "resblock": (ResBlock, lambda m: [3], ("batch", "height", "width"),
                  ({"batch": 1, "height": 9, "width": 14}, {"batch": 2, "height": 32, "width": 31},
                   {"batch": 1, "height": 2, "width": 3})),
+    "unet": (UNetStep, lambda m: [3], ("batch", "height", "width"),
+             ({"batch": 1, "height": 9, "width": 14}, {"batch": 2, "height": 32, "width": 31},
+              {"batch": 1, "height": 2, "width": 3})),
     "whisper": (WhisperEncoder, lambda m: [m.c1.in_channels], ("batch", "frames"),
                 ({"batch": 1, "frames": 20}, {"batch": 2, "frames": 61}, {"batch": 1, "frames": 1})),
 }
@@ -202,7 +229,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, default=HERE / "vision_corpus")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--per-family", type=int, default=2, help="random configurations per family")
+    ap.add_argument("--per-family", type=int, default=3, help="random configurations per family")
     args = ap.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     manifest = {}

@@ -266,3 +266,26 @@ def test_topk_axis_becomes_k() -> None:
     out = check(Case("TopK", dict(axis=1), ["n", "L"], opset=11, inits={1: np.array([2], np.int64)}, n_out=2,
                      known=(0, 1)), sizes=(2, 3, 10))
     assert out[0][1] == 2 and out[1][1] == 2
+
+
+def test_tile_with_symbolic_repeats() -> None:
+    """repeats = Concat([2], Shape(z)[0:1]): a known and a symbolic repeat."""
+    nodes = [
+        helper.make_node("Constant", [], ["two"], value=numpy_helper.from_array(np.array([2], np.int64))),
+        helper.make_node("Shape", ["z"], ["zs"], start=0, end=1),
+        helper.make_node("Concat", ["two", "zs"], ["reps"], axis=0),
+        helper.make_node("Tile", ["x", "reps"], ["y"]),
+    ]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["seq", 4]),
+                                           helper.make_tensor_value_info("z", TensorProto.FLOAT, ["k"])],
+                              [onnx.ValueInfoProto(name="y")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    model.ir_version = 8
+    shape = analyze_model(model).inference.shape_of("y")
+    assert shape is not None and [str(d) for d in shape] == ["2*seq", "4*k"]
+    sess = _session(model)
+    rng = np.random.default_rng(0)
+    for seq, k in ((0, 1), (1, 0), (2, 3), (3, 2), (5, 7)):
+        out = sess.run(None, {"x": rng.standard_normal((seq, 4)).astype(np.float32),
+                              "z": rng.standard_normal(k).astype(np.float32)})[0]
+        assert out.shape == (2 * seq, 4 * k)
