@@ -20,8 +20,8 @@ import argparse
 import json
 import os
 import sys
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Callable, Mapping
 
 import numpy as np
 import onnx
@@ -30,9 +30,9 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))
 
-from shapeflow.analysis import analyze  # noqa: E402
-from shapeflow.dims import Sym, substitute  # noqa: E402
-from shapeflow.io import load_model_bytes  # noqa: E402
+from shapeflow.analysis import analyze
+from shapeflow.dims import Sym, substitute
+from shapeflow.io import load_model_bytes
 
 # A tool's view of one tensor: a list of dims, each an int, a callable binding -> int|None, or None.
 Evaluator = Callable[[Mapping[str, int]], "int | None"]
@@ -225,7 +225,7 @@ def print_summary(rows: list[dict]) -> None:
           "| wrong: shapeflow / ORT-SSI / onnx |")
     print("|---|---:|---:|---:|---:|---:|---:|")
     for name, rs in groups.items():
-        def tot(key: str, i: int) -> int:
+        def tot(key: str, i: int, rs: list[dict] = rs) -> int:
             return sum(r[key][i] for r in rs)
         print(f"| {name} | {len(rs)} | {sum(r['tensors'] for r in rs)} | {tot('shapeflow', 0)} | {tot('ort_ssi', 0)} "
               f"| {tot('onnx', 0)} | {tot('shapeflow', 1)} / {tot('ort_ssi', 1)} / {tot('onnx', 1)} |")

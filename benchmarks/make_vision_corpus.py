@@ -27,8 +27,8 @@ import warnings
 from pathlib import Path
 
 import torch
-from torch import nn
 import torch.nn.functional as F
+from torch import nn
 
 HERE = Path(__file__).resolve().parent
 

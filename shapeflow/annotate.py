@@ -22,7 +22,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ._onnx import onnx
-
 from .dims import Dim
 from .graph import ModelGraph
 from .inference import Inference

@@ -7,16 +7,16 @@ and each case must run at some length and state the dims it names."""
 from __future__ import annotations
 
 import itertools
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Sequence
 
 import numpy as np
 import onnx
 import pytest
+from helpers import analyze_model
 from onnx import TensorProto, helper, numpy_helper
 
-from helpers import analyze_model
-from shapeflow.dims import Sym, substitute
+from shapeflow.dims import substitute
 
 ort = pytest.importorskip("onnxruntime")
 
@@ -103,7 +103,7 @@ def _pool_cases() -> list[Case]:
             ("NOTSET", "VALID", "SAME_UPPER", "SAME_LOWER")):
         if (ap != "NOTSET" and (pb or pe)) or (op != "MaxPool" and d != 1) or pb >= k or pe >= k:
             continue
-        attrs: dict = dict(kernel_shape=[k], strides=[s], ceil_mode=cm, auto_pad=ap)
+        attrs: dict = {"kernel_shape": [k], "strides": [s], "ceil_mode": cm, "auto_pad": ap}
         if ap == "NOTSET":
             attrs["pads"] = [pb, pe]
         if d != 1:
@@ -128,7 +128,7 @@ def test_convs_match_the_runtime_at_every_length(op: str) -> None:
         if (ap != "NOTSET" and (pb or pe)) or (op == "Conv" and opad) or (opad and opad >= s) \
                 or (op == "Conv" and ap.startswith("SAME") and d != 1):  # refused by the runtime
             continue
-        attrs: dict = dict(kernel_shape=[k], strides=[s], auto_pad=ap)
+        attrs: dict = {"kernel_shape": [k], "strides": [s], "auto_pad": ap}
         if ap == "NOTSET":
             attrs["pads"] = [pb, pe]
         if d != 1:
@@ -142,20 +142,20 @@ def test_convs_match_the_runtime_at_every_length(op: str) -> None:
 
 
 def test_wav2vec2_feature_encoder_conv_is_the_documented_formula() -> None:
-    case = Case("Conv", dict(kernel_shape=[10], strides=[5]), ["batch", 1, "samples"], opset=17,
+    case = Case("Conv", {"kernel_shape": [10], "strides": [5]}, ["batch", 1, "samples"], opset=17,
                 inits={1: _w(16, 1, 10)}, known=(0, 1, 2))
     shape = check(case, sizes=(10, 11, 14, 15, 16000, 16003))[0]
     assert str(shape[2]) == "floor(samples/5) - 1"  # floor((samples - 10)/5) + 1
 
 
 def test_patch_embedding_and_stem_convs_are_stated() -> None:
-    patch = check(Case("Conv", dict(kernel_shape=[2, 2], strides=[2, 2]), ["b", 3, "h", "w"], opset=17,
+    patch = check(Case("Conv", {"kernel_shape": [2, 2], "strides": [2, 2]}, ["b", 3, "h", "w"], opset=17,
                        inits={1: _w(8, 3, 2, 2)}, known=(0, 1, 2, 3)), sizes=(2, 3, 5, 64))[0]
     assert [str(patch[2]), str(patch[3])] == ["floor(h/2)", "floor(w/2)"]
-    stem = check(Case("Conv", dict(kernel_shape=[7, 7], strides=[2, 2], pads=[3, 3, 3, 3]), ["b", 3, "h", "w"],
+    stem = check(Case("Conv", {"kernel_shape": [7, 7], "strides": [2, 2], "pads": [3, 3, 3, 3]}, ["b", 3, "h", "w"],
                       opset=17, inits={1: _w(8, 3, 7, 7)}, known=(2, 3)), sizes=(1, 2, 3, 224))[0]
     assert str(stem[2]) == "floor((h + 1)/2)"
-    same = check(Case("Conv", dict(kernel_shape=[3], strides=[2], auto_pad="SAME_UPPER"), ["b", 3, "t"],
+    same = check(Case("Conv", {"kernel_shape": [3], "strides": [2], "auto_pad": "SAME_UPPER"}, ["b", 3, "t"],
                       opset=17, inits={1: _w(8, 3, 3)}, known=(2,)), sizes=(1, 2, 3, 9))[0]
     assert str(same[2]) == "floor((t + 1)/2)"
 
@@ -163,17 +163,17 @@ def test_patch_embedding_and_stem_convs_are_stated() -> None:
 def test_ceil_mode_last_window_rule() -> None:
     # k=1, s=2, no pads: the runtime drops a last window that would start past the input, which
     # depends on the parity of L: not expressible, so unknown; k=3, s=2 never drops one.
-    dropped = check(Case("MaxPool", dict(kernel_shape=[1], strides=[2], ceil_mode=1), ["n", 3, "L"]))[0]
-    kept = check(Case("MaxPool", dict(kernel_shape=[3], strides=[2], ceil_mode=1), ["n", 3, "L"], known=(2,)))[0]
+    dropped = check(Case("MaxPool", {"kernel_shape": [1], "strides": [2], "ceil_mode": 1}, ["n", 3, "L"]))[0]
+    kept = check(Case("MaxPool", {"kernel_shape": [3], "strides": [2], "ceil_mode": 1}, ["n", 3, "L"], known=(2,)))[0]
     assert dropped[2] is None and str(kept[2]) == "floor(L/2)"  # ceil((L - 3)/2) + 1
 
 
 def test_two_d_pool_with_group_conv_and_large_lengths() -> None:
-    check(Case("MaxPool", dict(kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]), ["n", 3, "h", 5]),
+    check(Case("MaxPool", {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1]}, ["n", 3, "h", 5]),
           sizes=(1, 2, 3, 225))
-    check(Case("Conv", dict(kernel_shape=[3], strides=[2], group=3), ["n", 3, "L"], opset=17,
+    check(Case("Conv", {"kernel_shape": [3], "strides": [2], "group": 3}, ["n", 3, "L"], opset=17,
                inits={1: _w(6, 1, 3)}, known=(1, 2)), sizes=(3, 4, 100_003))
-    check(Case("AveragePool", dict(kernel_shape=[4], strides=[3], ceil_mode=1), ["n", 3, "L"], known=(2,)),
+    check(Case("AveragePool", {"kernel_shape": [4], "strides": [3], "ceil_mode": 1}, ["n", 3, "L"], known=(2,)),
           sizes=(4, 5, 6, 7, 200_001, 200_002))
 
 
@@ -195,29 +195,29 @@ def test_tile_keeps_symbolic_dims_with_repeat_one() -> None:
 
 @pytest.mark.parametrize("mode", ["constant", "reflect", "edge", "wrap"])
 def test_pad_modes_axes_and_negative_pads(mode: str) -> None:
-    shape = check(Case("Pad", dict(mode=mode), ["n", "L"], opset=19, inits={1: np.array([0, 2, 1, 3], np.int64)},
+    shape = check(Case("Pad", {"mode": mode}, ["n", "L"], opset=19, inits={1: np.array([0, 2, 1, 3], np.int64)},
                        known=(0, 1)))[0]
     assert str(shape[1]) == "L + 5"
-    axes = check(Case("Pad", dict(mode=mode), ["n", "L", 4], opset=19,
+    axes = check(Case("Pad", {"mode": mode}, ["n", "L", 4], opset=19,
                       inits={1: np.array([1, -1], np.int64), 3: np.array([-2], np.int64)}, known=(0, 1, 2)))[0]
     assert str(axes[1]) == "L" and axes[2] == 4
-    crop = check(Case("Pad", dict(mode=mode), ["L"], opset=13, inits={1: np.array([-1, -1], np.int64)},
+    crop = check(Case("Pad", {"mode": mode}, ["L"], opset=13, inits={1: np.array([-1, -1], np.int64)},
                       known=(0,)))[0]
     assert str(crop[0]) == "L - 2"
 
 
 def test_pad_attribute_form() -> None:
-    check(Case("Pad", dict(pads=[0, 1, 0, 2]), ["n", "L"], opset=10, known=(1,)))
+    check(Case("Pad", {"pads": [0, 1, 0, 2]}, ["n", "L"], opset=10, known=(1,)))
 
 
 def test_split_sizes_and_num_outputs() -> None:
-    equal = check(Case("Split", dict(axis=1), ["n", "L"], opset=13, n_out=2), sizes=(0, 2, 4, 6, 64))
+    equal = check(Case("Split", {"axis": 1}, ["n", "L"], opset=13, n_out=2), sizes=(0, 2, 4, 6, 64))
     assert str(equal[0][1]) == "floor(L/2)"
-    given = check(Case("Split", dict(axis=0), ["L", 2], opset=13, n_out=2,
+    given = check(Case("Split", {"axis": 0}, ["L", 2], opset=13, n_out=2,
                        inits={1: np.array([1, 2], np.int64)}), sizes=(3,))
     assert given[0][0] == 1 and given[1][0] == 2
     for n in (2, 3, 4):
-        outs = check(Case("Split", dict(axis=0, num_outputs=n), ["L"], opset=18, n_out=n), sizes=range(0, 12))
+        outs = check(Case("Split", {"axis": 0, "num_outputs": n}, ["L"], opset=18, n_out=n), sizes=range(12))
         assert outs[0][0] is not None and outs[-1][0] is not None
 
 
@@ -225,23 +225,23 @@ def test_split_sizes_and_num_outputs() -> None:
 
 def test_resize_sizes_and_scales() -> None:
     # Scales on a symbolic dim: float32 rounding past 2**24 makes them unknown without bounds.
-    scaled = check(Case("Resize", dict(mode="nearest"), [1, 2, "h", 5], opset=13,
+    scaled = check(Case("Resize", {"mode": "nearest"}, [1, 2, "h", 5], opset=13,
                         inits={2: np.array([1, 1, 2, 0.5], np.float32)}, known=(0, 1, 3)), sizes=(0, 1, 2, 3))[0]
     assert scaled[3] == 2 and scaled[2] is None or str(scaled[2]) == "2*h"
-    sized = check(Case("Resize", dict(mode="linear"), [1, 2, "h", "w"], opset=13,
+    sized = check(Case("Resize", {"mode": "linear"}, [1, 2, "h", "w"], opset=13,
                        inits={3: np.array([1, 2, 6, 7], np.int64)}, known=(0, 1, 2, 3)), sizes=(1, 2, 3))[0]
     assert sized == (1, 2, 6, 7)
-    axes = check(Case("Resize", dict(mode="nearest", axes=[2]), [1, "c", 4], opset=19,
+    axes = check(Case("Resize", {"mode": "nearest", "axes": [2]}, [1, "c", 4], opset=19,
                       inits={2: np.array([1.5], np.float32)}, known=(2,)), sizes=(1, 2))[0]
     assert axes[2] == 6
-    check(Case("Upsample", dict(mode="nearest"), [1, 1, "h", 3], opset=9,
+    check(Case("Upsample", {"mode": "nearest"}, [1, 1, "h", 3], opset=9,
                inits={1: np.array([1, 1, 1, 3], np.float32)}, known=(3,)), sizes=(1, 2))
 
 
 def test_depth_to_space_and_back() -> None:
-    d2s = check(Case("DepthToSpace", dict(blocksize=2), ["n", 8, "h", "w"], known=(1, 2, 3)), sizes=(0, 1, 2, 3))[0]
+    d2s = check(Case("DepthToSpace", {"blocksize": 2}, ["n", 8, "h", "w"], known=(1, 2, 3)), sizes=(0, 1, 2, 3))[0]
     assert d2s[1] == 2 and str(d2s[2]) == "2*h"
-    check(Case("SpaceToDepth", dict(blocksize=2), ["n", 2, "h", "w"], known=(1, 2, 3)), sizes=(0, 2, 4, 6))
+    check(Case("SpaceToDepth", {"blocksize": 2}, ["n", 2, "h", "w"], known=(1, 2, 3)), sizes=(0, 2, 4, 6))
 
 
 @pytest.mark.parametrize("eq,shape,other,expected", [
@@ -258,12 +258,12 @@ def test_einsum(eq: str, shape: list, other: tuple | None, expected: list) -> No
     inits = {}
     if other is not None:
         inits[1] = _w(*[size if isinstance(d, str) else d for d in other])
-    out = check(Case("Einsum", dict(equation=eq), shape, opset=12, inits=inits), sizes=(size,))[0]
+    out = check(Case("Einsum", {"equation": eq}, shape, opset=12, inits=inits), sizes=(size,))[0]
     assert [str(d) for d in out] == expected
 
 
 def test_topk_axis_becomes_k() -> None:
-    out = check(Case("TopK", dict(axis=1), ["n", "L"], opset=11, inits={1: np.array([2], np.int64)}, n_out=2,
+    out = check(Case("TopK", {"axis": 1}, ["n", "L"], opset=11, inits={1: np.array([2], np.int64)}, n_out=2,
                      known=(0, 1)), sizes=(2, 3, 10))
     assert out[0][1] == 2 and out[1][1] == 2
 

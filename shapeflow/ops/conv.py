@@ -21,7 +21,6 @@ dilation, ``pb``/``pe`` the pads at the two ends and ``dk = d*(k-1) + 1``:
 from __future__ import annotations
 
 from .._onnx import onnx
-
 from ..dims import Dim, Shape, dim_add, dim_floordiv, dim_max, dim_mul, dim_sub
 from ..tensorinfo import TensorInfo
 from .base import OpCall, register

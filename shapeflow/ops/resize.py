@@ -13,7 +13,6 @@ from __future__ import annotations
 from fractions import Fraction
 
 from .._onnx import onnx
-
 from ..axes import AxisError, normalize_axis
 from ..dims import Dim, dim_floordiv, dim_mul
 from ..tensorinfo import TensorInfo
@@ -21,7 +20,7 @@ from .base import OpCall, register
 from .constants import flat_values, is_external
 
 try:  # the bounds of the symbols' domain (--assume); without them no symbolic product is exact
-    from ..dims import dim_bounds as _dim_bounds
+    from ..dims import dim_bounds as _dim_bounds  # type: ignore[attr-defined]  # the soundness algebra's
 except ImportError:  # pragma: no cover - an algebra without bounds
     _dim_bounds = None
 
@@ -99,7 +98,7 @@ def resize(call: OpCall) -> list[TensorInfo | None]:
     if shape is None:
         return [TensorInfo(dtype, None)]
     rank = len(shape)
-    unknown = [TensorInfo(dtype, (None,) * rank)]
+    unknown: list[TensorInfo | None] = [TensorInfo(dtype, (None,) * rank)]
     axes = _axes(call, rank)
     if axes is None:
         return unknown

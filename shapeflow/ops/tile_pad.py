@@ -90,8 +90,8 @@ def _split_sizes(call: OpCall) -> list[Dim] | None:
             return _NOT_GIVEN
         v = call.value(1)
         return list(v) if v is not None else None
-    sizes = call.attr_ints("split")
-    return _NOT_GIVEN if sizes is None else sizes
+    given: list[Dim] | None = call.attr_ints("split")  # type: ignore[assignment]  # ints are dims
+    return _NOT_GIVEN if given is None else given
 
 
 @register("Split")

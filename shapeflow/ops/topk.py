@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from .._onnx import onnx
-
 from ..axes import AxisError, normalize_axis
 from ..dims import Dim
 from ..tensorinfo import TensorInfo
