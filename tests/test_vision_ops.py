@@ -289,3 +289,15 @@ def test_tile_with_symbolic_repeats() -> None:
         out = sess.run(None, {"x": rng.standard_normal((seq, 4)).astype(np.float32),
                               "z": rng.standard_normal(k).astype(np.float32)})[0]
         assert out.shape == (2 * seq, 4 * k)
+
+
+def test_resize_scales_on_a_bounded_symbol() -> None:
+    """Under an assumed bound that keeps float32 exact, a scaled symbolic dim is stated."""
+    dims = pytest.importorskip("shapeflow.dims")
+    if not hasattr(dims, "assuming"):
+        pytest.skip("the algebra has no assumptions yet")
+    case = Case("Resize", {"mode": "nearest"}, [1, 2, "h", 5], opset=13, inits={2: np.array([1, 1, 1.5, 0.5], np.float32)})
+    with dims.assuming({"h": (0, 4096)}):
+        shape = check(case, sizes=(0, 1, 2, 3, 4095))[0]
+    assert str(shape[2]) == "floor(3*h/2)" and shape[3] == 2
+    assert check(case, sizes=(0, 1, 2))[0][2] is None  # unbounded: 2**24 + 1 would round
