@@ -141,6 +141,13 @@ def test_convs_match_the_runtime_at_every_length(op: str) -> None:
     assert stated > 80
 
 
+@pytest.mark.parametrize("auto_pad", ["NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID"])
+def test_conv_transpose_output_shape(auto_pad: str) -> None:
+    shape = check(Case("ConvTranspose", {"kernel_shape": [3], "strides": [2], "output_shape": [10], "auto_pad": auto_pad},
+                       ["n", 3, "L"], opset=17, inits={1: _w(3, 4, 3)}, known=(1, 2)), sizes=(0, 1, 2, 3, 4, 5, 6, 7))[0]
+    assert shape[2] == 10
+
+
 def test_wav2vec2_feature_encoder_conv_is_the_documented_formula() -> None:
     case = Case("Conv", {"kernel_shape": [10], "strides": [5]}, ["batch", 1, "samples"], opset=17,
                 inits={1: _w(16, 1, 10)}, known=(0, 1, 2))

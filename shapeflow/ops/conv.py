@@ -154,10 +154,10 @@ def conv_transpose(call: OpCall) -> list[TensorInfo | None]:
         kernel = list(k) if all(type(d) is int for d in k) else None  # type: ignore[arg-type]
     output_shape = call.attr_ints("output_shape")
     if output_shape is not None:
-        # The runtime takes the last n entries as the spatial size (the full shape is accepted too).
-        if len(output_shape) < n:
+        # The spatial size, whatever the pads (the runtime derives them from it).
+        if len(output_shape) != n or any(d < 0 for d in output_shape):
             return [TensorInfo(dtype, unknown)]
-        return [TensorInfo(dtype, lead + tuple(output_shape[len(output_shape) - n:]))]
+        return [TensorInfo(dtype, lead + tuple(output_shape))]
     mode = _auto_pad(call)
     strides = _spatial_attr(call, "strides", n, 1)
     dilations = _spatial_attr(call, "dilations", n, 1)
