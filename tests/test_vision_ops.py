@@ -308,3 +308,17 @@ def test_resize_scales_on_a_bounded_symbol() -> None:
         shape = check(case, sizes=(0, 1, 2, 3, 4095))[0]
     assert str(shape[2]) == "floor(3*h/2)" and shape[3] == 2
     assert check(case, sizes=(0, 1, 2))[0][2] is None  # unbounded: 2**24 + 1 would round
+
+
+def test_resize_scales_that_a_caller_may_replace_are_unknown() -> None:
+    """An initializer also listed as a graph input is only a default: its scales are not used."""
+    scales = numpy_helper.from_array(np.array([1, 1, 2, 2], np.float32), "scales")
+    graph = helper.make_graph([helper.make_node("Resize", ["x", "", "scales"], ["y"], mode="nearest")], "g",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, 4, 5]),
+                               helper.make_tensor_value_info("scales", TensorProto.FLOAT, [4])],
+                              [onnx.ValueInfoProto(name="y")], [scales])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    assert analyze_model(model).inference.shape_of("y") == (None,) * 4
+    del model.graph.input[1]  # a plain initializer: the runtime's float32 product
+    assert analyze_model(model).inference.shape_of("y") == (1, 2, 8, 10)

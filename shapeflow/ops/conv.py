@@ -14,8 +14,8 @@ dilation, ``pb``/``pe`` the pads at the two ends and ``dk = d*(k-1) + 1``:
   ``span >= 0`` for every ``L`` (``pb + pe >= dk``) or ``s == 1``, and otherwise needs ``max``.
 * pools with ``ceil_mode``: ``ceil((L + pb + pe - dk) / s) + 1``, minus one when the last window
   would start past the input and its leading pad. Whether it does depends on ``L`` only through
-  ``(L + pb + pe - dk) mod s`` unless ``pe >= dk`` (always) or ``pe + s - 1 < dk`` (never); in the
-  remaining cases a symbolic length gives an unknown dim.
+  ``(L + pb + pe - dk) mod s`` unless ``pe + s - 1 < dk`` (never); otherwise a symbolic length
+  gives an unknown dim.
 """
 
 from __future__ import annotations
@@ -48,7 +48,8 @@ def window_out(length: Dim, k: int, s: int, d: int, pb: int, pe: int, mode: str,
     if length is None or k < 1 or s < 1 or d < 1:
         return None
     if mode in (_SAME_UPPER, _SAME_LOWER):
-        # The runtime pads for the undilated kernel, then slides the dilated one.
+        # With a dilation the runtime pads for the undilated kernel, then slides the dilated one
+        # (pools), or refuses the node (Conv).
         return _ceil_div(length, s) if d == 1 else None
     if mode == _VALID:
         pb = pe = 0
@@ -74,11 +75,9 @@ def window_out(length: Dim, k: int, s: int, d: int, pb: int, pe: int, mode: str,
     if type(length) is int and type(out) is int:
         # The last window must start inside the input or its leading pad.
         return out - 1 if (out - 1) * s >= length + pb else out
-    if pe >= dk:
-        return dim_sub(out, 1)
-    if pe + s - 1 < dk:
-        return out
-    return None
+    # With a symbolic length the drop depends on L mod s, unless the end pad is too short for the
+    # last window ever to start past the input (the runtime keeps every pad below the kernel).
+    return out if pe + s - 1 < dk else None
 
 
 def _spatial_attr(call: OpCall, name: str, n: int, default: int) -> list[int] | None:
@@ -128,9 +127,6 @@ def conv(call: OpCall) -> list[TensorInfo | None]:
     if kernel is None and ws is not None:
         k = ws[2:]
         kernel = list(k) if all(type(d) is int for d in k) else None  # type: ignore[arg-type]
-    if _auto_pad(call) in (_SAME_UPPER, _SAME_LOWER) and any(d != 1 for d in (call.attr_ints("dilations") or [])):
-        # onnxruntime refuses dilated SAME padding; nothing to state.
-        return [TensorInfo(dtype, (xs[0] if xs else None, channels) + (None,) * max(len(xs) - 2, 0))]
     lead = (xs[0] if xs else None, channels)
     return [TensorInfo(dtype, _window_shape(call, xs, kernel, lead, False, False))]
 

@@ -37,6 +37,9 @@ def _float_constant(call: OpCall, i: int) -> list[float] | None:
     if where is None:
         return None
     sid, producer = where
+    body = g.scopes[sid].proto
+    if any(getattr(v, "name", v) == name for v in getattr(body, "input", ())):
+        return None  # an initializer that is also an input is only a default a caller may replace
     tensor: onnx.TensorProto | None = g.scopes[sid].initializers.get(name)
     if tensor is None and producer >= 0:
         node = g.nodes[producer]
