@@ -243,6 +243,9 @@ def test_resize_sizes_and_scales() -> None:
     assert axes[2] == 6
     check(Case("Upsample", {"mode": "nearest"}, [1, 1, "h", 3], opset=9,
                inits={1: np.array([1, 1, 1, 3], np.float32)}, known=(3,)), sizes=(1, 2))
+    up7 = check(Case("Upsample", {"mode": "nearest", "scales": [1.0, 1.0, 2.0, 1.5]}, [1, 1, "h", 3], opset=7,
+                     known=(3,)), sizes=(1, 2))[0]
+    assert up7[3] == 4  # int(float32(1.5) * 3)
 
 
 def test_depth_to_space_and_back() -> None:
