@@ -37,11 +37,17 @@ class ConvStem(nn.Module):
     def __init__(self, rng: random.Random) -> None:
         super().__init__()
         c = rng.choice([8, 16])
-        self.conv = nn.Conv2d(3, c, kernel_size=7, stride=2, padding=3, bias=False)
+        k = rng.choice([3, 5, 7])
+        self.conv = nn.Conv2d(3, c, kernel_size=k, stride=rng.choice([1, 2]), padding=rng.choice([0, k // 2]),
+                              bias=False)
         self.bn = nn.BatchNorm2d(c)
-        self.pool = nn.MaxPool2d(kernel_size=3, stride=2, padding=1)
-        self.conv2 = nn.Conv2d(c, 2 * c, kernel_size=3, stride=rng.choice([1, 2]), padding=1)
-        self.avg = nn.AvgPool2d(kernel_size=2, stride=2, ceil_mode=rng.choice([False, True]))
+        pk = rng.choice([2, 3])
+        self.pool = nn.MaxPool2d(kernel_size=pk, stride=rng.choice([1, 2]), padding=rng.choice([0, pk // 2]),
+                                 ceil_mode=rng.choice([False, True]))
+        self.conv2 = nn.Conv2d(c, 2 * c, kernel_size=3, stride=rng.choice([1, 2]), padding=1,
+                               dilation=rng.choice([1, 2]))
+        self.avg = nn.AvgPool2d(kernel_size=2, stride=2, ceil_mode=rng.choice([False, True]),
+                                count_include_pad=rng.choice([False, True]))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         x = self.pool(F.relu(self.bn(self.conv(x))))
@@ -229,7 +235,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, default=HERE / "vision_corpus")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--per-family", type=int, default=3, help="random configurations per family")
+    ap.add_argument("--per-family", type=int, default=4, help="random configurations per family")
     args = ap.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     manifest = {}

@@ -13,15 +13,14 @@ dilation, ``pb``/``pe`` the pads at the two ends and ``dk = d*(k-1) + 1``:
   ``trunc(span / s) + 1`` with ``span = L + pb + pe - dk``, which is the floor form above when
   ``span >= 0`` for every ``L`` (``pb + pe >= dk``) or ``s == 1``, and otherwise needs ``max``.
 * pools with ``ceil_mode``: ``ceil((L + pb + pe - dk) / s) + 1``, minus one when the last window
-  would start past the input and its leading pad. Whether it does depends on ``L`` only through
-  ``(L + pb + pe - dk) mod s`` unless ``pe + s - 1 < dk`` (never); otherwise a symbolic length
-  gives an unknown dim.
+  would start past the input and its leading pad: ``min(that, ceil((L + pb) / s))``, which is the
+  first form whenever ``pe + s - 1 < dk``.
 """
 
 from __future__ import annotations
 
 from .._onnx import onnx
-from ..dims import Dim, Shape, dim_add, dim_floordiv, dim_max, dim_mul, dim_sub
+from ..dims import Dim, Shape, dim_add, dim_floordiv, dim_max, dim_min, dim_mul, dim_sub
 from ..tensorinfo import TensorInfo
 from .base import OpCall, register
 
@@ -75,9 +74,12 @@ def window_out(length: Dim, k: int, s: int, d: int, pb: int, pe: int, mode: str,
     if type(length) is int and type(out) is int:
         # The last window must start inside the input or its leading pad.
         return out - 1 if (out - 1) * s >= length + pb else out
-    # With a symbolic length the drop depends on L mod s, unless the end pad is too short for the
-    # last window ever to start past the input (the runtime keeps every pad below the kernel).
-    return out if pe + s - 1 < dk else None
+    if pe + s - 1 < dk:  # the end pad is too short for the last window ever to start past the input
+        return out
+    # Windows start at i*s - pb for i < out; the runtime keeps those that start before L, and with
+    # every pad below the kernel (which it requires) at most the last one goes:
+    # min(out, ceil((L + pb)/s)).
+    return dim_min(out, _ceil_div(dim_add(length, pb), s))
 
 
 def _spatial_attr(call: OpCall, name: str, n: int, default: int) -> list[int] | None:
