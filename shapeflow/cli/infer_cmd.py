@@ -43,14 +43,16 @@ Exit codes: 0 no error-level finding, 1 error-level findings, 2 rejected input o
 @click.option("-o", "--output", type=click.Path(dir_okay=False),
               help="Write the model with inferred shapes as value_info (refused, exit 2, if its external "
                    "data is unsafe).")
+@click.option("--refine-outputs", is_flag=True,
+              help="With -o: also fill the unknown dims of the graph outputs' declarations.")
 @click.option("--force", is_flag=True, help="Overwrite OUTPUT if it exists.")
 @click.option("--in-place", is_flag=True, help="Record the shapes in MODEL itself.")
 @dim_option
 @assume_option
 @limit_options
 def infer(model: str, all_tensors: bool, fmt: str, around: tuple[str, ...], depth: int, around_findings: bool,
-          max_draw: int, output: str | None, force: bool, in_place: bool, dims: tuple[str, ...],
-          assume: tuple[str, ...], **kwargs: object) -> int:
+          max_draw: int, output: str | None, refine_outputs: bool, force: bool, in_place: bool,
+          dims: tuple[str, ...], assume: tuple[str, ...], **kwargs: object) -> int:
     """Infer the shapes of MODEL and report axis errors.
 
     Prints a table of every Squeeze and Unsqueeze (input shape, axes, output shape), then the
@@ -81,8 +83,9 @@ def infer(model: str, all_tensors: bool, fmt: str, around: tuple[str, ...], dept
             click.echo(f"{display_path(model)}: no findings to draw around: the picture is empty", err=True)
     if in_place and output is None:
         output = model
+    annotated = None
     if output is not None:
-        annotate(result.graph, result.inference)
+        annotated = annotate(result.graph, result.inference, refine_outputs=refine_outputs)
         save_model(loaded.proto, output, input_path=model, force=force, in_place=in_place)
     # Rendering a large model allocates a container per row; none forms a cycle, and collecting
     # would mean traversing the whole analysis again.
@@ -103,6 +106,10 @@ def infer(model: str, all_tensors: bool, fmt: str, around: tuple[str, ...], dept
     click.echo(f"{display_path(model)}: {len(result.inference.axis_nodes)} Squeeze/Unsqueeze, {summary_line(counts)} "
                f"({result.graph.node_count():,} nodes in {elapsed:.2f} s)"
                + (f"; assuming {', '.join(assumption_texts(assumptions))}" if assumptions else ""), err=True)
+    if annotated is not None and output is not None:
+        kept = f", {annotated.kept} contradicting declarations kept (SF112)" if annotated.kept else ""
+        click.echo(f"{display_path(output)}: {annotated.added} value_info entries added, "
+                   f"{annotated.filled} declared dims filled{kept}", err=True)
     code = EXIT_FINDINGS if counts["error"] else EXIT_CLEAN
     click.get_current_context().exit(code)
     return code

@@ -1,6 +1,8 @@
 """Shape rules, one module per op family; importing the modules registers their rules."""
 
-from . import constants, control, elementwise, fallback, shape_ops, squeeze, unsqueeze  # noqa: F401
+from . import (  # noqa: F401
+    constants, control, conv, einsum, elementwise, fallback, resize, shape_ops, squeeze, tile_pad, topk, unsqueeze,
+)
 from .base import REGISTRY, OpCall
 
 __all__ = ["REGISTRY", "OpCall", "fallback"]

@@ -1,0 +1,218 @@
+"""Sliding-window ops: Conv, ConvTranspose, MaxPool/AveragePool/LpPool and the global pools.
+
+The output length of one spatial axis follows onnxruntime's CPU kernels, which the tests check at
+small and large lengths. With ``L`` the input length, ``k`` the kernel, ``s`` the stride, ``d`` the
+dilation, ``pb``/``pe`` the pads at the two ends and ``dk = d*(k-1) + 1``:
+
+* Conv with explicit pads (``NOTSET``) or ``VALID``: ``floor((L + pb + pe - dk) / s) + 1``. The
+  runtime refuses a window that does not fit (``L + pb + pe < dk``), so the formula holds whenever
+  the model runs.
+* ``SAME_UPPER`` / ``SAME_LOWER``: ``ceil(L / s)``.
+* pools without ``ceil_mode`` divide with truncation and accept a window that overhangs the
+  padded input (a length-1 axis under a 2-wide, stride-2 MaxPool gives 1, not 0):
+  ``trunc(span / s) + 1`` with ``span = L + pb + pe - dk``, which is the floor form above when
+  ``span >= 0`` for every ``L`` (``pb + pe >= dk``) or ``s == 1``, and otherwise needs ``max``.
+* pools with ``ceil_mode``: ``ceil((L + pb + pe - dk) / s) + 1``, minus one when the last window
+  would start past the input and its leading pad: ``min(that, ceil((L + pb) / s))``, which is the
+  first form whenever ``pe + s - 1 < dk``.
+"""
+
+from __future__ import annotations
+
+from .._onnx import onnx
+from ..dims import Dim, Shape, dim_add, dim_floordiv, dim_max, dim_min, dim_mul, dim_sub
+from ..tensorinfo import TensorInfo
+from .base import OpCall, register
+
+_NOTSET, _VALID, _SAME_UPPER, _SAME_LOWER = "NOTSET", "VALID", "SAME_UPPER", "SAME_LOWER"
+
+
+def _auto_pad(call: OpCall) -> str | None:
+    a = call.attrs.get("auto_pad")
+    if a is None:
+        return _NOTSET
+    mode = a.s.decode("utf-8", "replace") if isinstance(a.s, bytes) else str(a.s)
+    return mode if mode in (_NOTSET, _VALID, _SAME_UPPER, _SAME_LOWER) else None
+
+
+def _ceil_div(n: Dim, s: int) -> Dim:
+    return dim_floordiv(dim_add(n, s - 1), s)
+
+
+def window_out(length: Dim, k: int, s: int, d: int, pb: int, pe: int, mode: str, ceil_mode: bool,
+               truncating: bool) -> Dim:
+    """Output length of one sliding-window axis (see the module docstring). ``truncating``: the
+    runtime accepts a window that overhangs the padded input and divides with truncation (pools);
+    otherwise it refuses it (Conv), so floor division holds whenever the model runs."""
+    if length is None or k < 1 or s < 1 or d < 1:
+        return None
+    if mode in (_SAME_UPPER, _SAME_LOWER):
+        # With a dilation the runtime pads for the undilated kernel, then slides the dilated one
+        # (pools), or refuses the node (Conv).
+        return _ceil_div(length, s) if d == 1 else None
+    if mode == _VALID:
+        pb = pe = 0
+    dk = d * (k - 1) + 1
+    span = dim_sub(dim_add(length, pb + pe), dk)
+    if not ceil_mode and not truncating:
+        return dim_add(dim_floordiv(span, s), 1)
+    if not ceil_mode:
+        if type(span) is int:
+            # The runtime divides with truncation: a window that overhangs by less than a stride
+            # still gives one output.
+            return (-(-span // s) if span < 0 else span // s) + 1
+        c = pb + pe - dk
+        if s == 1 or c >= 0:  # truncation and floor agree: the span is a multiple of 1, or >= 0
+            return dim_add(dim_floordiv(span, s), 1)
+        # trunc(x/s) == floor(max(x, 0)/s) - floor(max(-x, 0)/s); the second term is 0 while
+        # x >= -(s-1), which holds for every length when c does.
+        out = dim_add(dim_floordiv(dim_max(span, 0), s), 1)
+        if c < 1 - s:
+            out = dim_sub(out, dim_floordiv(dim_max(dim_sub(0, span), 0), s))
+        return out
+    out = dim_add(_ceil_div(span, s), 1)
+    if type(length) is int and type(out) is int:
+        # The last window must start inside the input or its leading pad.
+        return out - 1 if (out - 1) * s >= length + pb else out
+    if pe + s - 1 < dk:  # the end pad is too short for the last window ever to start past the input
+        return out
+    # Windows start at i*s - pb for i < out; the runtime keeps those that start before L, and with
+    # every pad below the kernel (which it requires) at most the last one goes:
+    # min(out, ceil((L + pb)/s)).
+    return dim_min(out, _ceil_div(dim_add(length, pb), s))
+
+
+def _spatial_attr(call: OpCall, name: str, n: int, default: int) -> list[int] | None:
+    v = call.attr_ints(name)
+    if v is None:
+        return [default] * n
+    return v if len(v) == n else None
+
+
+def _window_shape(call: OpCall, x: Shape, kernel: list[int] | None, lead: tuple[Dim, ...],
+                  ceil_mode: bool, truncating: bool, has_dilations: bool = True) -> Shape:
+    """``lead`` followed by the windowed spatial dims of ``x`` (rank known), unknown where the
+    attributes are unusable."""
+    if x is None:
+        return None
+    n = len(x) - 2
+    if n < 0:
+        return None
+    unknown = lead + (None,) * n
+    mode = _auto_pad(call)
+    if kernel is None or len(kernel) != n or mode is None:
+        return unknown
+    strides = _spatial_attr(call, "strides", n, 1)
+    dilations = _spatial_attr(call, "dilations", n, 1) if has_dilations else [1] * n
+    pads = _spatial_attr(call, "pads", 2 * n, 0) if n else []
+    if strides is None or dilations is None or pads is None:
+        return unknown
+    if mode != _NOTSET and call.has_attr("pads") and mode != _VALID:
+        pads = [0] * (2 * n)  # ignored by the runtime under SAME_*
+    if any(p < 0 for p in pads):
+        return unknown
+    out = [window_out(x[2 + i], kernel[i], strides[i], dilations[i], pads[i], pads[n + i], mode, ceil_mode,
+                      truncating) for i in range(n)]
+    return lead + tuple(out)
+
+
+@register("Conv")
+def conv(call: OpCall) -> list[TensorInfo | None]:
+    x, w = call.input(0), call.input(1)
+    dtype = x.dtype if x is not None else (w.dtype if w is not None else 0)
+    xs = x.shape if x is not None else None
+    ws = w.shape if w is not None else None
+    if xs is None:
+        return [TensorInfo(dtype, None if ws is None else (None,) * len(ws))]
+    channels: Dim = ws[0] if ws is not None and ws else None
+    kernel = call.attr_ints("kernel_shape")
+    if kernel is None and ws is not None:
+        k = ws[2:]
+        kernel = list(k) if all(type(d) is int for d in k) else None  # type: ignore[arg-type]
+    lead = (xs[0] if xs else None, channels)
+    return [TensorInfo(dtype, _window_shape(call, xs, kernel, lead, False, False))]
+
+
+@register("ConvTranspose")
+def conv_transpose(call: OpCall) -> list[TensorInfo | None]:
+    x, w = call.input(0), call.input(1)
+    dtype = x.dtype if x is not None else (w.dtype if w is not None else 0)
+    xs = x.shape if x is not None else None
+    ws = w.shape if w is not None else None
+    if xs is None or len(xs) < 2:
+        return [TensorInfo(dtype, None)]
+    n = len(xs) - 2
+    group = call.attr_int("group", 1) or 1
+    channels: Dim = dim_mul(ws[1], group) if ws is not None and len(ws) >= 2 else None
+    lead = (xs[0], channels)
+    unknown = lead + (None,) * n
+    kernel = call.attr_ints("kernel_shape")
+    if kernel is None and ws is not None:
+        k = ws[2:]
+        kernel = list(k) if all(type(d) is int for d in k) else None  # type: ignore[arg-type]
+    output_shape = call.attr_ints("output_shape")
+    if output_shape is not None:
+        # The spatial size, whatever the pads (the runtime derives them from it).
+        if len(output_shape) != n or any(d < 0 for d in output_shape):
+            return [TensorInfo(dtype, unknown)]
+        return [TensorInfo(dtype, lead + tuple(output_shape))]
+    mode = _auto_pad(call)
+    strides = _spatial_attr(call, "strides", n, 1)
+    dilations = _spatial_attr(call, "dilations", n, 1)
+    pads = _spatial_attr(call, "pads", 2 * n, 0)
+    out_pad = _spatial_attr(call, "output_padding", n, 0)
+    if (kernel is None or len(kernel) != n or mode is None or strides is None or dilations is None
+            or pads is None or out_pad is None):
+        return [TensorInfo(dtype, unknown)]
+    out: list[Dim] = []
+    for i in range(n):
+        length = xs[2 + i]
+        dk = dilations[i] * (kernel[i] - 1) + 1
+        if mode in (_SAME_UPPER, _SAME_LOWER):
+            # The runtime pads by stride*(L-1) + output_padding + dk - stride*L when that is
+            # positive (the output is then stride*L); it never pads by a negative amount.
+            if out_pad[i] + dk - strides[i] >= 0:
+                out.append(dim_mul(length, strides[i]))
+                continue
+            pb = pe = 0
+        else:
+            pb, pe = (0, 0) if mode == _VALID else (pads[i], pads[n + i])
+        # stride*(L - 1) + output_padding + dk - pads
+        out.append(dim_add(dim_mul(dim_sub(length, 1), strides[i]), out_pad[i] + dk - pb - pe))
+    return [TensorInfo(dtype, lead + tuple(out))]
+
+
+def _pool_has(call: OpCall, what: str) -> bool:
+    """Whether this version of the pool takes ``dilations`` / ``ceil_mode`` (older ones ignore
+    them)."""
+    op, v = call.op_type, call.since
+    if what == "ceil_mode":
+        return (op in ("MaxPool", "AveragePool") and v >= 10) or (op == "LpPool" and v >= 18)
+    return (op == "MaxPool" and v >= 10) or (op == "AveragePool" and v >= 19) or (op == "LpPool" and v >= 18)
+
+
+@register("MaxPool", "AveragePool", "LpPool")
+def pool(call: OpCall) -> list[TensorInfo | None]:
+    x = call.input(0)
+    dtype = x.dtype if x is not None else 0
+    xs = x.shape if x is not None else None
+    ceil_mode = bool(call.attr_int("ceil_mode", 0)) if _pool_has(call, "ceil_mode") else False
+    dil = _pool_has(call, "dilations")
+    if xs is None or len(xs) < 2:
+        shape = None
+    else:
+        shape = _window_shape(call, xs, call.attr_ints("kernel_shape"), (xs[0], xs[1]), ceil_mode, True, dil)
+    outs: list[TensorInfo | None] = [TensorInfo(dtype, shape)]
+    if call.op_type == "MaxPool" and len(call.output_names) > 1:
+        outs.append(TensorInfo(onnx.TensorProto.INT64, shape))
+    return outs
+
+
+@register("GlobalAveragePool", "GlobalMaxPool", "GlobalLpPool")
+def global_pool(call: OpCall) -> list[TensorInfo | None]:
+    x = call.input(0)
+    dtype = x.dtype if x is not None else 0
+    xs = x.shape if x is not None else None
+    if xs is None or len(xs) < 2:
+        return [TensorInfo(dtype, None)]
+    return [TensorInfo(dtype, (xs[0], xs[1]) + (1,) * (len(xs) - 2))]
