@@ -875,13 +875,26 @@ def make_feeds(model: onnx.ModelProto, binding: Mapping[str, int], seed: int) ->
     return feeds
 
 
+_NO_NUMPY = {TensorProto.BFLOAT16, TensorProto.STRING} | {
+    getattr(TensorProto, n) for n in ("FLOAT8E4M3FN", "FLOAT8E4M3FNUZ", "FLOAT8E5M2", "FLOAT8E5M2FNUZ",
+                                      "UINT4", "INT4", "FLOAT4E2M1") if hasattr(TensorProto, n)}
+
+
 def expose_all(model: onnx.ModelProto) -> tuple[onnx.ModelProto, list[str]]:
     """A copy whose outputs are every node output, and the list of their names in node order."""
     m = onnx.ModelProto()
     m.CopyFrom(model)
+    # onnxruntime's Python API cannot return these (no numpy type): leave them inside
+    hidden: set[str] = set()
+    try:
+        for vi in onnx.shape_inference.infer_shapes(model).graph.value_info:
+            if vi.type.tensor_type.elem_type in _NO_NUMPY:
+                hidden.add(vi.name)
+    except Exception:  # exposing everything is the fallback
+        pass
     # node order (topological), so that the first wrong tensor of a chain is met first
     names: list[str] = []
-    have: set[str] = set()
+    have: set[str] = set(hidden)
     for n in m.graph.node:
         for o in n.output:
             if o and o not in have:
