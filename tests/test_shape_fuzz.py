@@ -16,10 +16,10 @@ import pytest
 
 pytest.importorskip("onnxruntime")
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "fuzz"))
-import shapearith  # noqa: E402
+import shapearith
 
 SEED = 1
-MODELS = 250
+MODELS = 600
 
 
 def test_generator_is_deterministic_and_valid() -> None:

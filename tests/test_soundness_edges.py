@@ -10,8 +10,8 @@ the differential fuzzer uses; a failure prints the finding lines and the model.
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import onnx
 import onnx.parser
@@ -19,7 +19,7 @@ import pytest
 
 pytest.importorskip("onnxruntime")
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "fuzz"))
-import shapearith  # noqa: E402
+import shapearith
 
 INT64_MAX = 2**63 - 1
 INFER_SEQS = (0, 1, 2, 3, 5, 257)
