@@ -1326,8 +1326,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.seconds is None and args.models is None:
         args.seconds = 60.0
     seed = args.seed or random.SystemRandom().randrange(1, 2**31)
-    print(f"shapearith: seed {seed}", flush=True)
+    # this checkout's shapeflow, not whichever one is installed
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    import shapeflow
+
+    print(f"shapearith: seed {seed} (shapeflow from {os.path.dirname(shapeflow.__file__)})", flush=True)
     stats = fuzz(seed, seconds=args.seconds, models=args.models, out_dir=args.out,
                  log=lambda s: print(s, flush=True))
     print(f"shapearith: seed {seed}: {stats.summary()}", flush=True)

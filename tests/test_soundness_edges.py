@@ -367,3 +367,44 @@ def test_squeeze_unsqueeze_of_shape_value(runner: shapearith.Runner) -> None:
         "sh = Shape(x)\n g = Gather<axis=0>(sh, zi)\n u = Unsqueeze(g, za)\n s = Squeeze(u, za)\n"
         " k = Sub(s, three)\n y = Unsqueeze(k, za)",
         outputs="int64[1] y", inits="int64 zi = {0}, int64[1] za = {0}, int64 three = {3}"))
+
+
+# -- found by the fuzzer (fuzz/shapearith.py), kept as named regressions ------------------------------
+
+def test_reshape_target_zero_copies_the_input_dim(runner: shapearith.Runner) -> None:
+    """Reshape([3], Shape(x)) with x: [seq]: at seq=0 the target [0] copies the input dim (3);
+    shapeflow stated [seq]. Onnxruntime runs it at seq 0 and 3."""
+    check(runner, model("sh = Shape(x)\n y = Reshape(w, sh)", inputs="float[seq] x, float[3] w",
+                        outputs="float[?] y"))
+
+
+def test_reshape_minus_one_with_a_zero_that_copies(runner: shapearith.Runner) -> None:
+    """Reshape([2, seq, 4], [-1, 2, seq, 4]): at seq=0 the 0 copies dim 2 (4), so -1 becomes 0."""
+    check(runner, model(
+        "sh = Shape(x)\n t = Concat<axis=0>(m1, sh)\n y = Reshape(x, t)", inputs="float[2,seq,4] x",
+        outputs="float[?,?,?,?] y", inits="int64[1] m1 = {-1}"))
+
+
+def test_slice_negative_step_on_short_length(runner: shapearith.Runner) -> None:
+    """x[-2:-4:-2] on [seq]: start clamps to [0, seq-1], end to [-1, seq-1]: 1 element at seq=1."""
+    check(runner, model("y = Slice(x, s, e, a, st)", outputs="float[?] y",
+                        inits="int64[1] s = {-2}, int64[1] e = {-4}, int64[1] a = {0}, int64[1] st = {-2}"))
+
+
+def test_slice_negative_step_of_a_length_one_shape(runner: shapearith.Runner) -> None:
+    """Shape(x)[-2:-4:-2] on x: [seq] (a length-1 vector): start -2 clamps to 0, end -4 to -1,
+    so the result is [seq], 1 element (the fuzzer found 0 stated)."""
+    check(runner, model("sh = Shape(x)\n y = Slice(sh, s, e, a, st)", outputs="int64[?] y",
+                        inits="int64[1] s = {-2}, int64[1] e = {-4}, int64[1] a = {0}, int64[1] st = {-2}"))
+
+
+def test_mod_fmod1_positive_by_negative_divisor(runner: shapearith.Runner) -> None:
+    """Mod(seq, -2) with fmod=1: C's fmod, 1 at seq=3 (Python's % gives -1)."""
+    check(runner, model("sh = Shape(x)\n y = Mod<fmod=1>(sh, k)", outputs="int64[1] y",
+                        inits="int64[1] k = {-2}"))
+
+
+def test_float32_mul_of_shape_values_rounds(runner: shapearith.Runner) -> None:
+    """(seq + 4097)^2 in float32 is above 2^24: the runtime rounds (16785408 at seq=0)."""
+    check(runner, model("sh = Shape(x)\n a = Add(sh, k)\n f = Cast<to=1>(a)\n y = Mul(f, f)",
+                        outputs="float[1] y", inits="int64[1] k = {4097}"))
