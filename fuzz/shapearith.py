@@ -598,6 +598,34 @@ class _Gen:
             u = self.axes_form("Unsqueeze", d.name, [ax], d.dtype)
             self.add_data(self.axes_form("Squeeze", u, [ax], d.dtype), d.rank, d.bound, d.dtype)
 
+    def op_positions(self) -> None:
+        """Exporter form of position ids and a causal mask: past = a dim of one tensor, seq = a
+        dim of another, Range(past, past + seq), mask ConstantOfShape([seq, past + seq]), and
+        the mask's last seq columns."""
+        rng = self.rng
+        a, b = self.pick_data(), self.pick_data()
+        if max(a.bound, b.bound) > 2 * self.big:
+            return
+        pa = self.node("Gather", [self.node("Shape", [a.name], INT64), self.const(rng.randrange(-a.rank, a.rank))],
+                       INT64, axis=0)
+        sb = self.node("Gather", [self.node("Shape", [b.name], INT64), self.const(rng.randrange(-b.rank, b.rank))],
+                       INT64, axis=0)
+        total = self.node("Add", [pa, sb], INT64)
+        self.add_val(pa, None, a.bound)
+        self.add_val(sb, None, b.bound)
+        self.add_val(total, None, a.bound + b.bound)
+        pos = self.node("Range", [pa, total, self.const(1)], INT64)
+        self.add_data(self.axes_form("Unsqueeze", pos, [0], INT64), 2, b.bound, INT64)
+        if rng.random() < 0.6:
+            shape = self.node("Concat", [self.axes_form("Unsqueeze", sb, [0], INT64),
+                                         self.axes_form("Unsqueeze", total, [0], INT64)], INT64, axis=0)
+            mask = self.node("ConstantOfShape", [shape], FLOAT,
+                             value=numpy_helper.from_array(np.array([1.0], np.float32)))
+            self.add_data(mask, 2, a.bound + b.bound)
+            start = self.node("Neg", [self.axes_form("Unsqueeze", sb, [0], INT64)], INT64)
+            last = self.node("Slice", [mask, start, self.const([INT64_MAX]), self.const([1])], FLOAT)
+            self.add_data(last, 2, b.bound)
+
     def op_shape_of_new(self) -> None:
         self.new_shape_val()
 
@@ -612,6 +640,7 @@ class _Gen:
             (self.op_where, 1), (self.op_squeeze_val, 0.6), (self.op_constant_of_shape, 1.2),
             (self.op_range, 1), (self.op_expand, 1), (self.op_reshape, 1.2), (self.op_tile, 0.6),
             (self.op_pad, 0.6), (self.op_slice_data, 1.5), (self.op_squeeze_data, 0.6),
+            (self.op_positions, 0.5),
         ]
         checked = {self.op_expand, self.op_reshape, self.op_tile, self.op_pad, self.op_arith,
                    self.op_where, self.op_concat_val}
