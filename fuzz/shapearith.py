@@ -1180,6 +1180,8 @@ def check_model(model: onnx.ModelProto, bindings: Sequence[Mapping[str, int]], r
                 continue
             opt_feeds = {k: v for k, v in feeds.items() if k in opt_in}
             status, res = runner.run(opt_bytes, opt_feeds, out_names)
+            if status != "ok" and str(res).startswith("timeout"):
+                continue  # a slow machine, not a finding (the original ran in time)
             stats.optimize_runs += 1
             if status != "ok":
                 stats.findings.append(Finding("optimize-mismatch", "optimized model", "-",
