@@ -719,14 +719,20 @@ def generate(seed: int) -> Generated:
 
 
 def bindings_for(symbols: Sequence[str], big: int, seed: int) -> list[dict[str, int]]:
-    """All-0, all-1, all-2, all-3, all-big, then mixes: 0, 1, 2, 3 and ``big`` all occur."""
+    """All-0, all-1, all-2, all-3, all-big; then each symbol 0 while the others are not (a KV
+    cache's first step: past = 0, seq > 0); then random mixes. 0, 1, 2, 3 and ``big`` all occur."""
+    if not symbols:
+        return [{}]
     rng = random.Random(seed * 7919 + 1)
     out = [{s: v for s in symbols} for v in (0, 1, 2, 3, big)]
-    for _ in range(3):
+    if len(symbols) > 1:
+        for zero in symbols:
+            out.append({s: 0 if s == zero else rng.choice((1, 2, 3, 5, big)) for s in symbols})
+    for _ in range(2):
         b = {s: rng.choice((0, 1, 2, 3, 5, big)) for s in symbols}
         if b not in out:
             out.append(b)
-    return out if symbols else [{}]
+    return out
 
 
 # ================================================================================================

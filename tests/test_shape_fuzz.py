@@ -19,7 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "fuzz"))
 import shapearith
 
 SEED = 1
-MODELS = 600
+MODELS = 500
 
 
 def test_generator_is_deterministic_and_valid() -> None:
