@@ -408,3 +408,17 @@ def test_float32_mul_of_shape_values_rounds(runner: shapearith.Runner) -> None:
     """(seq + 4097)^2 in float32 is above 2^24: the runtime rounds (16785408 at seq=0)."""
     check(runner, model("sh = Shape(x)\n a = Add(sh, k)\n f = Cast<to=1>(a)\n y = Mul(f, f)",
                         outputs="float[1] y", inits="int64[1] k = {4097}"))
+
+
+def test_slice_from_int64_min_start(runner: shapearith.Runner) -> None:
+    """x[INT64_MIN:-1] on [seq]: seq - 1 from seq=1, 0 at seq=0 (the fuzzer found INT64_MAX stated)."""
+    check(runner, model("y = Slice(x, s, e, a)", outputs="float[?] y",
+                        inits=f"int64[1] s = {{{-INT64_MAX - 1}}}, int64[1] e = {{-1}}, int64[1] a = {{0}}"))
+
+
+def test_float_div_of_seq_by_itself_is_nan_at_zero(runner: shapearith.Runner) -> None:
+    """float(seq) / float(seq) is NaN at seq=0: stating 1 is unsound, and optimize must not fold it
+    (the cancellation seq/seq = 1 holds only where a model would fail, which float Div does not)."""
+    check(runner, model(
+        "sh = Shape(x)\n f = Cast<to=1>(sh)\n d = Div(f, f)\n y = Cast<to=7>(d)",
+        outputs="float[1] d, int64[1] y"))
