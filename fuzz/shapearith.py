@@ -273,11 +273,13 @@ class _Gen:
                      max(p.bound for p in parts))
 
     def safe_divisor(self, like: Val) -> tuple[str, int]:
-        """A divisor that is never 0 (nor -1, which overflows INT64_MIN / -1): a constant, or
-        ``max(v, 1)`` of a shape value."""
+        """A divisor: mostly one that is never 0 (a constant, or ``max(v, 1)`` of a shape value);
+        sometimes a raw shape value, which may be 0 (onnxruntime then fails the run, and
+        simplifications such as ``(batch*seq)/seq = batch`` meet a symbolic divisor), or -1
+        (``INT64_MIN / -1`` kills onnxruntime: the worker absorbs it)."""
         rng = self.rng
         if rng.random() < 0.6:
-            k = rng.choice((2, 3, 4, 5, 8, -2, -3))
+            k = rng.choice((2, 3, 4, 5, 8, -2, -3, -1 if rng.random() < 0.1 else 7))
             shape = [] if like.length is None else ([1] if rng.random() < 0.5 else [like.length])
             return self.const(np.full(shape, k).tolist() if shape else k), abs(k)
         v = self.pick_val()
@@ -285,6 +287,8 @@ class _Gen:
             v = self.scalar_of(v)
         if like.length is None and v.length is not None:
             v = self.scalar_of(v)
+        if rng.random() < 0.25:
+            return v.name, max(v.bound, 1)
         return self.max_(v.name, self.const(1 if v.length is None else [1])), max(v.bound, 1)
 
     def max_(self, a: str, b: str) -> str:
