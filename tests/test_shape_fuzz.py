@@ -49,3 +49,80 @@ def test_shape_arithmetic_fuzz_fixed_seed(tmp_path: Path) -> None:
     if stats.findings:
         pytest.fail(f"{len(stats.findings)} findings ({stats.summary()}):\n" + "\n".join(logged),
                     pytrace=False)
+
+
+# -- the oracle itself catches what it is for (so a green fuzz run means something) -----------------
+
+_SLICE = """<ir_version: 8, opset_import: ["" : 17]>
+g (float[seq] x) => (int64[1] y, float[?] z)
+<int64[1] s = {-3}, int64[1] e = {9223372036854775807}>
+{
+  z = Slice(x, s, e)
+  y = Shape(z)
+}
+"""
+
+
+def _bindings() -> list[dict[str, int]]:
+    return [{"seq": s} for s in (0, 1, 2, 5)]
+
+
+def test_oracle_reports_a_wrong_dim_and_value(monkeypatch: pytest.MonkeyPatch) -> None:
+    import onnx.parser
+
+    from shapeflow import api
+    from shapeflow.tensorinfo import TensorInfo
+
+    real = api.infer
+
+    def lying_infer(path, **kw):  # type: ignore[no-untyped-def]
+        a = real(path, **kw)
+        table = a.inference.tensors[0]
+        table["z"] = TensorInfo(1, (3,), None)  # as if x[-3:] were always 3 long
+        table["y"] = TensorInfo(7, (1,), (3,))
+        return a
+
+    monkeypatch.setattr(api, "infer", lying_infer)
+    with shapearith.Runner() as r:
+        stats = shapearith.check_model(onnx.parser.parse_model(_SLICE), _bindings(), r)
+    found = {(f.category, f.tensor) for f in stats.findings}
+    assert ("unsound-dim", "z") in found
+    # y is computed from z, which is already wrong: only the first wrong tensor of a chain is reported
+    assert ("unsound-value", "y") not in found
+    f = next(f for f in stats.findings if f.tensor == "z")
+    assert f.binding["seq"] in (0, 1, 2) and "runtime" in f.line() and "Slice" in f.line()
+
+
+def test_oracle_reports_an_optimize_that_changes_a_result(monkeypatch: pytest.MonkeyPatch,
+                                                          tmp_path: Path) -> None:
+    import onnx.parser
+
+    from shapeflow import api
+
+    real = api.optimize
+
+    def folding_optimize(path, output=None, **kw):  # type: ignore[no-untyped-def]
+        result = real(path, output, **kw)
+        m = onnx.parser.parse_model(_SLICE.replace("y = Shape(z)", "y = Constant<value_ints=[3]>()"))
+        onnx.save(m, output)
+        result.changed = True
+        return result
+
+    monkeypatch.setattr(api, "optimize", folding_optimize)
+    with shapearith.Runner() as r:
+        stats = shapearith.check_model(onnx.parser.parse_model(_SLICE), _bindings(), r)
+    assert any(f.category == "optimize-mismatch" and f.tensor == "y" for f in stats.findings)
+
+
+def test_worker_survives_a_crashing_run() -> None:
+    """INT64_MIN / -1 kills onnxruntime (SIGFPE): the run fails, the next one works."""
+    import numpy as np
+    import onnx.parser
+
+    m = onnx.parser.parse_model('<ir_version: 8, opset_import: ["" : 17]>\n'
+                                "g (int64[1] a, int64[1] b) => (int64[1] y)\n{ y = Div(a, b) }")
+    with shapearith.Runner() as r:
+        status, _ = r.run(m.SerializeToString(), {"a": np.array([-2**63]), "b": np.array([-1])}, ["y"])
+        assert status == "err"
+        status, res = r.run(m.SerializeToString(), {"a": np.array([7]), "b": np.array([-2])}, ["y"])
+        assert status == "ok" and res[0].tolist() == [-3]  # truncation toward zero
