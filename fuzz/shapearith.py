@@ -141,6 +141,10 @@ class _Gen:
             return self.node(op, [data], dtype, axes=axes)
         return self.node(op, [data, self.const(axes)], dtype)
 
+    def axes_form_none(self, op: str, data: str, dtype: int) -> str:
+        """Squeeze with no axes (attribute absent / input omitted)."""
+        return self.node(op, [data], dtype)
+
     # -- inputs ----------------------------------------------------------------------------------
     def make_inputs(self) -> None:
         rng = self.rng
@@ -535,8 +539,13 @@ class _Gen:
 
     def op_pad(self) -> None:
         d = self.pick_data(float_only=True)
+        axes: list[int] | None = None
+        if self.opset >= 18 and self.rng.random() < 0.3:
+            # the axes input (opset 18): pads for some axes only, negative axes too
+            axes = self.rng.sample(range(-d.rank, 0) if self.rng.random() < 0.5 else range(d.rank),
+                                   self.rng.randint(1, d.rank))
         parts = []
-        for _ in range(2 * d.rank):
+        for _ in range(2 * (d.rank if axes is None else len(axes))):
             if self.rng.random() < 0.6:
                 parts.append(self.const([self.rng.choice((0, 0, 1, 2, -1))]))
             else:
@@ -547,8 +556,10 @@ class _Gen:
                 parts.append(self.vec_of(v).name)
         pads = parts[0] if len(parts) == 1 else self.node("Concat", parts, INT64, axis=0)
         ins = [d.name, pads]
-        if self.rng.random() < 0.4:
-            ins.append(self.const(0.5, FLOAT))
+        if self.rng.random() < 0.4 or axes is not None:
+            ins.append(self.const(0.5, FLOAT) if self.rng.random() < 0.6 else "")
+        if axes is not None:
+            ins.append(self.const(axes))
         out = self.node("Pad", ins, FLOAT, mode="constant")
         self.add_data(out, d.rank, d.bound + 8)
 
@@ -596,6 +607,11 @@ class _Gen:
         if self.rng.random() < 0.5 and d.rank < 4:
             ax = self.rng.randrange(-d.rank - 1, d.rank + 1)
             self.add_data(self.axes_form("Unsqueeze", d.name, [ax], d.dtype), d.rank + 1, d.bound, d.dtype)
+        elif self.rng.random() < 0.3:
+            # Squeeze without axes drops every dim that is 1 at run time: a symbolic dim may be
+            # 1, so the rank is not the generator's to know (only Size of it is used further)
+            sq = self.axes_form_none("Squeeze", d.name, d.dtype)
+            self.add_val(self.node("Size", [sq], INT64), None, d.bound ** d.rank)
         else:
             # Unsqueeze then Squeeze the same axis (always valid)
             ax = self.rng.randrange(0, d.rank + 1)

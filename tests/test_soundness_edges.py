@@ -422,3 +422,14 @@ def test_float_div_of_seq_by_itself_is_nan_at_zero(runner: shapearith.Runner) ->
     check(runner, model(
         "sh = Shape(x)\n f = Cast<to=1>(sh)\n d = Div(f, f)\n y = Cast<to=7>(d)",
         outputs="float[1] d, int64[1] y"))
+
+
+def test_squeeze_without_axes_when_seq_may_be_one(runner: shapearith.Runner) -> None:
+    """Squeeze() of [seq, 1] drops seq too at seq=1: rank 0 there, rank 1 elsewhere."""
+    check(runner, model("y = Squeeze(x)\n n = Size(y)", inputs="float[seq,1] x", outputs="int64 n"))
+
+
+def test_pad_with_axes_input_on_short_seq(runner: shapearith.Runner) -> None:
+    """Pad (opset 18) of [2, seq] on axis -1 only by (-1, 2): seq + 1, onnxruntime fails at 0."""
+    check(runner, model("y = Pad(x, p, , a)", inputs="float[2,seq] x", outputs="float[?,?] y",
+                        inits="int64[2] p = {-1, 2}, int64[1] a = {-1}", opset=18))
