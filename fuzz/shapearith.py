@@ -388,7 +388,7 @@ class _Gen:
         op = rng.choice(("Div", "Div", "Mul", "Add", "Sub"))
         if rng.random() < 0.7:
             k = rng.choice((2.0, 3.0, 4.0, 0.5, 1.5, -2.0))
-            b = self.const(np.array(k, dtype=npt).item(), ft) if True else ""
+            b = self.const(np.array(k, dtype=npt).item(), ft)
         else:
             o = self.scalar_of(self.pick_val())
             b = self.node("Cast", [o.name], ft, to=ft)
