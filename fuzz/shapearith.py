@@ -1,0 +1,1401 @@
+"""Differential fuzzer for shape arithmetic (issue 9): shapeflow's stated dims and values, and
+``optimize``'s outputs, against onnxruntime.
+
+The generator writes small random ONNX models (deterministic per seed) in which shape *values*
+flow from ``Shape``/``Size`` of symbolic-dim inputs through integer and float arithmetic, casts,
+comparisons and slicing, and back into tensor shapes (``Reshape``, ``Expand``, ``Tile``,
+``ConstantOfShape``, ``Range``, ``Pad``, ``Slice`` of data), the way exporters write them: the last
+k tokens, sliding windows, KV caches whose past is 0, Cast round trips, float Div then Ceil.
+
+The oracle, per model and per binding of its symbols (0, 1, 2, 3 and a large value all occur,
+all-zero and all-one included): onnxruntime runs a copy of the model with every intermediate
+tensor exposed as an output (graph optimisations off). Every dim shapeflow states (an int, or an
+expression that is an int once the symbols are bound) must equal the runtime dim; every known
+element of a value shapeflow tracks must equal the runtime element; unknown is always fine.
+Bindings at which the model fails in onnxruntime are not checked (counted). Then ``optimize``
+(a refusal is fine, counted) must keep the graph's input and output names and give bit-identical
+outputs (dtype, shape, bytes) at every binding where the original runs.
+
+    python fuzz/shapearith.py --seed 1 --seconds 120          # CI: fixed seed, exit 1 on a finding
+    python fuzz/shapearith.py --seed 0 --seconds 3600         # random seed (printed), long run
+
+onnxruntime runs in a worker process (a crash or a hang there is a failed binding, not the end of
+the run). Failing models are saved in ``fuzz/crashes/`` (git-ignored), shrunk to the nodes the
+failing tensor needs, and printed in ONNX text format.
+"""
+
+from __future__ import annotations
+
+import argparse
+import numbers
+import os
+import pickle
+import random
+import select
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+INT64_MAX = 2**63 - 1
+INT64_MIN = -(2**63)
+INT64 = TensorProto.INT64
+FLOAT = TensorProto.FLOAT
+SYMBOLS = ("batch", "seq", "past")
+OPSETS = (11, 13, 15, 17, 18, 21)
+# Cast round-trip targets (bfloat16 needs opset 13)
+CAST_TYPES = (TensorProto.INT32, TensorProto.UINT8, TensorProto.INT8, TensorProto.INT16,
+              TensorProto.UINT16, TensorProto.UINT32, TensorProto.UINT64, TensorProto.FLOAT16,
+              TensorProto.BFLOAT16, TensorProto.FLOAT, TensorProto.DOUBLE, TensorProto.BOOL)
+# A value used as a data dim is clamped below this when it could be larger (keeps runs small).
+DIM_CAP = 48
+MAX_INPUT_ELEMS = 400_000
+RUN_TIMEOUT_S = 20.0
+CRASH_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "crashes")
+
+
+# ================================================================================================
+# The generator
+# ================================================================================================
+
+@dataclass
+class Val:
+    """A shape value the generator built: int64, a scalar (``length is None``) or a 1-D vector."""
+
+    name: str
+    length: int | None
+    bound: int  # |element| <= bound at every binding the oracle uses (an estimate, for clamping)
+
+
+@dataclass
+class Data:
+    """A data tensor (float, or int64 from Range) of known rank."""
+
+    name: str
+    rank: int
+    dtype: int
+    bound: int  # every dim <= bound
+
+
+@dataclass
+class Generated:
+    model: onnx.ModelProto
+    symbols: tuple[str, ...]
+    big: int
+    seed: int
+
+
+class _Gen:
+    def __init__(self, seed: int) -> None:
+        self.rng = random.Random(seed)
+        self.seed = seed
+        self.opset = self.rng.choice(OPSETS)
+        self.big = self.rng.choice((37, 300))
+        self.nodes: list[onnx.NodeProto] = []
+        self.inits: list[onnx.TensorProto] = []
+        self.inputs: list[onnx.ValueInfoProto] = []
+        self.vals: list[Val] = []
+        self.datas: list[Data] = []
+        self.used_syms: set[str] = set()
+        self.counter = 0
+        self.types: dict[str, int] = {}
+        self.lens: dict[str, int | None] = {}  # length of every 1-D int tensor, None = scalar
+        self.ranks: dict[str, int] = {}  # rank of every tensor the generator made
+
+    # -- plumbing --------------------------------------------------------------------------------
+    def fresh(self, prefix: str) -> str:
+        self.counter += 1
+        return f"{prefix}{self.counter}"
+
+    def node(self, op: str, inputs: Sequence[str], dtype: int, **attrs: Any) -> str:
+        out = self.fresh(op[:1].lower() + op[1:3].lower() + "_")
+        self.nodes.append(helper.make_node(op, list(inputs), [out], **attrs))
+        self.types[out] = dtype
+        return out
+
+    def const(self, values: Sequence[int] | int | float, dtype: int = INT64) -> str:
+        """An int64 (or other) constant: an initializer, or (sometimes) a Constant node."""
+        scalar = isinstance(values, (int, float))
+        arr = np.array(values, dtype=helper.tensor_dtype_to_np_dtype(dtype))
+        name = self.fresh("c")
+        t = numpy_helper.from_array(arr, name)
+        if self.rng.random() < 0.3:
+            self.nodes.append(helper.make_node("Constant", [], [name], value=t))
+        else:
+            self.inits.append(t)
+        self.types[name] = dtype
+        self.lens[name] = None if scalar else len(arr.reshape(-1))
+        return name
+
+    def axes_form(self, op: str, data: str, axes: list[int], dtype: int) -> str:
+        """Squeeze/Unsqueeze: axes attribute before opset 13, an input from 13."""
+        if self.opset < 13:
+            return self.node(op, [data], dtype, axes=axes)
+        return self.node(op, [data, self.const(axes)], dtype)
+
+    def axes_form_none(self, op: str, data: str, dtype: int) -> str:
+        """Squeeze with no axes (attribute absent / input omitted)."""
+        return self.node(op, [data], dtype)
+
+    # -- inputs ----------------------------------------------------------------------------------
+    def make_inputs(self) -> None:
+        rng = self.rng
+        kv = rng.random() < 0.3
+        n = rng.choice((2, 3) if kv else (1, 1, 2, 2, 3))
+        syms = list(SYMBOLS)
+        for i in range(n):
+            rank = rng.choice((1, 2, 2, 3, 3))
+            dims: list[int | str] = []
+            nsym = 0
+            for _ in range(rank):
+                if nsym < 2 and rng.random() < 0.65:
+                    dims.append(rng.choice(syms))
+                    nsym += 1
+                else:
+                    dims.append(rng.choice((1, 2, 3, 4)))
+            if kv and i == 0:
+                dims = ["batch", "past", 4]
+            elif kv and i == 1:
+                dims = ["batch", "seq", 4]
+            name = f"x{i}"
+            self.inputs.append(helper.make_tensor_value_info(name, FLOAT, dims))
+            self.used_syms.update(d for d in dims if isinstance(d, str))
+            bound = max([self.big if isinstance(d, str) else d for d in dims])
+            self.datas.append(Data(name, len(dims), FLOAT, bound))
+            self.types[name] = FLOAT
+        if kv:
+            # the KV-cache step: past ++ new along the sequence axis (past may be 0)
+            cat = self.node("Concat", ["x0", "x1"], FLOAT, axis=1)
+            self.datas.append(Data(cat, 3, FLOAT, 2 * self.big))
+
+    # -- choosing operands -----------------------------------------------------------------------
+    def pick_val(self, want: str = "any") -> Val:
+        cands = [v for v in self.vals if want == "any" or (want == "vec") == (v.length is not None)]
+        if not cands or self.rng.random() < 0.1:
+            return self.new_shape_val(vec=(want == "vec") if want != "any" else None)
+        # recent values are likelier: chains, as exporters write them
+        return cands[-1 - min(int(self.rng.expovariate(0.5)), len(cands) - 1)]
+
+    def pick_data(self, float_only: bool = False) -> Data:
+        cands = [d for d in self.datas if not float_only or d.dtype == FLOAT]
+        return cands[-1 - min(int(self.rng.expovariate(0.4)), len(cands) - 1)]
+
+    def scalar_of(self, v: Val) -> Val:
+        if v.length is None:
+            return v
+        idx = self.rng.randrange(-v.length, v.length)
+        return self.add_val(self.node("Gather", [v.name, self.const(idx)], INT64, axis=0), None, v.bound)
+
+    def vec_of(self, v: Val) -> Val:
+        if v.length is not None:
+            return v
+        return self.add_val(self.axes_form("Unsqueeze", v.name, [0], INT64), 1, v.bound)
+
+    def add_val(self, name: str, length: int | None, bound: int) -> Val:
+        v = Val(name, length, min(bound, 2**63))
+        self.vals.append(v)
+        self.lens[name] = length
+        return v
+
+    def add_data(self, name: str, rank: int, bound: int, dtype: int = FLOAT) -> Data:
+        d = Data(name, rank, dtype, bound)
+        self.datas.append(d)
+        self.types[name] = dtype
+        self.ranks[name] = rank
+        return d
+
+    # -- shape values ----------------------------------------------------------------------------
+    def new_shape_val(self, vec: bool | None = None) -> Val:
+        rng = self.rng
+        d = self.pick_data()
+        if vec is False or (vec is None and rng.random() < 0.3):
+            if rng.random() < 0.3:
+                return self.add_val(self.node("Size", [d.name], INT64), None, d.bound ** d.rank)
+            return self.scalar_of(self.new_shape_val(vec=True))
+        if self.opset >= 15 and rng.random() < 0.35:
+            start = rng.randrange(-d.rank - 1, d.rank + 1)
+            attrs: dict[str, int] = {"start": start}
+            if rng.random() < 0.5:
+                attrs["end"] = rng.randrange(-d.rank - 1, d.rank + 2)
+            length = len(range(d.rank)[slice(start, attrs.get("end"))])
+            if length == 0:
+                attrs = {}
+                length = d.rank
+            return self.add_val(self.node("Shape", [d.name], INT64, **attrs), length, d.bound)
+        return self.add_val(self.node("Shape", [d.name], INT64), d.rank, d.bound)
+
+    def op_gather(self) -> None:
+        v = self.pick_val("vec")
+        assert v.length is not None
+        if self.rng.random() < 0.6:
+            self.scalar_of(v)
+            return
+        k = self.rng.randint(1, 3)
+        idx = [self.rng.randrange(-v.length, v.length) for _ in range(k)]
+        self.add_val(self.node("Gather", [v.name, self.const(idx)], INT64, axis=0), k, v.bound)
+
+    def op_slice_val(self) -> None:
+        rng = self.rng
+        v = self.pick_val("vec")
+        assert v.length is not None
+        n = v.length
+        for _ in range(10):
+            step = rng.choice((1, 1, 1, 2, -1, -1, -2))
+            start = rng.choice((rng.randrange(-n - 2, n + 2), 0, -1, INT64_MIN, INT64_MAX))
+            end = rng.choice((rng.randrange(-n - 2, n + 2), INT64_MAX, INT64_MIN, -1))
+            if step > 0 and start == INT64_MAX:
+                continue
+            length = len(range(n)[slice(start, end, step)])
+            if length:
+                break
+        else:
+            return
+        ins = [v.name, self.const([start]), self.const([end])]
+        if step != 1 or rng.random() < 0.5:
+            ins.append(self.const([0]))
+            if step != 1 or rng.random() < 0.5:
+                ins.append(self.const([step]))
+        self.add_val(self.node("Slice", ins, INT64), length, v.bound)
+
+    def op_concat_val(self) -> None:
+        parts = [self.vec_of(self.pick_val()) for _ in range(self.rng.randint(1, 3))]
+        if self.rng.random() < 0.4:
+            parts.insert(self.rng.randrange(len(parts) + 1),
+                         Val(self.const([self.rng.choice((-1, 0, 1, 2, 4))]), 1, 4))
+        length = sum(p.length or 0 for p in parts)
+        if length > 5:
+            return
+        self.add_val(self.node("Concat", [p.name for p in parts], INT64, axis=0), length,
+                     max(p.bound for p in parts))
+
+    def safe_divisor(self, like: Val) -> tuple[str, int]:
+        """A divisor: mostly one that is never 0 (a constant, or ``max(v, 1)`` of a shape value);
+        sometimes a raw shape value, which may be 0 (onnxruntime then fails the run, and
+        simplifications such as ``(batch*seq)/seq = batch`` meet a symbolic divisor), or -1
+        (``INT64_MIN / -1`` kills onnxruntime: the worker absorbs it)."""
+        rng = self.rng
+        if rng.random() < 0.6:
+            k = rng.choice((2, 3, 4, 5, 8, -2, -3, -1 if rng.random() < 0.1 else 7))
+            shape = [] if like.length is None else ([1] if rng.random() < 0.5 else [like.length])
+            return self.const(np.full(shape, k).tolist() if shape else k), abs(k)
+        v = self.pick_val()
+        if like.length is not None and v.length is not None and v.length not in (1, like.length):
+            v = self.scalar_of(v)
+        if like.length is None and v.length is not None:
+            v = self.scalar_of(v)
+        if rng.random() < 0.25:
+            return v.name, max(v.bound, 1)
+        return self.max_(v.name, self.const(1 if v.length is None else [1])), max(v.bound, 1)
+
+    def max_(self, a: str, b: str) -> str:
+        if self.opset >= 12 and self.rng.random() < 0.7:
+            return self.node("Max", [a, b], INT64)
+        less = self.node("Less", [a, b], TensorProto.BOOL)
+        return self.node("Where", [less, b, a], INT64)
+
+    def min_(self, a: str, b: str) -> str:
+        if self.opset >= 12 and self.rng.random() < 0.7:
+            return self.node("Min", [a, b], INT64)
+        less = self.node("Less", [a, b], TensorProto.BOOL)
+        return self.node("Where", [less, a, b], INT64)
+
+    def other_operand(self, a: Val) -> tuple[str, int]:
+        rng = self.rng
+        if rng.random() < 0.45:
+            k = rng.choice((0, 1, 2, 3, -1, -2, -3, -5, 5, 7, 64))
+            if rng.random() < 0.04:
+                k = rng.choice((2**62, INT64_MAX, INT64_MIN + 1, 2**32 + 3))
+            if a.length is None or rng.random() < 0.4:
+                return self.const(k if a.length is None or rng.random() < 0.5 else [k]), abs(k)
+            return self.const([k] * a.length), abs(k)
+        b = self.pick_val()
+        if b.length is not None and not (a.length is not None and b.length in (1, a.length)):
+            b = self.scalar_of(b)
+        return b.name, b.bound
+
+    def op_arith(self) -> None:
+        rng = self.rng
+        a = self.pick_val()
+        op = rng.choice(("Add", "Add", "Sub", "Sub", "Mul", "Mul", "Div", "Mod", "Mod", "Min", "Max", "Neg", "Abs"))
+        if op in ("Neg", "Abs"):
+            self.add_val(self.node(op, [a.name], INT64), a.length, a.bound)
+            return
+        if op in ("Div", "Mod"):
+            b, bb = self.safe_divisor(a)
+            if op == "Div":
+                self.add_val(self.node("Div", [a.name, b], INT64), a.length, a.bound)
+            else:
+                self.add_val(self.node("Mod", [a.name, b], INT64, fmod=rng.randint(0, 1)), a.length, bb)
+            return
+        b, bb = self.other_operand(a)
+        length = self.blen(a.name, b)
+        if length is False:
+            return
+        a_name = a.name
+        if rng.random() < 0.3:
+            a_name, b = b, a_name  # either operand order
+        if op == "Min":
+            out = self.min_(a_name, b)
+        elif op == "Max":
+            out = self.max_(a_name, b)
+        else:
+            out = self.node(op, [a_name, b], INT64)
+        bound = a.bound * bb if op == "Mul" else a.bound + bb
+        self.add_val(out, length, bound)  # type: ignore[arg-type]
+
+    def blen(self, *names: str) -> int | None | bool:
+        """The broadcast length of 1-D/scalar int tensors; False if they do not broadcast."""
+        out: int | None = None
+        for n in names:
+            if n not in self.lens:
+                return False
+            k = self.lens[n]
+            if k is None:
+                continue
+            if out is None or out == 1:
+                out = k
+            elif k not in (1, out):
+                return False
+        return out
+
+    def op_cast(self) -> None:
+        rng = self.rng
+        a = self.pick_val()
+        types = [t for t in CAST_TYPES if t != TensorProto.BFLOAT16 or self.opset >= 13]
+        t = rng.choice(types)
+        mid = self.node("Cast", [a.name], t, to=t)
+        if rng.random() < 0.25 and t not in (TensorProto.BOOL,):
+            # a second hop through another type
+            t2 = rng.choice(types)
+            mid = self.node("Cast", [mid], t2, to=t2)
+        self.add_val(self.node("Cast", [mid], INT64, to=INT64), a.length, max(a.bound, 2**16))
+
+    def op_float(self) -> None:
+        """Cast to float, float arithmetic, Floor/Ceil (or none: Cast truncates), back to int64."""
+        rng = self.rng
+        a = self.pick_val()
+        ft = rng.choice((FLOAT, FLOAT, TensorProto.DOUBLE))
+        npt = helper.tensor_dtype_to_np_dtype(ft)
+        f = self.node("Cast", [a.name], ft, to=ft)
+        op = rng.choice(("Div", "Div", "Mul", "Add", "Sub"))
+        if rng.random() < 0.7:
+            k = rng.choice((2.0, 3.0, 4.0, 0.5, 1.5, -2.0))
+            b = self.const(np.array(k, dtype=npt).item(), ft)
+        else:
+            o = self.scalar_of(self.pick_val())
+            b = self.node("Cast", [o.name], ft, to=ft)
+        f = self.node(op, [f, b], ft)
+        r = rng.choice(("Floor", "Ceil", "Ceil", None))
+        if r:
+            f = self.node(r, [f], ft)
+        self.add_val(self.node("Cast", [f], INT64, to=INT64), a.length, a.bound * 4 + 4)
+
+    def op_where(self) -> None:
+        rng = self.rng
+        a = self.pick_val()
+        b, bb = self.other_operand(a)
+        x, xb = self.other_operand(a)
+        length = self.blen(a.name, b, x)
+        if length is False:
+            return
+        cmp = rng.choice(("Equal", "Less", "Greater"))
+        cond = self.node(cmp, [a.name, b], TensorProto.BOOL)
+        out = self.node("Where", [cond, a.name, x] if rng.random() < 0.5 else [cond, x, a.name], INT64)
+        self.add_val(out, length, max(a.bound, xb, bb))  # type: ignore[arg-type]
+
+    def op_squeeze_val(self) -> None:
+        v = self.pick_val()
+        if v.length == 1:
+            self.add_val(self.axes_form("Squeeze", v.name, [0], INT64), None, v.bound)
+        else:
+            self.vec_of(v) if v.length is None else self.scalar_of(v)
+
+    # -- back into tensor shapes -----------------------------------------------------------------
+    def as_dims(self, v: Val, lo: int | None = None, hi: int = DIM_CAP) -> Val:
+        """``v`` clamped to ``[lo, hi]`` where it could leave it (so runs stay small)."""
+        name = v.name
+        if v.bound > hi:
+            c = self.const(hi if v.length is None else [hi] * v.length)
+            name = self.min_(name, c)
+        if lo is not None and self.rng.random() < 0.8:
+            if self.rng.random() < 0.5:
+                name = self.node("Abs", [name], INT64)
+            else:
+                name = self.max_(name, self.const(lo if v.length is None else [lo] * v.length))
+        if name == v.name:
+            return v
+        return self.add_val(name, v.length, min(v.bound, hi))
+
+    def op_constant_of_shape(self) -> None:
+        v = self.vec_of(self.pick_val())
+        assert v.length is not None
+        if v.length > 4:
+            return
+        n = v.length
+        v = self.as_dims(v, lo=0, hi=DIM_CAP if n <= 2 else 12)
+        value = numpy_helper.from_array(np.array([self.rng.choice((0.0, 1.0, -2.5))], np.float32))
+        out = self.node("ConstantOfShape", [v.name], FLOAT, value=value)
+        self.add_data(out, n, v.bound)
+
+    def op_range(self) -> None:
+        rng = self.rng
+        start = self.as_dims(self.scalar_of(self.pick_val()), hi=DIM_CAP) if rng.random() < 0.4 else \
+            Val(self.const(rng.choice((0, 0, 1, -3, 5))), None, 5)
+        limit = self.as_dims(self.scalar_of(self.pick_val()), hi=DIM_CAP)
+        if rng.random() < 0.4:
+            k = self.const(rng.choice((-5, -3, 2, 1)))
+            limit = Val(self.node("Add", [limit.name, k], INT64), None, limit.bound + 5)
+        if start.bound > DIM_CAP:
+            start = self.as_dims(start, hi=DIM_CAP)
+        delta = self.const(rng.choice((1, 1, 1, 2, 3, -1, -2)))
+        out = self.node("Range", [start.name, limit.name, delta], INT64)
+        d = self.add_data(out, 1, 2 * DIM_CAP + 10, INT64)
+        if rng.random() < 0.5:
+            self.add_val(self.node("Shape", [d.name], INT64), 1, d.bound)
+
+    def op_expand(self) -> None:
+        d = self.pick_data()
+        if d.rank < 4 and self.rng.random() < 0.5:
+            # exporter form: a new leading dim from a shape value, then the tensor's own shape
+            # (broadcasting is then valid at every binding where the new dim is >= 0)
+            lead = self.vec_of(self.as_dims(self.scalar_of(self.pick_val()), lo=0, hi=8))
+            target = self.node("Concat", [lead.name, self.node("Shape", [d.name], INT64)], INT64, axis=0)
+            out = self.node("Expand", [d.name, target], d.dtype)
+            self.add_data(out, d.rank + 1, max(d.bound, 8), d.dtype)
+            return
+        v = self.vec_of(self.pick_val())
+        assert v.length is not None
+        n = v.length
+        if max(n, d.rank) > 4:
+            return
+        v = self.as_dims(v, lo=None, hi=DIM_CAP if n <= 2 else 8)
+        if d.bound > 8 and n >= 3:
+            return
+        out = self.node("Expand", [d.name, v.name], d.dtype)
+        self.add_data(out, max(n, d.rank), max(d.bound, v.bound), d.dtype)
+
+    def op_reshape(self) -> None:
+        rng = self.rng
+        d = self.pick_data()
+        kind = rng.choice(("keep_prefix", "zero", "flat", "any", "split"))
+        shape = self.node("Shape", [d.name], INT64)
+        attrs: dict[str, int] = {}
+        if kind == "keep_prefix" and d.rank >= 2:
+            k = rng.randint(1, d.rank - 1)
+            head = self.node("Slice", [shape, self.const([0]), self.const([k])], INT64)
+            target = self.node("Concat", [head, self.const([-1])], INT64, axis=0)
+            rank = k + 1
+        elif kind == "zero":
+            target = self.const([0] * (d.rank - 1) + [-1] if rng.random() < 0.5 else [0] * d.rank)
+            rank = d.rank
+            if self.opset >= 14 and rng.random() < 0.5:
+                attrs["allowzero"] = 0
+        elif kind == "split" and d.rank >= 1:
+            last = self.node("Gather", [shape, self.const([d.rank - 1])], INT64, axis=0)
+            two = rng.choice((1, 2))
+            half = self.node("Div", [last, self.const([two])], INT64)
+            parts = [self.node("Slice", [shape, self.const([0]), self.const([d.rank - 1])], INT64)] \
+                if d.rank > 1 else []
+            target = self.node("Concat", parts + [half, self.const([two])], INT64, axis=0)
+            rank = d.rank + 1
+            if self.opset >= 14 and rng.random() < 0.3:
+                attrs["allowzero"] = 1
+        elif kind == "any":
+            v = self.vec_of(self.pick_val())
+            assert v.length is not None
+            if v.length > 4:
+                return
+            target = self.as_dims(v, hi=DIM_CAP).name
+            rank = v.length
+            if self.opset >= 14 and rng.random() < 0.3:
+                attrs["allowzero"] = 1
+        else:
+            target = self.const([-1])
+            rank = 1
+        out = self.node("Reshape", [d.name, target], d.dtype, **attrs)
+        self.add_data(out, rank, d.bound * d.bound if rank < d.rank else d.bound, d.dtype)
+
+    def op_tile(self) -> None:
+        d = self.pick_data()
+        if d.bound > 64 and d.rank >= 2:
+            return
+        parts = []
+        for _ in range(d.rank):
+            if self.rng.random() < 0.5:
+                parts.append(self.const([self.rng.choice((1, 1, 2, 0))]))
+            else:
+                parts.append(self.vec_of(self.as_dims(self.scalar_of(self.pick_val()), lo=0, hi=3)).name)
+        reps = parts[0] if len(parts) == 1 else self.node("Concat", parts, INT64, axis=0)
+        out = self.node("Tile", [d.name, reps], d.dtype)
+        self.add_data(out, d.rank, d.bound * 3, d.dtype)
+
+    def op_pad(self) -> None:
+        d = self.pick_data(float_only=True)
+        axes: list[int] | None = None
+        if self.opset >= 18 and self.rng.random() < 0.3:
+            # the axes input (opset 18): pads for some axes only, negative axes too
+            axes = self.rng.sample(range(-d.rank, 0) if self.rng.random() < 0.5 else range(d.rank),
+                                   self.rng.randint(1, d.rank))
+        parts = []
+        for _ in range(2 * (d.rank if axes is None else len(axes))):
+            if self.rng.random() < 0.6:
+                parts.append(self.const([self.rng.choice((0, 0, 1, 2, -1))]))
+            else:
+                v = self.scalar_of(self.pick_val())
+                v = self.as_dims(v, hi=4)
+                if v.bound > 4 or self.rng.random() < 0.5:
+                    v = Val(self.max_(v.name, self.const(-1)), None, 4)
+                parts.append(self.vec_of(v).name)
+        pads = parts[0] if len(parts) == 1 else self.node("Concat", parts, INT64, axis=0)
+        ins = [d.name, pads]
+        if self.rng.random() < 0.4 or axes is not None:
+            ins.append(self.const(0.5, FLOAT) if self.rng.random() < 0.6 else "")
+        if axes is not None:
+            ins.append(self.const(axes))
+        out = self.node("Pad", ins, FLOAT, mode="constant")
+        self.add_data(out, d.rank, d.bound + 8)
+
+    def op_slice_data(self) -> None:
+        """x[..., -k:], sliding windows, reversed slices, with computed starts/ends."""
+        rng = self.rng
+        d = self.pick_data()
+        axis = rng.randrange(d.rank)
+        if rng.random() < 0.3:
+            axis = axis - d.rank
+        kind = rng.choice(("last_k", "window", "const", "computed", "reverse"))
+        steps: str | None = None
+        if kind == "last_k":
+            k = self.const([rng.choice((1, 2, 3, 4))])
+            starts = self.node("Neg", [k], INT64)
+            ends = self.const([rng.choice((INT64_MAX, 2**31 - 1, INT64_MAX))])
+        elif kind == "window":
+            n = self.node("Gather", [self.node("Shape", [d.name], INT64), self.const([axis])], INT64, axis=0)
+            w = self.const([rng.choice((2, 3, 8))])
+            starts = self.max_(self.node("Sub", [n, w], INT64), self.const([0]))
+            ends = n
+        elif kind == "const":
+            starts = self.const([rng.choice((-3, -2, -1, 0, 1, 2, INT64_MIN))])
+            ends = self.const([rng.choice((-2, -1, 1, 3, INT64_MAX, 2**31 - 1))])
+        elif kind == "reverse":
+            starts = self.const([rng.choice((-1, INT64_MAX, 2, -2))])
+            ends = self.const([rng.choice((INT64_MIN, -(2**31), 0, -4))])
+            steps = self.const([rng.choice((-1, -1, -2))])
+        else:
+            starts = self.vec_of(self.scalar_of(self.pick_val())).name
+            ends = self.vec_of(self.scalar_of(self.pick_val())).name if rng.random() < 0.6 else \
+                self.const([INT64_MAX])
+        ins = [d.name, starts, ends]
+        if steps is not None or rng.random() < 0.7:
+            ins.append(self.const([axis]))
+            if steps is not None:
+                ins.append(steps)
+        elif axis not in (0, -d.rank):
+            ins.append(self.const([axis]))
+        out = self.node("Slice", ins, d.dtype)
+        self.add_data(out, d.rank, d.bound, d.dtype)
+
+    def op_squeeze_data(self) -> None:
+        d = self.pick_data()
+        if self.rng.random() < 0.5 and d.rank < 4:
+            ax = self.rng.randrange(-d.rank - 1, d.rank + 1)
+            self.add_data(self.axes_form("Unsqueeze", d.name, [ax], d.dtype), d.rank + 1, d.bound, d.dtype)
+        elif self.rng.random() < 0.3:
+            # Squeeze without axes drops every dim that is 1 at run time: a symbolic dim may be
+            # 1, so the rank is not the generator's to know (only Size of it is used further)
+            sq = self.axes_form_none("Squeeze", d.name, d.dtype)
+            self.add_val(self.node("Size", [sq], INT64), None, d.bound ** d.rank)
+        else:
+            # Unsqueeze then Squeeze the same axis (always valid)
+            ax = self.rng.randrange(0, d.rank + 1)
+            u = self.axes_form("Unsqueeze", d.name, [ax], d.dtype)
+            self.add_data(self.axes_form("Squeeze", u, [ax], d.dtype), d.rank, d.bound, d.dtype)
+
+    def op_positions(self) -> None:
+        """Exporter form of position ids and a causal mask: past = a dim of one tensor, seq = a
+        dim of another, Range(past, past + seq), mask ConstantOfShape([seq, past + seq]), and
+        the mask's last seq columns."""
+        rng = self.rng
+        a, b = self.pick_data(), self.pick_data()
+        if max(a.bound, b.bound) > 2 * self.big:
+            return
+        pa = self.node("Gather", [self.node("Shape", [a.name], INT64), self.const(rng.randrange(-a.rank, a.rank))],
+                       INT64, axis=0)
+        sb = self.node("Gather", [self.node("Shape", [b.name], INT64), self.const(rng.randrange(-b.rank, b.rank))],
+                       INT64, axis=0)
+        total = self.node("Add", [pa, sb], INT64)
+        self.add_val(pa, None, a.bound)
+        self.add_val(sb, None, b.bound)
+        self.add_val(total, None, a.bound + b.bound)
+        pos = self.node("Range", [pa, total, self.const(1)], INT64)
+        self.add_data(self.axes_form("Unsqueeze", pos, [0], INT64), 2, b.bound, INT64)
+        if rng.random() < 0.6:
+            shape = self.node("Concat", [self.axes_form("Unsqueeze", sb, [0], INT64),
+                                         self.axes_form("Unsqueeze", total, [0], INT64)], INT64, axis=0)
+            mask = self.node("ConstantOfShape", [shape], FLOAT,
+                             value=numpy_helper.from_array(np.array([1.0], np.float32)))
+            self.add_data(mask, 2, a.bound + b.bound)
+            start = self.node("Neg", [self.axes_form("Unsqueeze", sb, [0], INT64)], INT64)
+            last = self.node("Slice", [mask, start, self.const([INT64_MAX]), self.const([1])], FLOAT)
+            self.add_data(last, 2, b.bound)
+
+    def op_shape_of_new(self) -> None:
+        self.new_shape_val()
+
+    # -- the model -------------------------------------------------------------------------------
+    def build(self) -> Generated:
+        rng = self.rng
+        self.make_inputs()
+        target = rng.randint(5, 34)
+        ops: list[tuple[Callable[[], None], float]] = [
+            (self.op_shape_of_new, 2), (self.op_gather, 2), (self.op_slice_val, 1.5),
+            (self.op_concat_val, 1.5), (self.op_arith, 4), (self.op_cast, 1.5), (self.op_float, 1.2),
+            (self.op_where, 1), (self.op_squeeze_val, 0.6), (self.op_constant_of_shape, 1.2),
+            (self.op_range, 1), (self.op_expand, 1), (self.op_reshape, 1.2), (self.op_tile, 0.6),
+            (self.op_pad, 0.6), (self.op_slice_data, 1.5), (self.op_squeeze_data, 0.6),
+            (self.op_positions, 0.5),
+        ]
+        checked = {self.op_expand, self.op_reshape, self.op_tile, self.op_pad, self.op_arith,
+                   self.op_where, self.op_concat_val}
+        funcs = [f for f, _ in ops]
+        weights = [w for _, w in ops]
+        self.new_shape_val()
+        while len(self.nodes) < target:
+            mark = (len(self.nodes), len(self.inits), len(self.vals), len(self.datas))
+            step = rng.choices(funcs, weights)[0]
+            step()
+            over = len(self.nodes) > 40
+            if over or (step in checked and not self.statically_valid()):
+                # undo the step: it overshot, or onnx's own inference proves it fails everywhere
+                n0, i0, v0, d0 = mark
+                del self.nodes[n0:], self.inits[i0:], self.vals[v0:], self.datas[d0:]
+                if over:
+                    break
+        return Generated(self.finish(), tuple(sorted(self.used_syms)), self.big, self.seed)
+
+    def statically_valid(self) -> bool:
+        """onnx's strict shape inference accepts the graph so far (a model that fails for every
+        binding, e.g. Expand of incompatible static dims, checks nothing)."""
+        probe = helper.make_model(helper.make_graph(self.nodes, "probe", self.inputs, [],
+                                                    initializer=self.inits),
+                                  opset_imports=[helper.make_opsetid("", self.opset)])
+        try:
+            onnx.shape_inference.infer_shapes(probe, strict_mode=True, data_prop=True)
+        except Exception:
+            return False
+        return True
+
+    def output_info(self, name: str) -> onnx.ValueInfoProto | None:
+        """A graph output of the right type and rank, every dim left unnamed (the checker wants a
+        shape; the dims are not the generator's to state)."""
+        rank = self.ranks.get(name)
+        if rank is None and name in self.lens:
+            rank = 0 if self.lens[name] is None else 1
+        if rank is None:
+            rank = self.inferred_ranks.get(name)
+        if rank is None or name not in self.types or self.types[name] in _NO_NUMPY:
+            return None
+        return helper.make_tensor_value_info(name, self.types[name], [None] * rank)
+
+    def finish(self) -> onnx.ModelProto:
+        probe = helper.make_model(helper.make_graph(self.nodes, "probe", self.inputs, [],
+                                                    initializer=self.inits),
+                                  opset_imports=[helper.make_opsetid("", self.opset)])
+        self.inferred_ranks: dict[str, int] = {}
+        try:
+            for vi in onnx.shape_inference.infer_shapes(probe).graph.value_info:
+                if vi.type.tensor_type.HasField("shape"):
+                    self.inferred_ranks[vi.name] = len(vi.type.tensor_type.shape.dim)
+        except Exception:
+            pass
+
+        consumed = {i for n in self.nodes for i in n.input}
+        produced = [o for n in self.nodes for o in n.output if n.op_type != "Constant"]
+        outs = [o for o in produced if o not in consumed]
+        extra = [o for o in produced if o in consumed]
+        if extra:
+            outs += self.rng.sample(extra, min(len(extra), self.rng.randint(0, 2)))
+        if not outs:
+            outs = [produced[-1]] if produced else []
+        outputs = [vi for vi in (self.output_info(o) for o in outs) if vi is not None]
+        graph = helper.make_graph(self.nodes, f"shapearith_{self.seed}", self.inputs, outputs,
+                                  initializer=self.inits)
+        ir = 7 if self.opset <= 15 else (8 if self.opset <= 18 else 10)
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", self.opset)],
+                                  ir_version=ir, producer_name="shapearith")
+        return model
+
+
+def generate(seed: int) -> Generated:
+    """A random model for ``seed`` (the same model for the same seed)."""
+    return _Gen(seed).build()
+
+
+def bindings_for(symbols: Sequence[str], big: int, seed: int) -> list[dict[str, int]]:
+    """All-0, all-1, all-2, all-3, all-big; then each symbol 0 while the others are not (a KV
+    cache's first step: past = 0, seq > 0); then random mixes. 0, 1, 2, 3 and ``big`` all occur."""
+    if not symbols:
+        return [{}]
+    rng = random.Random(seed * 7919 + 1)
+    out = [{s: v for s in symbols} for v in (0, 1, 2, 3, big)]
+    if len(symbols) > 1:
+        for zero in symbols:
+            out.append({s: 0 if s == zero else rng.choice((1, 2, 3, 5, big)) for s in symbols})
+    for _ in range(2):
+        b = {s: rng.choice((0, 1, 2, 3, 5, big)) for s in symbols}
+        if b not in out:
+            out.append(b)
+    return out
+
+
+# ================================================================================================
+# onnxruntime in a worker process
+# ================================================================================================
+
+def _send(stream: Any, obj: object) -> None:
+    data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+    stream.write(struct.pack("<Q", len(data)))
+    stream.write(data)
+    stream.flush()
+
+
+def _recv(stream: Any) -> Any:
+    head = stream.read(8)
+    if len(head) < 8:
+        raise EOFError
+    (n,) = struct.unpack("<Q", head)
+    return pickle.loads(stream.read(n))
+
+
+def _worker_main() -> None:
+    import resource
+
+    try:
+        resource.setrlimit(resource.RLIMIT_AS, (6 << 30, 6 << 30))
+    except (ValueError, OSError):
+        pass
+    import onnxruntime as ort
+
+    so = ort.SessionOptions()
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    so.log_severity_level = 4
+    so.intra_op_num_threads = 1
+    so.inter_op_num_threads = 1
+    inp, out = sys.stdin.buffer, sys.stdout.buffer
+    cached: tuple[bytes, Any] | None = None
+    while True:
+        try:
+            model_bytes, feeds, names = _recv(inp)
+        except EOFError:
+            return
+        try:
+            if cached is None or cached[0] != model_bytes:
+                cached = (model_bytes, ort.InferenceSession(model_bytes, so, providers=["CPUExecutionProvider"]))
+            res = cached[1].run(names, feeds)
+            _send(out, ("ok", [np.asarray(r) for r in res]))
+        except Exception as e:  # the model fails at this binding: an answer, not a crash
+            _send(out, ("err", str(e).splitlines()[0][:300] if str(e) else type(e).__name__))
+
+
+class Runner:
+    """onnxruntime in a child process: a crash (SIGFPE on an integer division, out of memory) or
+    a hang there fails one run, and the worker is restarted."""
+
+    def __init__(self, timeout: float = RUN_TIMEOUT_S) -> None:
+        self.timeout = timeout
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.restarts = 0
+
+    def _start(self) -> subprocess.Popen[bytes]:
+        if self.proc is None or self.proc.poll() is not None:
+            self.proc = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--worker"],
+                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        return self.proc
+
+    def run(self, model_bytes: bytes, feeds: Mapping[str, np.ndarray],
+            names: Sequence[str]) -> tuple[str, Any]:
+        proc = self._start()
+        assert proc.stdin is not None and proc.stdout is not None
+        try:
+            _send(proc.stdin, (model_bytes, dict(feeds), list(names)))
+            ready, _, _ = select.select([proc.stdout], [], [], self.timeout)
+            if not ready:
+                self.kill()
+                return "err", f"timeout after {self.timeout:.0f} s"
+            return _recv(proc.stdout)
+        except (EOFError, BrokenPipeError, OSError):
+            code = proc.poll()
+            self.kill()
+            return "err", f"onnxruntime died (exit {code})"
+
+    def kill(self) -> None:
+        if self.proc is not None:
+            self.restarts += 1
+            self.proc.kill()
+            self.proc.wait()
+            self.proc = None
+
+    def close(self) -> None:
+        if self.proc is not None:
+            try:
+                assert self.proc.stdin is not None
+                self.proc.stdin.close()
+                self.proc.wait(timeout=5)
+            except Exception:
+                self.proc.kill()
+            self.proc = None
+
+    def __enter__(self) -> Runner:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+# ================================================================================================
+# The oracle
+# ================================================================================================
+
+@dataclass
+class Finding:
+    category: str  # unsound-dim / unsound-dtype / unsound-value / optimize-mismatch / crash
+    op: str
+    tensor: str
+    stated: str
+    runtime: str
+    binding: dict[str, int]
+    model: onnx.ModelProto | None = None
+    saved: str | None = None
+
+    def line(self) -> str:
+        b = ", ".join(f"{k}={v}" for k, v in self.binding.items()) or "-"
+        return (f"{self.category}: {self.op} {self.tensor!r}: shapeflow {self.stated}, "
+                f"runtime {self.runtime} at {{{b}}}")
+
+    def text(self) -> str:
+        out = [self.line()]
+        if self.saved:
+            out.append(f"  saved: {self.saved}")
+        if self.model is not None:
+            out.append(_model_text(self.model))
+        return "\n".join(out)
+
+
+@dataclass
+class Stats:
+    models: int = 0
+    bindings_run: int = 0
+    bindings_failed: int = 0
+    tensors_checked: int = 0
+    dims_checked: int = 0
+    dims_stated_unknown: int = 0
+    values_checked: int = 0
+    optimize_refused: int = 0
+    optimize_changed: int = 0
+    optimize_runs: int = 0
+    invalid_generated: int = 0
+    ort_restarts: int = 0
+    findings: list[Finding] = field(default_factory=list)
+
+    def add(self, other: Stats) -> None:
+        for k, v in vars(other).items():
+            if k == "findings":
+                self.findings.extend(v)
+            else:
+                setattr(self, k, getattr(self, k) + v)
+
+    def summary(self) -> str:
+        return (f"{self.models} models, {self.bindings_run} bindings run ({self.bindings_failed} failed "
+                f"in onnxruntime, not checked), {self.tensors_checked} tensors / {self.dims_checked} dims / "
+                f"{self.values_checked} values checked ({self.dims_stated_unknown} dims unknown), "
+                f"optimize: {self.optimize_changed} changed, {self.optimize_refused} refused, "
+                f"{self.optimize_runs} runs compared; {len(self.findings)} findings")
+
+
+def _model_text(model: onnx.ModelProto) -> str:
+    try:
+        return onnx.printer.to_text(model)
+    except Exception:  # the printer is best-effort
+        return str(model.graph)
+
+
+def _np_dtype(elem: int) -> Any:
+    return helper.tensor_dtype_to_np_dtype(elem)
+
+
+def make_feeds(model: onnx.ModelProto, binding: Mapping[str, int], seed: int) -> dict[str, np.ndarray] | None:
+    """Inputs of the bound shapes (random values, the same for the same seed); None if too large
+    or a dim is not bound."""
+    rng = np.random.default_rng(seed)
+    inits = {t.name for t in model.graph.initializer}
+    feeds: dict[str, np.ndarray] = {}
+    for vi in model.graph.input:
+        if vi.name in inits:
+            continue
+        tt = vi.type.tensor_type
+        shape = []
+        for d in tt.shape.dim:
+            if d.HasField("dim_value"):
+                shape.append(d.dim_value)
+            elif d.dim_param in binding:
+                shape.append(binding[d.dim_param])
+            else:
+                return None
+        if int(np.prod(shape, dtype=np.int64)) > MAX_INPUT_ELEMS:
+            return None
+        dt = _np_dtype(tt.elem_type)
+        if np.issubdtype(dt, np.floating):
+            feeds[vi.name] = rng.standard_normal(shape).astype(dt)
+        elif dt == np.bool_:
+            feeds[vi.name] = rng.random(shape) < 0.5
+        else:
+            feeds[vi.name] = rng.integers(-3, 10, size=shape).astype(dt)
+    return feeds
+
+
+_NO_NUMPY = {TensorProto.BFLOAT16, TensorProto.STRING} | {
+    getattr(TensorProto, n) for n in ("FLOAT8E4M3FN", "FLOAT8E4M3FNUZ", "FLOAT8E5M2", "FLOAT8E5M2FNUZ",
+                                      "UINT4", "INT4", "FLOAT4E2M1") if hasattr(TensorProto, n)}
+
+
+def expose_all(model: onnx.ModelProto) -> tuple[onnx.ModelProto, list[str]]:
+    """A copy whose outputs are every node output, and the list of their names in node order."""
+    m = onnx.ModelProto()
+    m.CopyFrom(model)
+    # onnxruntime's Python API cannot return these (no numpy type): leave them inside
+    hidden: set[str] = set()
+    try:
+        for vi in onnx.shape_inference.infer_shapes(model).graph.value_info:
+            if vi.type.tensor_type.elem_type in _NO_NUMPY:
+                hidden.add(vi.name)
+    except Exception:  # exposing everything is the fallback
+        pass
+    # node order (topological), so that the first wrong tensor of a chain is met first
+    names: list[str] = []
+    have: set[str] = set(hidden)
+    for n in m.graph.node:
+        for o in n.output:
+            if o and o not in have:
+                names.append(o)
+                have.add(o)
+    outs = {o.name for o in m.graph.output}
+    names += [o.name for o in m.graph.output if o.name not in have]
+    for name in names:
+        if name not in outs:
+            m.graph.output.append(onnx.ValueInfoProto(name=name))
+    return m, names
+
+
+def _producers(model: onnx.ModelProto) -> dict[str, onnx.NodeProto]:
+    return {o: n for n in model.graph.node for o in n.output}
+
+
+def op_label(node: onnx.NodeProto | None, arr: np.ndarray | None = None) -> str:
+    """``Cast(to=UINT8)``, ``Mod(fmod=1)``, ``Div->float32``: the op, with what tells cases apart."""
+    if node is None:
+        return "input"
+    label = node.op_type
+    attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+    if node.op_type == "Cast":
+        label += f"(to={TensorProto.DataType.Name(attrs.get('to', 0))})"
+    elif node.op_type == "Mod":
+        label += f"(fmod={attrs.get('fmod', 0)})"
+    elif arr is not None and arr.dtype != np.int64 and node.op_type not in ("Shape", "Size"):
+        label += f"->{arr.dtype}"
+    return label
+
+
+def _fmt(d: object) -> str:
+    return "?" if d is None else str(d)
+
+
+def _as_number(x: object) -> int | float | None:
+    """A stated element as a Python number (exact for integers and integral rationals), or None
+    when it is not a plain number."""
+    if isinstance(x, bool):
+        return int(x)
+    if isinstance(x, (int, np.integer)):
+        return int(x)
+    if isinstance(x, numbers.Rational) and x.denominator == 1:
+        return int(x.numerator)
+    if isinstance(x, (numbers.Real, np.floating)):
+        return float(x)  # type: ignore[arg-type]
+    return None
+
+
+def compare_infos(infos: Mapping[str, Any], producers: Mapping[str, onnx.NodeProto],
+                  runtime: Mapping[str, np.ndarray], binding: Mapping[str, int], stats: Stats,
+                  seen: set[tuple[str, str]]) -> list[Finding]:
+    """Every stated dim / value of ``infos`` against the runtime tensors at ``binding``."""
+    from shapeflow.dims import substitute
+
+    found: list[Finding] = []
+
+    def report(cat: str, name: str, stated: str, rt: str) -> None:
+        if (cat, name) in seen:
+            return
+        seen.add((cat, name))
+        found.append(Finding(cat, op_label(producers.get(name), runtime[name]), name, stated, rt,
+                             dict(binding)))
+
+    for name, arr in runtime.items():
+        info = infos.get(name)
+        if info is None:
+            continue
+        stats.tensors_checked += 1
+        if info.dtype and arr.dtype != np.dtype(object):
+            try:
+                want = np.dtype(_np_dtype(info.dtype))
+            except Exception:
+                want = None
+            if want is not None and want != arr.dtype:
+                report("unsound-dtype", name, f"dtype {want}", f"dtype {arr.dtype}")
+        shape = info.shape
+        if shape is not None:
+            if len(shape) != arr.ndim:
+                report("unsound-dim", name, f"rank {len(shape)} {_fmt_shape(shape)}",
+                       f"rank {arr.ndim} {list(arr.shape)}")
+                continue
+            for i, d in enumerate(shape):
+                if d is None:
+                    stats.dims_stated_unknown += 1
+                    continue
+                try:
+                    bound = substitute(d, binding)
+                except Exception:  # not checkable here
+                    bound = None
+                if not isinstance(bound, (int, np.integer)):
+                    stats.dims_stated_unknown += 1
+                    continue
+                stats.dims_checked += 1
+                if int(bound) != arr.shape[i]:
+                    report("unsound-dim", name, f"dim {i} = {d} (= {bound}) in {_fmt_shape(shape)}",
+                           f"{arr.shape[i]} in {list(arr.shape)}")
+        value = info.value
+        if value is not None:
+            flat = arr.reshape(-1)
+            if len(value) != flat.size:
+                report("unsound-value", name, f"{len(value)} elements {_fmt_value(value)}",
+                       f"{flat.size} elements {_rt_value(flat)}")
+                continue
+            for i, e in enumerate(value):
+                if e is None:
+                    continue
+                num = _as_number(e)
+                if num is None:
+                    try:
+                        bound = substitute(e, binding)
+                    except Exception:  # not a dim shapeflow's algebra knows: not checkable here
+                        continue
+                    num = _as_number(bound)
+                    if num is None:
+                        continue
+                rt = flat[i].item()
+                stats.values_checked += 1
+                same = (num == rt) or (isinstance(rt, float) and isinstance(num, float)
+                                       and np.isnan(rt) and np.isnan(num))
+                if same and isinstance(rt, float) and rt == 0.0 and isinstance(num, float):
+                    same = np.signbit(rt) == np.signbit(num)  # -0.0 and 0.0 differ in bytes
+                if not same:
+                    report("unsound-value", name, f"value[{i}] = {e} (= {num}) in {_fmt_value(value)}",
+                           f"{rt!r} in {_rt_value(flat)}")
+                    break
+    return found
+
+
+def _fmt_shape(shape: Sequence[object]) -> str:
+    return "[" + ", ".join(_fmt(d) for d in shape) + "]"
+
+
+def _fmt_value(value: Sequence[object]) -> str:
+    body = ", ".join(_fmt(v) for v in value[:8])
+    return "[" + body + (", ..." if len(value) > 8 else "") + "]"
+
+
+def _rt_value(flat: np.ndarray) -> str:
+    body = ", ".join(repr(x.item()) for x in flat[:8])
+    return "[" + body + (", ..." if flat.size > 8 else "") + "]"
+
+
+def _arrays_identical(a: np.ndarray, b: np.ndarray) -> bool:
+    return a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes()
+
+
+def check_model(model: onnx.ModelProto, bindings: Sequence[Mapping[str, int]], runner: Runner, *,
+                optimize_bindings: Sequence[Mapping[str, int]] | None = None,
+                feed_seed: int = 0, workdir: str | None = None) -> Stats:
+    """The oracle for one model: stated dims and values at ``bindings``, then ``optimize``'s
+    outputs bit-identical at ``optimize_bindings`` (default: the same bindings)."""
+    from shapeflow import api
+    from shapeflow.errors import ShapeflowError
+
+    stats = Stats(models=1)
+    own_dir = None
+    if workdir is None:
+        own_dir = tempfile.TemporaryDirectory(prefix="shapearith-")
+        workdir = own_dir.name
+    try:
+        path = os.path.join(workdir, "model.onnx")
+        onnx.save(model, path)
+        producers = _producers(model)
+        infos: Mapping[str, Any] = {}
+        try:
+            analysis = api.infer(path)
+            infos = analysis.inference.tensors[0]
+        except ShapeflowError:
+            pass
+        except Exception as e:
+            stats.findings.append(Finding("crash", "infer", "-", f"{type(e).__name__}: {e}", "-", {}))
+        exposed, names = expose_all(model)
+        exposed_bytes = exposed.SerializeToString()
+        out_names = [o.name for o in model.graph.output]
+        originals: list[tuple[dict[str, int], dict[str, np.ndarray], list[np.ndarray]]] = []
+        seen: set[tuple[str, str]] = set()
+        flagged: set[str] = set()
+        for i, b in enumerate(bindings):
+            feeds = make_feeds(model, b, feed_seed * 1000 + i)
+            if feeds is None:
+                continue
+            status, res = runner.run(exposed_bytes, feeds, names)
+            stats.bindings_run += 1
+            if status != "ok":
+                stats.bindings_failed += 1
+                continue
+            runtime = dict(zip(names, res))
+            for f in compare_infos(infos, producers, runtime, b, stats, seen):
+                # report the first wrong tensor of a chain, not everything computed from it
+                node = producers.get(f.tensor)
+                if node is None or not any(i in flagged for i in node.input):
+                    stats.findings.append(f)
+                flagged.add(f.tensor)
+            originals.append((dict(b), feeds, [runtime[n] for n in out_names]))
+        # optimize
+        opt_path = os.path.join(workdir, "optimized.onnx")
+        try:
+            result = api.optimize(path, opt_path)
+        except ShapeflowError:
+            stats.optimize_refused += 1
+            return stats
+        except Exception as e:
+            stats.findings.append(Finding("crash", "optimize", "-", f"{type(e).__name__}: {e}", "-", {}))
+            return stats
+        if not result.changed:
+            return stats
+        stats.optimize_changed += 1
+        opt = onnx.load(opt_path)
+        inits = {t.name for t in model.graph.initializer}
+        in_names = [i.name for i in model.graph.input if i.name not in inits]
+        opt_inits = {t.name for t in opt.graph.initializer}
+        opt_in = [i.name for i in opt.graph.input if i.name not in opt_inits]
+        opt_out = [o.name for o in opt.graph.output]
+        if opt_in != in_names or opt_out != out_names:
+            stats.findings.append(Finding("optimize-mismatch", "graph", "inputs/outputs",
+                                          f"{opt_in} -> {opt_out}", f"{in_names} -> {out_names}", {}))
+            return stats
+        opt_bytes = opt.SerializeToString()
+        allowed = None if optimize_bindings is None else [dict(b) for b in optimize_bindings]
+        for b, feeds, outs in originals:
+            if allowed is not None and b not in allowed:
+                continue
+            opt_feeds = {k: v for k, v in feeds.items() if k in opt_in}
+            status, res = runner.run(opt_bytes, opt_feeds, out_names)
+            if status != "ok" and str(res).startswith("timeout"):
+                continue  # a slow machine, not a finding (the original ran in time)
+            stats.optimize_runs += 1
+            if status != "ok":
+                stats.findings.append(Finding("optimize-mismatch", "optimized model", "-",
+                                              f"fails: {res}", "runs", b))
+                break
+            for n, a, o in zip(out_names, outs, res):
+                if not _arrays_identical(a, o):
+                    op = producers[n].op_type if n in producers else "input"
+                    stats.findings.append(Finding(
+                        "optimize-mismatch", op, n,
+                        f"optimized gives {o.dtype}{list(o.shape)} {_rt_value(o.reshape(-1))}",
+                        f"{a.dtype}{list(a.shape)} {_rt_value(a.reshape(-1))}", b))
+                    break
+            else:
+                continue
+            break
+        return stats
+    finally:
+        stats.ort_restarts = 0
+        if own_dir is not None:
+            own_dir.cleanup()
+
+
+# ================================================================================================
+# Shrinking and reporting
+# ================================================================================================
+
+def cone(model: onnx.ModelProto, target: str) -> onnx.ModelProto | None:
+    """The part of ``model`` that ``target`` needs, with ``target`` as the only output."""
+    prod = _producers(model)
+    if target not in prod:
+        return None
+    need: set[str] = set()
+    keep: set[int] = set()
+    index = {id(n): i for i, n in enumerate(model.graph.node)}
+    stack = [target]
+    while stack:
+        t = stack.pop()
+        if t in need:
+            continue
+        need.add(t)
+        n = prod.get(t)
+        if n is not None and index[id(n)] not in keep:
+            keep.add(index[id(n)])
+            stack.extend(i for i in n.input if i)
+    g = model.graph
+    nodes = [n for i, n in enumerate(g.node) if i in keep]
+    inputs = [i for i in g.input if i.name in need]
+    inits = [t for t in g.initializer if t.name in need]
+    out = next((o for o in g.output if o.name == target), None)
+    if out is None:
+        try:
+            inferred = onnx.shape_inference.infer_shapes(model)
+            for vi in inferred.graph.value_info:
+                tt = vi.type.tensor_type
+                if vi.name == target and tt.HasField("shape"):
+                    out = helper.make_tensor_value_info(target, tt.elem_type, [None] * len(tt.shape.dim))
+        except Exception:
+            pass
+    if out is None:
+        return None
+    graph = helper.make_graph(nodes, g.name, inputs, [out], initializer=inits)
+    m = helper.make_model(graph, opset_imports=list(model.opset_import), ir_version=model.ir_version,
+                          producer_name=model.producer_name)
+    return m
+
+
+def shrink(model: onnx.ModelProto, finding: Finding, runner: Runner) -> onnx.ModelProto:
+    """The failing tensor's cone when the same finding reproduces on it, else ``model``."""
+    if finding.tensor in ("-", "inputs/outputs"):
+        return model
+    small = cone(model, finding.tensor)
+    if small is None or len(small.graph.node) >= len(model.graph.node):
+        return model
+    try:
+        onnx.checker.check_model(small)
+    except Exception:
+        return model
+    st = check_model(small, [finding.binding], runner)
+    if any(f.category == finding.category and f.tensor == finding.tensor for f in st.findings):
+        return small
+    return model
+
+
+def findings_markdown(findings: Iterable[Finding], seen: set[tuple[str, str]] | None = None) -> str:
+    """One section per (category, op), with the smallest repro found: for the findings file."""
+    best: dict[tuple[str, str], Finding] = {}
+    for f in findings:
+        key = (f.category, f.op)
+        size = len(f.model.graph.node) if f.model is not None else 10**6
+        old = best.get(key)
+        if old is None or size < (len(old.model.graph.node) if old.model is not None else 10**6):
+            best[key] = f
+    out = []
+    for (cat, op), f in sorted(best.items()):
+        if seen is not None:
+            if (cat, op) in seen:
+                continue
+            seen.add((cat, op))
+        out.append(f"## {cat}: {op}\n\n{f.line()}\n\n```\n"
+                   + (_model_text(f.model) if f.model is not None else "") + "\n```\n")
+    return "\n".join(out)
+
+
+def save_finding(model: onnx.ModelProto, finding: Finding, tag: str) -> str:
+    os.makedirs(CRASH_DIR, exist_ok=True)
+    path = os.path.join(CRASH_DIR, f"shapearith-{tag}-{finding.category}.onnx")
+    onnx.save(model, path)
+    return path
+
+
+# ================================================================================================
+# The run
+# ================================================================================================
+
+def fuzz(seed: int, *, seconds: float | None = None, models: int | None = None,
+         out_dir: str | None = None, log: Callable[[str], None] = print,
+         runner: Runner | None = None) -> Stats:
+    """Generate and check models for seeds derived from ``seed`` until the time or model budget
+    runs out. Each finding is shrunk, saved (``out_dir``, default ``fuzz/crashes``) and logged."""
+    global CRASH_DIR
+    if out_dir is not None:
+        CRASH_DIR = out_dir
+    total = Stats()
+    own = runner is None
+    runner = runner or Runner()
+    deadline = None if seconds is None else time.monotonic() + seconds
+    reported: set[tuple[str, str]] = set()
+    try:
+        i = 0
+        while (models is None or i < models) and (deadline is None or time.monotonic() < deadline):
+            mseed = seed * 1_000_003 + i
+            i += 1
+            gen = generate(mseed)
+            try:
+                onnx.checker.check_model(gen.model)
+            except Exception as e:  # a generator bug: say so, do not stop
+                total.invalid_generated += 1
+                log(f"shapearith: generated model for seed {mseed} is invalid: {str(e).splitlines()[0]}")
+                continue
+            st = check_model(gen.model, bindings_for(gen.symbols, gen.big, mseed), runner, feed_seed=mseed)
+            for f in st.findings:
+                key = (f.category, f.op)
+                small = shrink(gen.model, f, runner)
+                f.model = small
+                f.saved = save_finding(small, f, f"{mseed}-{f.tensor}")
+                if key not in reported:  # the model text once per category and op
+                    reported.add(key)
+                    log(f"[seed {mseed}] " + f.text())
+                else:
+                    log(f"[seed {mseed}] {f.line()} (saved: {f.saved})")
+            total.add(st)
+    finally:
+        total.ort_restarts = runner.restarts
+        if own:
+            runner.close()
+    return total
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--seed", type=int, default=1, help="0 = a random seed (printed)")
+    p.add_argument("--seconds", type=float, default=None, help="time budget")
+    p.add_argument("--models", type=int, default=None, help="model budget")
+    p.add_argument("--out", default=None, help="where failing models go (default fuzz/crashes)")
+    p.add_argument("--markdown", default=None,
+                   help="append one section per (category, op) with its smallest repro to this file")
+    p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    args = p.parse_args(argv)
+    if args.worker:
+        _worker_main()
+        return 0
+    if args.seconds is None and args.models is None:
+        args.seconds = 60.0
+    seed = args.seed or random.SystemRandom().randrange(1, 2**31)
+    # this checkout's shapeflow, not whichever one is installed
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    import shapeflow
+
+    print(f"shapearith: seed {seed} (shapeflow from {os.path.dirname(shapeflow.__file__)})", flush=True)
+    stats = fuzz(seed, seconds=args.seconds, models=args.models, out_dir=args.out,
+                 log=lambda s: print(s, flush=True))
+    print(f"shapearith: seed {seed}: {stats.summary()}", flush=True)
+    if args.markdown and stats.findings:
+        with open(args.markdown, "a", encoding="utf-8") as fh:
+            fh.write(findings_markdown(stats.findings) + "\n")
+    return 1 if stats.findings else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
