@@ -1206,8 +1206,10 @@ def check_model(model: onnx.ModelProto, bindings: Sequence[Mapping[str, int]], r
                 continue
             opt_feeds = {k: v for k, v in feeds.items() if k in opt_in}
             status, res = runner.run(opt_bytes, opt_feeds, out_names)
-            if status != "ok" and str(res).startswith("timeout"):
-                continue  # a slow machine, not a finding (the original ran in time)
+            if status != "ok" and (str(res).startswith("timeout") or "Failed to allocate memory" in str(res)):
+                # a slow or crowded machine, not a finding (the original ran): the models allocate
+                # what the bindings ask for, up to a few GB, while other work shares the memory
+                continue
             stats.optimize_runs += 1
             if status != "ok":
                 stats.findings.append(Finding("optimize-mismatch", "optimized model", "-",

@@ -675,35 +675,35 @@ def _efloordiv(x: _Ext, k: int) -> _Ext:
     return x if type(x) is float else x // k  # type: ignore[operator]
 
 
-def _atom_bounds(atom: _Atom, assumed: Mapping[str, Bound]) -> tuple[_Ext, _Ext]:
+def _atom_bounds(atom: _Atom, assumed: Mapping[str, Bound], cap: int = MAX_DIM) -> tuple[_Ext, _Ext]:
     kind = atom.kind
     if kind == _NAME:
         r = assumed.get(atom.name) if assumed else None  # type: ignore[arg-type]
         if r is None:
-            return 0, MAX_DIM
+            return 0, cap
         lo, hi = r
-        return (0 if lo is None or lo < 0 else lo), (MAX_DIM if hi is None or hi > MAX_DIM else hi)
+        return (0 if lo is None or lo < 0 else lo), (cap if hi is None or hi > cap else hi)
     assert atom.expr is not None
     if kind == _MOD:
         return 0, atom.k - 1
-    lo, hi = _sym_bounds(atom.expr, assumed)
+    lo, hi = _sym_bounds(atom.expr, assumed, cap)
     if kind == _FLOOR:
         return _efloordiv(lo, atom.k), _efloordiv(hi, atom.k)
     other = atom.other
-    olo, ohi = (other, other) if type(other) is int else _sym_bounds(other, assumed)  # type: ignore[arg-type]
+    olo, ohi = (other, other) if type(other) is int else _sym_bounds(other, assumed, cap)  # type: ignore[arg-type]
     if kind == _MIN:
         return min(lo, olo), min(hi, ohi)  # type: ignore[type-var]
     return max(lo, olo), max(hi, ohi)  # type: ignore[type-var]
 
 
-def _sym_bounds(s: Sym, assumed: Mapping[str, Bound]) -> tuple[_Ext, _Ext]:
+def _sym_bounds(s: Sym, assumed: Mapping[str, Bound], cap: int = MAX_DIM) -> tuple[_Ext, _Ext]:
     total_lo: _Ext = 0
     total_hi: _Ext = 0
     for mono, c in s._terms:
         lo: _Ext = 1
         hi: _Ext = 1
         for atom in mono:
-            lo, hi = _imul((lo, hi), _atom_bounds(atom, assumed))
+            lo, hi = _imul((lo, hi), _atom_bounds(atom, assumed, cap))
         lo, hi = _emul(lo, c), _emul(hi, c)
         if c < 0:
             lo, hi = hi, lo
@@ -712,15 +712,16 @@ def _sym_bounds(s: Sym, assumed: Mapping[str, Bound]) -> tuple[_Ext, _Ext]:
     return total_lo, total_hi
 
 
-def dim_bounds(d: Dim) -> Bound:
+def dim_bounds(d: Dim, cap: int = MAX_DIM) -> Bound:
     """An interval that holds ``d`` for every value of its symbols in the domain (symbols >= 0,
-    or what :func:`assuming` states); ``(None, None)`` for an unknown dim."""
+    or what :func:`assuming` states); ``(None, None)`` for an unknown dim. ``cap`` lowers the
+    symbols' upper bound (the int64 overflow check, ops/numeric.py)."""
     d = _coerce(d)
     if d is None:
         return None, None
     if isinstance(d, int):
         return d, d
-    lo, hi = _sym_bounds(d, _ASSUMED.get())
+    lo, hi = _sym_bounds(d, _ASSUMED.get(), cap)
     return (None if type(lo) is float else lo), (None if type(hi) is float else hi)  # type: ignore[return-value]
 
 

@@ -51,3 +51,28 @@ g (float[seq] x) => (float[?] y) <int64[1] three = {{3}}>
         if d is not None:
             assert substitute(d, {"seq": seq}) == real[0], (seq, d, real)
     assert ran >= 1
+
+
+def test_symbolic_value_that_leaves_int64_is_not_stated() -> None:
+    """(batch*seq)**4 wraps in int64 at batch = seq = 300 (seed 605365385 found 256*(batch*(past +
+    seq))**4): symbolic arithmetic is exact, so such a value is unknown, while 64*batch*seq stays."""
+    model = onnx.parser.parse_model("""
+<ir_version: 8, opset_import: ["" : 14]>
+g (float[batch, seq] x) => (int64 y, int64 z) <int64 k = {64}>
+{
+  s = Size (x)
+  s2 = Mul (s, s)
+  y = Mul (s2, s2)
+  z = Mul (s, k)
+}
+""")
+    a = analyze_model(model)
+    table = a.inference.tensors[0]
+    assert table["y"].value is None
+    assert str(table["z"].value[0]) == "64*batch*seq"
+    so = ort.SessionOptions()
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    sess = ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"])
+    y, z = sess.run(None, {"x": np.zeros((300, 300), np.float32)})
+    assert int(y) != (300 * 300) ** 4  # the runtime wraps: stating the exact value would be wrong
+    assert substitute(table["z"].value[0], {"batch": 300, "seq": 300}) == int(z)

@@ -76,19 +76,17 @@ def _exact_range(dtype: int) -> tuple[int, int] | None:
     return None
 
 
-# Coefficients this large mean int64's edge takes part (INT64_MAX sentinels): such a value wraps
-# for small dims already, so it is not stated.
-_NEAR_INT64_EDGE = 2**62
+# Symbolic arithmetic is exact; int64 agrees while a value fits. A symbolic int64 value is stated
+# where it fits for every symbol up to OVERFLOW_CAP: ``64*batch*seq`` does, ``(batch*seq)**4``
+# and anything with an INT64_MAX sentinel in it do not. (The cap is about 17 minutes of 16 kHz
+# audio on one axis; products of dims that large are tensors of 2**48 elements.)
+OVERFLOW_CAP = 2**24
 
 
 def _sym_fits(dtype: int, v: Sym) -> bool:
     if dtype == INT64:
-        # Symbolic arithmetic is exact, and int64 agrees while values fit (dims.py): they do for
-        # real dims, unless a constant near int64's limits is part of the expression.
-        for c in v.coefficients():
-            if not -_NEAR_INT64_EDGE < c < _NEAR_INT64_EDGE:
-                return False
-        return True
+        lo, hi = dim_bounds(v, OVERFLOW_CAP)
+        return lo is not None and hi is not None and -(2**63) <= lo and hi < 2**63
     r = _exact_range(dtype)
     if r is None:
         return False
