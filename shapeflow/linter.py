@@ -28,6 +28,7 @@ from .fixes import apply_squeeze_fixes, plan_squeeze_fixes
 from .io import LoadedModel, load_model, save_model
 from .limits import DEFAULT_LIMITS, Limits
 from .rules import Rule, rejection_diagnostic, resolve_selector, select_rules
+from . import suppress
 
 REWRITE_CODES = frozenset({"SF201", "SF202", "SF203"})
 SQUEEZE_FIX_CODE = "SF104"
@@ -58,6 +59,7 @@ class FileResult:
     changed: bool = False  # --fix changed (or, with --diff, would change) the model
     diff: str = ""
     notes: list[str] = field(default_factory=list)  # what --fix could not do, and why
+    fingerprints: list[str] = field(default_factory=list)  # per diagnostic, for the baseline (suppress.py)
 
 
 def severity_table(overrides: Sequence[tuple[str, Severity]]) -> dict[str, Severity]:
@@ -113,6 +115,8 @@ class _Linter:
         diags = self._finish(analysis.diagnostics)
         if opts.fix:
             diags = self._fix(loaded, analysis, diags, result)
+        # in-model suppressions, SF008, graph order and baseline fingerprints (suppress.py)
+        diags, result.fingerprints = suppress.apply(path, loaded.proto, loaded.raw, diags, self.codes, self.severity)
         result.diagnostics = diags
         has_error = any(d.severity is Severity.ERROR for d in diags)
         code = EXIT_FINDINGS if has_error or (opts.diff and result.changed) else EXIT_CLEAN

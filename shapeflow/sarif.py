@@ -29,13 +29,12 @@ LEVELS = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "
 
 def relative_path(path: str, base: str | None = None) -> str:
     """``path`` with forward slashes, relative to ``base`` (default: the current directory) when
-    it is absolute and lies inside it; otherwise as given (normalised)."""
+    it lies inside it; otherwise as given (normalised)."""
     base = os.path.abspath(base or os.getcwd())
     p = os.path.normpath(path)
-    if os.path.isabs(p):
-        rel = os.path.relpath(p, base)
-        if rel != os.pardir and not rel.startswith(os.pardir + os.sep):
-            p = rel
+    rel = os.path.relpath(os.path.abspath(p), base)
+    if rel != os.pardir and not rel.startswith(os.pardir + os.sep):
+        p = rel
     return p.replace(os.sep, "/")
 
 

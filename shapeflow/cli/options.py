@@ -30,6 +30,12 @@ def parse_dims(values: tuple[str, ...]) -> dict[str, int]:
     return out
 
 
+def debug_option(fn: F) -> F:
+    """``--debug`` after the subcommand too (``shapeflow lint --debug``); ``main`` reads it from argv."""
+    return click.option("--debug", is_flag=True, expose_value=False,
+                        help="Show tracebacks for internal errors.")(fn)
+
+
 def dim_option(fn: F) -> F:
     return click.option("--dim", "dims", multiple=True, metavar="NAME=VALUE",
                         help="Bind a symbolic dim everywhere (repeatable), e.g. --dim batch=1.")(fn)
