@@ -299,6 +299,8 @@ def glob_match(rel: str, pattern: str) -> bool:
         return True
     if pattern.startswith("**/") and fnmatch.fnmatchcase(rel, pattern[3:]):
         return True
+    if "/**/" in pattern and fnmatch.fnmatchcase(rel, pattern.replace("/**/", "/")):  # ** is also no folder
+        return True
     # a directory pattern matches what is under it
     parts = rel.split("/")
     return any(fnmatch.fnmatchcase("/".join(parts[:k]), pattern) for k in range(1, len(parts)))
