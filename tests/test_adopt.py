@@ -390,3 +390,38 @@ def test_ignoring_a_rejection_code_is_refused(capsys) -> None:
 def test_debug_after_the_subcommand(capsys) -> None:
     code, _, _ = run(capsys, "lint", "--debug", AXIS)
     assert code == 1
+
+
+# -- optimize on many files --------------------------------------------------------------------------
+
+def test_optimize_check_and_in_place_take_many_files(tmp_path, capsys) -> None:
+    a, b = tmp_path / "a.onnx", tmp_path / "sub" / "b.onnx"
+    b.parent.mkdir()
+    shutil.copy(os.path.join(EXAMPLES, "attention.onnx"), a)
+    shutil.copy(os.path.join(EXAMPLES, "opset11_attribute_axes.onnx"), b)
+    before = {p: p.read_bytes() for p in (a, b)}
+    code, out, err = run(capsys, "optimize", "--check", str(a), str(b))
+    assert code == 1 and out.count("--check: the model would change") == 2
+    assert {p: p.read_bytes() for p in (a, b)} == before  # --check writes nothing
+    code, out, err = run(capsys, "optimize", "--in-place", str(tmp_path))  # a directory
+    assert code == 0 and "(written)" in err and err.count("\n") == 2
+    assert all(p.read_bytes() != before[p] for p in (a, b))
+    code, out, err = run(capsys, "optimize", "--check", "-q", str(a), str(b))
+    assert (code, err) == (0, "")
+
+
+def test_optimize_many_files_go_on_after_a_rejected_one(tmp_path, capsys) -> None:
+    (tmp_path / "bad.onnx").write_bytes(b"not a model")
+    shutil.copy(os.path.join(EXAMPLES, "attention.onnx"), tmp_path / "good.onnx")
+    code, out, err = run(capsys, "optimize", "--check", str(tmp_path / "bad.onnx"), str(tmp_path / "good.onnx"))
+    assert code == 2 and "bad.onnx" in err and "good.onnx" in out
+
+
+def test_optimize_refuses_what_cannot_apply(tmp_path, capsys) -> None:
+    shutil.copy(os.path.join(EXAMPLES, "attention.onnx"), tmp_path / "a.onnx")
+    shutil.copy(os.path.join(EXAMPLES, "attention.onnx"), tmp_path / "b.onnx")
+    code, _, err = run(capsys, "optimize", "--check", "--rules", "dead-nodes", str(tmp_path / "a.onnx"))
+    assert code == 2 and "always removed" in err
+    code, _, err = run(capsys, "optimize", "-o", str(tmp_path / "o.onnx"), str(tmp_path / "a.onnx"),
+                       str(tmp_path / "b.onnx"))
+    assert code == 2 and "-o OUTPUT takes one model" in err

@@ -89,6 +89,13 @@ def progress_printer(label: str, min_nodes: int = 20_000) -> Callable[[int, int]
     return show
 
 
+def show_status(text: str) -> None:
+    """One transient status line (``writing out.onnx``) on a terminal; nothing on a pipe."""
+    if sys.stderr.isatty():
+        sys.stderr.write(f"\r\033[K{text}")
+        sys.stderr.flush()
+
+
 def clear_progress() -> None:
     if sys.stderr.isatty():
         sys.stderr.write("\r\033[K")
