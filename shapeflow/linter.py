@@ -29,6 +29,7 @@ from .io import LoadedModel, load_model, save_model
 from .limits import DEFAULT_LIMITS, Limits
 from .rules import Rule, rejection_diagnostic, resolve_selector, select_rules
 from . import suppress
+from .results import FileResultJSON
 
 REWRITE_CODES = frozenset({"SF201", "SF202", "SF203"})
 SQUEEZE_FIX_CODE = "SF104"
@@ -60,6 +61,10 @@ class FileResult:
     diff: str = ""
     notes: list[str] = field(default_factory=list)  # what --fix could not do, and why
     fingerprints: list[str] = field(default_factory=list)  # per diagnostic, for the baseline (suppress.py)
+
+    def to_json(self) -> FileResultJSON:
+        return {"path": self.path, "exit_code": self.exit_code, "rejected": self.rejected, "error": self.error,
+                "diagnostics": [d.to_json() for d in self.diagnostics]}
 
 
 def severity_table(overrides: Sequence[tuple[str, Severity]]) -> dict[str, Severity]:

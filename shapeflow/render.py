@@ -11,6 +11,8 @@ from .analysis import Analysis, dtype_name
 from .diagnostics import Diagnostic, Severity
 from .dims import format_shape
 from .errors import display_path
+from ._version import __version__
+from .results import SCHEMA, LintJSON
 
 
 def format_diagnostic(d: Diagnostic) -> str:
@@ -158,9 +160,12 @@ def lint_text(diags: Iterable[Diagnostic]) -> str:
     return "\n".join([format_diagnostic(d) for d in diags])
 
 
-def lint_json(n_files: int, diags: Sequence[Diagnostic]) -> dict[str, object]:
+def lint_json(n_files: int, diags: Sequence[Diagnostic]) -> LintJSON:
     """The ``lint --format json`` object of SPEC.md section 3."""
-    return {"files": n_files, "diagnostics": [d.to_json() for d in diags], "summary": count_by_severity(diags)}
+    c = count_by_severity(diags)
+    return {"shapeflow_version": __version__, "schema": SCHEMA, "files": n_files,
+            "diagnostics": [d.to_json() for d in diags],
+            "summary": {"error": c["error"], "warning": c["warning"], "info": c["info"]}}
 
 
 def lint_summary(n_files: int, diags: Sequence[Diagnostic], *, rejected: int = 0, failed: int = 0,

@@ -14,6 +14,7 @@ import pytest
 from onnx import parser
 
 from lint_fixtures import FIXTURES
+import shapeflow
 from shapeflow.cli import main
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -103,7 +104,10 @@ def test_golden_text(workdir, capsys) -> None:
 def test_golden_json(workdir, capsys) -> None:
     code, out, _ = run(capsys, "lint", "--format", "json", *GOLDEN_FILES)
     assert code == 2
-    assert json.loads(out) == json.loads(golden("lint.json", out))
+    doc = json.loads(out)
+    assert doc["shapeflow_version"] == shapeflow.__version__ and doc["schema"] == 1
+    doc["shapeflow_version"] = "VERSION"  # the golden does not change with each release
+    assert doc == json.loads(golden("lint.json", json.dumps(doc, indent=2) + "\n"))
 
 
 def test_golden_sarif(workdir, capsys) -> None:
@@ -121,7 +125,7 @@ def test_golden_github(workdir, capsys) -> None:
 def test_json_matches_spec_shape(workdir, capsys) -> None:
     _, out, _ = run(capsys, "lint", "--format", "json", "axis_errors.onnx", "clean.onnx")
     data = json.loads(out)
-    assert set(data) == {"files", "diagnostics", "summary"}
+    assert set(data) == {"shapeflow_version", "schema", "files", "diagnostics", "summary"}
     assert data["files"] == 2 and data["summary"] == {"error": 3, "warning": 1, "info": 0}
     keys = {"code", "name", "severity", "file", "graph", "node", "op_type", "message", "hint", "fixable"}
     assert all(set(d) == keys for d in data["diagnostics"])

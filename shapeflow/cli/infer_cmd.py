@@ -6,12 +6,13 @@ import time
 
 import click
 
-from ..analysis import analyze, gc_paused
+from ..analysis import gc_paused
 from ..annotate import annotate
 from ..errors import EXIT_CLEAN, EXIT_FINDINGS, display_path
 from ..io import load_model, refuse_unsafe_external_data, save_model
 from ..render import count_by_severity, infer_text, summary_line
-from .options import clear_progress, dim_option, limit_options, limits_from, parse_dims, progress_printer
+from ..workspace import infer_with_settings, unknown_symbols
+from .options import clear_progress, debug_option, dim_option, limit_options, limits_from, parse_dims, progress_printer
 
 
 @click.command(epilog="""\b
@@ -30,10 +31,15 @@ Exit codes: 0 no error-level finding, 1 error-level findings, 2 rejected input o
                    "data is unsafe).")
 @click.option("--force", is_flag=True, help="Overwrite OUTPUT if it exists.")
 @click.option("--in-place", is_flag=True, help="Record the shapes in MODEL itself.")
+@click.option("--config", "config_path", type=click.Path(dir_okay=False, exists=True),
+              help="Read the settings from this file instead of the nearest config (as lint does).")
+@click.option("--isolated", is_flag=True, help="Ignore every config file.")
+@click.option("-q", "--quiet", is_flag=True, help="No summary line on stderr.")
+@debug_option
 @dim_option
 @limit_options
 def infer(model: str, all_tensors: bool, fmt: str, output: str | None, force: bool, in_place: bool,
-          dims: tuple[str, ...], **kwargs: object) -> int:
+          config_path: str | None, isolated: bool, quiet: bool, dims: tuple[str, ...], **kwargs: object) -> int:
     """Infer the shapes of MODEL and report axis errors.
 
     Prints a table of every Squeeze and Unsqueeze (input shape, axes, output shape), then the
@@ -47,7 +53,11 @@ def infer(model: str, all_tensors: bool, fmt: str, output: str | None, force: bo
         # The annotated model would pass an unsafe data reference on: refused as optimize
         # refuses it (exit 2, nothing written); without -o it is an SF001 finding (exit 1).
         refuse_unsafe_external_data(loaded)
-    result = analyze(loaded, dims=bindings, limits=limits, progress=progress_printer("inferring"))
+    for name in unknown_symbols(loaded, list(bindings)):
+        click.echo(f"{display_path(model)}: warning: --dim {name}: the model has no symbolic dim named "
+                   f"'{name}' (nothing bound)", err=True)
+    result = infer_with_settings(loaded, dims=bindings, limits=limits, config=config_path, isolated=isolated,
+                                 progress=progress_printer("inferring"))
     clear_progress()
     if in_place and output is None:
         output = model
@@ -68,8 +78,9 @@ def infer(model: str, all_tensors: bool, fmt: str, output: str | None, force: bo
             click.echo(infer_text(result, all_tensors=all_tensors))
     counts = count_by_severity(result.diagnostics)
     elapsed = time.perf_counter() - started
-    click.echo(f"{display_path(model)}: {len(result.inference.axis_nodes)} Squeeze/Unsqueeze, {summary_line(counts)} "
-               f"({result.graph.node_count():,} nodes in {elapsed:.2f} s)", err=True)
+    if not quiet:
+        click.echo(f"{display_path(model)}: {len(result.inference.axis_nodes):,} Squeeze/Unsqueeze, "
+                   f"{summary_line(counts)} ({result.graph.node_count():,} nodes in {elapsed:.2f} s)", err=True)
     code = EXIT_FINDINGS if counts["error"] else EXIT_CLEAN
     click.get_current_context().exit(code)
     return code

@@ -14,6 +14,7 @@ from ..discover import model_files
 from ..errors import EXIT_CLEAN, EXIT_FINDINGS, ShapeflowError, UsageError, display_path
 from ..io import load_model, save_model
 from ..limits import Limits
+from ..results import header
 from ..passes import RULE_NAMES, OptimizeRefused, OptimizeResult, optimize_model
 from ..render import format_diagnostic
 from .options import clear_progress, debug_option, limit_options, limits_from, progress_printer, show_status
@@ -176,7 +177,7 @@ def _check_output(model: str, output: str, force: bool) -> None:
 
 def _refused(model: str, exc: OptimizeRefused, fmt: str) -> None:
     if fmt == "json":
-        click.echo(json.dumps({"model": model, "output": None, "refused": exc.message,
+        click.echo(json.dumps({**header(), "model": model, "output": None, "refused": exc.message,
                                "diagnostics": [d.to_json() for d in exc.diagnostics]}, indent=2))
         return
     for d in exc.diagnostics:
@@ -188,6 +189,7 @@ def _report(model: str, output: str | None, result: OptimizeResult, fmt: str, ve
             verified: bool | None, verify_text: str, check: bool, dry_run: bool) -> None:
     if fmt == "json":
         doc: dict[str, object] = {
+            **header(),
             "model": model,
             "output": output,
             "before": {k: result.before.get(k, 0) for k in COUNTS},
