@@ -21,6 +21,7 @@ from typing import Sequence, TypedDict
 from .diagnostics import Severity
 from .errors import EXIT_CLEAN, EXIT_FINDINGS, UsageError, WriteError
 from .linter import FileResult
+from .suppress import fingerprint
 
 SCHEMA = 1
 
@@ -53,7 +54,8 @@ def entries_of(results: Sequence[FileResult], root: str | None) -> list[EntryJSO
     out: list[EntryJSON] = []
     for r in results:
         key = file_key(r.path, root)
-        for d, fp in zip(r.diagnostics, r.fingerprints):
+        for d in r.diagnostics:
+            fp = fingerprint(d, r.anchors.get((d.location.graph, d.location.node or "")))
             out.append({"file": key, "code": d.code, "graph": d.location.graph, "node": d.location.node,
                         "fingerprint": fp})
     out.sort(key=lambda e: (e["file"], e["code"], e["graph"], e["node"] or "", e["fingerprint"]))
@@ -116,16 +118,15 @@ def apply_baseline(results: Sequence[FileResult], baseline: Baseline, root: str 
         if r.rejected or r.error or not r.diagnostics:
             continue
         key = file_key(r.path, root)
-        kept, prints = [], []
-        for d, fp in zip(r.diagnostics, r.fingerprints):
-            k = (key, d.code, fp)
+        kept = []
+        for d in r.diagnostics:
+            k = (key, d.code, fingerprint(d, r.anchors.get((d.location.graph, d.location.node or ""))))
             if left[k] > 0:
                 left[k] -= 1
                 hidden += 1
             else:
                 kept.append(d)
-                prints.append(fp)
-        r.diagnostics, r.fingerprints = kept, prints
+        r.diagnostics = kept
         if r.exit_code == EXIT_FINDINGS and not (diff and r.changed) and \
                 not any(d.severity is Severity.ERROR for d in kept):
             r.exit_code = EXIT_CLEAN

@@ -60,7 +60,7 @@ class FileResult:
     changed: bool = False  # --fix changed (or, with --diff, would change) the model
     diff: str = ""
     notes: list[str] = field(default_factory=list)  # what --fix could not do, and why
-    fingerprints: list[str] = field(default_factory=list)  # per diagnostic, for the baseline (suppress.py)
+    anchors: dict[tuple[str, str], str] = field(default_factory=dict)  # unnamed nodes, for the baseline (suppress.py)
 
     def to_json(self) -> FileResultJSON:
         return {"path": self.path, "exit_code": self.exit_code, "rejected": self.rejected, "error": self.error,
@@ -121,7 +121,7 @@ class _Linter:
         if opts.fix:
             diags = self._fix(loaded, analysis, diags, result)
         # in-model suppressions, SF008, graph order and baseline fingerprints (suppress.py)
-        diags, result.fingerprints = suppress.apply(path, loaded.proto, loaded.raw, diags, self.codes, self.severity)
+        diags, result.anchors = suppress.apply(path, loaded.proto, loaded.raw, diags, self.codes, self.severity)
         result.diagnostics = diags
         has_error = any(d.severity is Severity.ERROR for d in diags)
         code = EXIT_FINDINGS if has_error or (opts.diff and result.changed) else EXIT_CLEAN

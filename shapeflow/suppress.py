@@ -56,12 +56,16 @@ def parse_list(text: str) -> tuple[str, ...]:
 
 @dataclass
 class ScopeIndex:
-    """Node positions by (graph path, display id), walked from the proto in the index's order."""
+    """Node positions by graph path and display id (name, or ``#index`` for an unnamed node),
+    walked from the proto in the index's order of scopes."""
 
     rank: dict[str, int] = field(default_factory=dict)  # graph path -> order of discovery
-    position: dict[tuple[str, str], int] = field(default_factory=dict)
-    nodes: dict[tuple[str, str], onnx.NodeProto] = field(default_factory=dict)
-    anchors: dict[tuple[str, str], str] = field(default_factory=dict)
+    position: dict[str, dict[str, int]] = field(default_factory=dict)  # graph -> display id -> index
+    bodies: dict[str, object] = field(default_factory=dict)  # graph path -> GraphProto / FunctionProto
+
+    def node(self, graph: str, display: str) -> onnx.NodeProto | None:
+        pos = self.position.get(graph, {}).get(display)
+        return None if pos is None else self.bodies[graph].node[pos]  # type: ignore[attr-defined]
 
 
 def iter_bodies(model: onnx.ModelProto, deep: bool = True) -> Iterator[tuple[str, object]]:
@@ -104,17 +108,21 @@ def fingerprint(d: Diagnostic, anchor: str | None) -> str:
 
 def _index(model: onnx.ModelProto, graphs: set[str] | None) -> ScopeIndex:
     """Index the scopes named in ``graphs`` (None: all). Nested graphs are walked only when one is
-    asked for: the main graph of a large model is a single pass over its node names."""
+    asked for: for the main graph of a large model this is one pass over the node names."""
     deep = graphs is None or any(g != "main" and "/" in g for g in graphs)
     idx = ScopeIndex()
     for rank, (path, body) in enumerate(iter_bodies(model, deep)):
         idx.rank[path] = rank
         if graphs is not None and path not in graphs:
             continue
-        for i, node in enumerate(body.node):  # type: ignore[attr-defined]
-            key = (path, node.name or f"#{i}")
-            idx.position.setdefault(key, i)
-            idx.nodes.setdefault(key, node)
+        names = [n.name for n in body.node]  # type: ignore[attr-defined]
+        # the first of equal names wins: built from the end
+        pos = dict(zip(reversed(names), range(len(names) - 1, -1, -1)))
+        pos.pop("", None)
+        if len(pos) < len(names):  # unnamed nodes: "#index"
+            pos.update({f"#{i}": i for i, name in enumerate(names) if not name})
+        idx.position[path] = pos
+        idx.bodies[path] = body
     return idx
 
 
@@ -123,28 +131,35 @@ def collect_markers(model: onnx.ModelProto, idx: ScopeIndex) -> list[Marker]:
     for entry in model.metadata_props:
         if entry.key == KEY:
             markers.append(Marker(None, None, None, parse_list(entry.value)))
-    for (graph, display), node in idx.nodes.items():
-        found: list[str] = []
-        for entry in node.metadata_props if hasattr(node, "metadata_props") else ():
-            if entry.key == KEY:
-                found.extend(parse_list(entry.value))
-        if node.doc_string:
-            for m in _DOC.finditer(node.doc_string):
-                found.extend(parse_list(m.group(1)))
-        if found:
-            markers.append(Marker(graph, display, node.op_type, tuple(dict.fromkeys(found))))
+    has_meta = "metadata_props" in onnx.NodeProto.DESCRIPTOR.fields_by_name
+    for graph, positions in idx.position.items():
+        body_nodes = idx.bodies[graph].node  # type: ignore[attr-defined]
+        for display, i in positions.items():
+            node = body_nodes[i]
+            found: list[str] = []
+            if has_meta:
+                for entry in node.metadata_props:
+                    if entry.key == KEY:
+                        found.extend(parse_list(entry.value))
+            if node.doc_string:
+                for m in _DOC.finditer(node.doc_string):
+                    found.extend(parse_list(m.group(1)))
+            if found:
+                markers.append(Marker(graph, display, node.op_type, tuple(dict.fromkeys(found))))
     for m in markers:
         m.codes = {s: frozenset(resolve_selector(s)) for s in m.selectors}
     return markers
 
 
 def apply(file: str, proto: onnx.ModelProto, raw: bytes, diags: Sequence[Diagnostic],
-          enabled: frozenset[str] | set[str], severity: Mapping[str, Severity]) -> tuple[list[Diagnostic], list[str]]:
+          enabled: frozenset[str] | set[str], severity: Mapping[str, Severity]
+          ) -> tuple[list[Diagnostic], dict[tuple[str, str], str]]:
     """The findings of one file after its in-model suppressions, plus SF008 findings, in graph
-    order; and a baseline fingerprint per finding (same order)."""
+    order; and the anchors (``node_anchor``) of the unnamed nodes they are at, for the baseline's
+    fingerprints (a named node's anchor is its name, which the finding carries)."""
     has_markers = _MARK in raw or _MARK_DOC in raw  # a byte search skips the walk for most models
     if not diags and not has_markers:
-        return [], []
+        return [], {}
     idx = _index(proto, None if has_markers else {d.location.graph for d in diags})
     kept = list(diags)
     if has_markers:
@@ -153,21 +168,30 @@ def apply(file: str, proto: onnx.ModelProto, raw: bytes, diags: Sequence[Diagnos
             kept = _filter(kept, markers)
             if UNUSED_CODE in enabled:
                 kept.extend(_unused(markers, enabled, severity, file))
+    # Graph order: scope, then the node's position in it (findings without a node first). The
+    # list comes sorted by (graph, code, node name, message): a stable sort on the position alone
+    # keeps code, then message, order among the findings of one node. One int key per finding.
     big = len(idx.rank) + 1
     rank, position = idx.rank, idx.position
-
-    def key(d: Diagnostic) -> tuple[object, ...]:
-        loc = d.location
-        pos = position.get((loc.graph, loc.node), big << 32) if loc.node is not None else -1
-        return (rank.get(loc.graph, big), pos, loc.tensor or "", d.code, d.message)
-
-    kept.sort(key=key)
-    prints = []
+    nowhere: dict[str, int] = {}
+    last = (1 << 40) - 2
+    keys = []
     for d in kept:
         loc = d.location
-        node = idx.nodes.get((loc.graph, loc.node)) if loc.node is not None else None
-        prints.append(fingerprint(d, node_anchor(node) if node is not None else None))
-    return kept, prints
+        node = loc.node
+        pos = position.get(loc.graph, nowhere).get(node, last) if node is not None else -1
+        keys.append((rank.get(loc.graph, big) << 40) + pos + 1)
+    if any(a > b for a, b in zip(keys, keys[1:])):
+        order = sorted(range(len(kept)), key=keys.__getitem__)
+        kept = [kept[i] for i in order]
+    anchors: dict[tuple[str, str], str] = {}
+    for d in kept:
+        loc = d.location
+        if loc.node is not None and loc.node.startswith("#"):
+            node = idx.node(loc.graph, loc.node)
+            if node is not None:
+                anchors[(loc.graph, loc.node)] = node_anchor(node)
+    return kept, anchors
 
 
 def _filter(diags: list[Diagnostic], markers: list[Marker]) -> list[Diagnostic]:
@@ -226,15 +250,14 @@ def add_markers(model: onnx.ModelProto, diags: Sequence[Diagnostic]) -> int:
             codes.append(d.code)
     if not wanted:
         return 0
-    graphs = {k[0] for k in wanted if k is not None}
-    idx = _index(model, graphs)
+    idx = _index(model, {k[0] for k in wanted if k is not None})
     node_meta = model.ir_version >= 10 and "metadata_props" in onnx.NodeProto.DESCRIPTOR.fields_by_name
     written = 0
     for key, codes in wanted.items():
         if key is None:
             written += _merge_props(model.metadata_props, codes)
             continue
-        node = idx.nodes.get(key)
+        node = idx.node(*key)
         if node is None:  # the node is gone (a --fix rewrote it): the model-wide marker would hide too much
             continue
         if node_meta:
