@@ -425,3 +425,24 @@ def test_optimize_refuses_what_cannot_apply(tmp_path, capsys) -> None:
     code, _, err = run(capsys, "optimize", "-o", str(tmp_path / "o.onnx"), str(tmp_path / "a.onnx"),
                        str(tmp_path / "b.onnx"))
     assert code == 2 and "-o OUTPUT takes one model" in err
+
+
+# -- SARIF and GitHub paths ----------------------------------------------------------------------------
+
+def test_sarif_and_github_paths_are_relative_to_the_repository(repo, capsys, monkeypatch) -> None:
+    (repo / "models").mkdir()
+    shutil.move(str(repo / "m.onnx"), repo / "models" / "m.onnx")
+    (repo / "sub").mkdir()
+    monkeypatch.chdir(repo / "sub")
+    _, out, _ = run(capsys, "lint", "--format", "sarif", "../models/m.onnx")
+    log = json.loads(out)
+    run0 = log["runs"][0]
+    assert run0["originalUriBaseIds"] == {"SRCROOT": {"uri": repo.as_uri() + "/"}}
+    locs = {json.dumps(r["locations"][0]["physicalLocation"]["artifactLocation"]) for r in run0["results"]}
+    assert locs == {json.dumps({"uri": "models/m.onnx", "uriBaseId": "SRCROOT"})}
+    driver = run0["tool"]["driver"]
+    assert driver["informationUri"].startswith("https://")
+    rule = next(r for r in driver["rules"] if r["id"] == "SF104")
+    assert rule["helpUri"].endswith("docs/rules.md#sf104-squeeze-non-unit-dim")
+    _, out, _ = run(capsys, "lint", "--format", "github", "../models/m.onnx")
+    assert all(line.split(" ", 1)[1].startswith("file=models/m.onnx,") for line in out.splitlines())

@@ -216,7 +216,7 @@ def _emit(results: list[FileResult], fmt: str, *, diff: bool, debug: bool, show_
         from .. import __version__
 
         click.echo(json.dumps(sarif_log(diags, version=__version__, successful=not any(r.details for r in results),
-                                        notifications=errors, base=root), indent=2))
+                                        notifications=errors, root=root), indent=2))
     elif fmt == "github":
         lines = [annotation(d, root) for d in diags]
         for r in results:
