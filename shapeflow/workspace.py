@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field, replace
-from typing import Mapping, Sequence
+from typing import Callable, Mapping, Sequence
 
 from . import suppress
 from .analysis import Analysis, analyze
@@ -50,7 +50,10 @@ def plan(paths: Sequence[str], cli: CommandLine, *, config: str | None = None, i
 
 
 def run(paths: Sequence[str], cli: CommandLine, base: LintOptions, *, config: str | None = None,
-        isolated: bool = False, jobs: int = 1, use_baseline: bool = True) -> RunResult:
+        isolated: bool = False, jobs: int = 1, use_baseline: bool = True,
+        progress: Callable[[int, int, str], None] | None = None) -> RunResult:
+    """Lint every model file ``paths`` name under its own settings. ``progress(done, total, path)``
+    is called before each file when given (serial runs only: a parallel run has no order)."""
     planned = plan(paths, cli, config=config, isolated=isolated)
     root = base.repo_root or find_repo_root()
     baselines: dict[str, Baseline] = {}  # read before any work: a bad baseline is a usage error (exit 2)
@@ -64,9 +67,15 @@ def run(paths: Sequence[str], cli: CommandLine, base: LintOptions, *, config: st
     for k, (_, _, resolved) in enumerate(planned):
         groups.setdefault(options_for(base, resolved), []).append(k)
     results: list[FileResult | None] = [None] * len(planned)
-    for options, members in groups.items():
-        for k, r in zip(members, lint_paths([planned[k][0] for k in members], options, jobs=jobs)):
-            results[k] = r
+    if progress is not None and jobs <= 1:
+        for k, (path, _, resolved) in enumerate(planned):
+            progress(k, len(planned), path)
+            results[k] = lint_paths([path], options_for(base, resolved))[0]
+        progress(len(planned), len(planned), "")
+    else:
+        for options, members in groups.items():
+            for k, r in zip(members, lint_paths([planned[k][0] for k in members], options, jobs=jobs)):
+                results[k] = r
     done = [r for r in results if r is not None]
     hidden = 0
     if use_baseline:

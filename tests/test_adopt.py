@@ -446,3 +446,39 @@ def test_sarif_and_github_paths_are_relative_to_the_repository(repo, capsys, mon
     assert rule["helpUri"].endswith("docs/rules.md#sf104-squeeze-non-unit-dim")
     _, out, _ = run(capsys, "lint", "--format", "github", "../models/m.onnx")
     assert all(line.split(" ", 1)[1].startswith("file=models/m.onnx,") for line in out.splitlines())
+
+
+# -- progress: on a terminal only -------------------------------------------------------------------------
+
+def stderr_of(args: list[str], terminal: bool) -> bytes:
+    import pty
+    import sys
+
+    env = {**os.environ, "PYTHONPATH": REPO + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    if not terminal:
+        return subprocess.run([sys.executable, "-m", "shapeflow", *args], capture_output=True, env=env).stderr
+    master, slave = pty.openpty()
+    subprocess.run([sys.executable, "-m", "shapeflow", *args], stdout=subprocess.DEVNULL, stderr=slave, env=env)
+    os.close(slave)
+    data = b""
+    while True:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:  # the terminal closed
+            break
+        if not chunk:
+            break
+        data += chunk
+    os.close(master)
+    return data
+
+
+def test_progress_on_a_terminal_and_nothing_on_a_pipe(tmp_path) -> None:
+    shutil.copy(os.path.join(EXAMPLES, "attention.onnx"), tmp_path / "a.onnx")
+    on_tty = stderr_of(["lint", EXAMPLES], terminal=True)
+    assert b"linting 1/4: " in on_tty and b"linting 4/4: " in on_tty
+    assert b"linting" not in stderr_of(["lint", EXAMPLES], terminal=False)
+    on_tty = stderr_of(["optimize", str(tmp_path / "a.onnx"), "-o", str(tmp_path / "b.onnx")], terminal=True)
+    assert b"writing " in on_tty
+    assert b"writing" not in stderr_of(["optimize", str(tmp_path / "a.onnx"), "-o", str(tmp_path / "c.onnx")],
+                                       terminal=False)

@@ -15,7 +15,7 @@ from ..render import lint_json, lint_summary, lint_text
 from ..report import concise_text, shown, statistics_text
 from ..rules import REJECTION_RULES, resolve_selector
 from ..sarif import relative_path, sarif_log
-from .options import debug_option, dim_option, limit_options, limits_from, parse_dims
+from .options import debug_option, dim_option, file_progress, limit_options, limits_from, parse_dims
 
 FORMATS = ("text", "concise", "json", "sarif", "github")
 # codes reported when a file cannot be processed at all: no setting can turn them off
@@ -126,7 +126,7 @@ def command(models: tuple[str, ...], fmt: str, select: tuple[str, ...], extend_s
     options = LintOptions(dims=tuple(bindings.items()), limits=limits, fix=fix, diff=diff, repo_root=find_repo_root())
     workers = jobs or os.cpu_count() or 1
     run = workspace.run(list(models), cli, options, config=config_path, isolated=isolated, jobs=workers,
-                        use_baseline=not write_baseline)
+                        use_baseline=not write_baseline, progress=None if quiet else file_progress("linting"))
     results = run.results
     debug = _debug()
     if write_baseline:

@@ -89,6 +89,24 @@ def progress_printer(label: str, min_nodes: int = 20_000) -> Callable[[int, int]
     return show
 
 
+def file_progress(label: str) -> Callable[[int, int, str], None] | None:
+    """``linting 3/40: models/x.onnx`` on a terminal, for runs of more than one file; None on a pipe."""
+    if not sys.stderr.isatty():
+        return None
+
+    def show(done: int, total: int, path: str) -> None:
+        if total < 2:
+            return
+        if done >= total:
+            clear_progress()
+            return
+        shown = path if len(path) <= 60 else "..." + path[-57:]
+        sys.stderr.write(f"\r\033[K{label} {done + 1:,}/{total:,}: {shown}")
+        sys.stderr.flush()
+
+    return show
+
+
 def show_status(text: str) -> None:
     """One transient status line (``writing out.onnx``) on a terminal; nothing on a pipe."""
     if sys.stderr.isatty():
