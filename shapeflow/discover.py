@@ -4,7 +4,8 @@ A directory is searched recursively; what its config's ``exclude`` names is skip
 version-control and virtual-environment folders (``DEFAULT_EXCLUDE``). Inside a git repository
 the files git ignores (``.gitignore``, ``.git/info/exclude``, the global excludes) are skipped too:
 the list comes from ``git ls-files --cached --others --exclude-standard``. A file named on the
-command line is always used, as ruff and mypy do: pre-commit passes exactly the staged files.
+command line is always used, as ruff and mypy do: pre-commit passes exactly the staged files; so
+is a directory named ``*.onnx`` (reported as not a regular file, SF001).
 """
 
 from __future__ import annotations
@@ -69,7 +70,8 @@ def model_files(args: Sequence[str], settings_for: Callable[[str], Settings], *,
             out.append(p)
 
     for arg in args:
-        if not os.path.isdir(arg):
+        # a directory named like a model is taken as meant for one: reported as not a file (SF001)
+        if not os.path.isdir(arg) or arg.rstrip("/" + os.sep).endswith(SUFFIX):
             add(arg)
             continue
         settings = settings_for(os.path.join(arg, "x" + SUFFIX))

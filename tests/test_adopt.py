@@ -482,3 +482,32 @@ def test_progress_on_a_terminal_and_nothing_on_a_pipe(tmp_path) -> None:
     assert b"writing " in on_tty
     assert b"writing" not in stderr_of(["optimize", str(tmp_path / "a.onnx"), "-o", str(tmp_path / "c.onnx")],
                                        terminal=False)
+
+
+# -- packaging ---------------------------------------------------------------------------------------------
+
+def test_version_constant_matches_pyproject_and_urls() -> None:
+    import sys
+
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover
+        import tomli as tomllib
+    from shapeflow._version import PROJECT_URL, __version__
+
+    with open(os.path.join(REPO, "pyproject.toml"), "rb") as f:
+        project = tomllib.load(f)["project"]
+    assert project["version"] == __version__
+    assert project["urls"]["Homepage"] == PROJECT_URL
+
+
+def test_version_names_onnx(capsys) -> None:
+    code, out, _ = run(capsys, "--version")
+    assert code == 0 and out == f"shapeflow, version {__import__('shapeflow').__version__} (onnx {onnx.__version__})\n"
+
+
+def test_dim_naming_no_symbol_warns(capsys) -> None:
+    code, out, err = run(capsys, "infer", "--dim", "nosuch=3", "--dim", "batch=1", AXIS)
+    assert code == 1  # the findings, as without the typo
+    assert "warning: --dim nosuch: the model has no symbolic dim named 'nosuch'" in err
+    assert "--dim batch" not in err
