@@ -54,3 +54,44 @@ def test_readme_api_example_passes_mypy_strict(example) -> None:
                            "--no-incremental", "--cache-dir", os.devnull, str(example)],
                           cwd=example.parent, capture_output=True, text=True, env=env(), timeout=600)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def readme_block(command: str) -> str:
+    """The output the README shows under ``$ COMMAND`` (up to the end of its code block)."""
+    with open(os.path.join(REPO, "README.md"), encoding="utf-8") as f:
+        text = f.read()
+    start = text.index(f"$ {command}\n") + len(command) + 3
+    return text[start:text.index("```", start)]
+
+
+def test_readme_infer_sample_is_current() -> None:
+    proc = subprocess.run([sys.executable, "-m", "shapeflow", "infer", "examples/axis_errors.onnx"], cwd=REPO,
+                          capture_output=True, text=True, env=env())
+    assert proc.stdout == readme_block("shapeflow infer examples/axis_errors.onnx")
+
+
+def test_readme_optimize_sample_is_current(tmp_path) -> None:
+    pytest.importorskip("onnxruntime")
+    os.mkdir(tmp_path / "examples")
+    shutil.copy(os.path.join(EXAMPLES, "attention.onnx"), tmp_path / "examples" / "attention.onnx")
+    command = "shapeflow optimize examples/attention.onnx -o attention.opt.onnx --verify"
+    proc = subprocess.run([sys.executable, "-m", *command.split()], cwd=tmp_path, capture_output=True, text=True,
+                          env=env())
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == readme_block(command)
+
+
+def test_rule_codes_complete_in_the_shell() -> None:
+    proc = subprocess.run([sys.executable, "-m", "shapeflow"], capture_output=True, text=True,
+                          env={**env(), "_SHAPEFLOW_COMPLETE": "bash_complete", "COMP_WORDS": "shapeflow lint --select SF10",
+                               "COMP_CWORD": "3"})
+    assert "plain,SF104" in proc.stdout.splitlines() and "plain,SF201" not in proc.stdout.splitlines()
+
+
+def test_no_reference_to_files_users_do_not_have() -> None:
+    with open(os.path.join(REPO, "README.md"), encoding="utf-8") as f:
+        text = f.read()
+    proc = subprocess.run([sys.executable, "-m", "shapeflow", "lint", "--help"], capture_output=True, text=True,
+                          env=env())
+    for where in (text, proc.stdout):
+        assert "../shared" not in where and "SPEC section" not in where

@@ -15,7 +15,7 @@ from ..render import lint_json, lint_summary, lint_text
 from ..report import concise_text, shown, statistics_text
 from ..rules import REJECTION_RULES, resolve_selector
 from ..sarif import relative_path, sarif_log
-from .options import debug_option, dim_option, file_progress, limit_options, limits_from, parse_dims
+from .options import complete_codes, debug_option, dim_option, file_progress, limit_options, limits_from, parse_dims
 
 FORMATS = ("text", "concise", "json", "sarif", "github")
 # codes reported when a file cannot be processed at all: no setting can turn them off
@@ -49,11 +49,11 @@ wins; --exit-zero turns 1 into 0 but never hides a rejected file.""")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True,
               help="text like a compiler's; concise: one line a finding; json; SARIF 2.1.0; "
                    "GitHub Actions annotations. text and concise show errors and warnings (see --show-info).")
-@click.option("--select", multiple=True, metavar="CODES",
+@click.option("--select", multiple=True, metavar="CODES", shell_complete=complete_codes,
               help="Only these rules: codes, prefixes (SF1) or names, comma-separated or repeated.")
-@click.option("--extend-select", multiple=True, metavar="CODES", help="Add these rules to the selection.")
-@click.option("--ignore", multiple=True, metavar="CODES", help="Skip these rules (same syntax as --select).")
-@click.option("--extend-ignore", multiple=True, metavar="CODES", help="Skip these rules too.")
+@click.option("--extend-select", multiple=True, metavar="CODES", shell_complete=complete_codes, help="Add these rules to the selection.")
+@click.option("--ignore", multiple=True, metavar="CODES", shell_complete=complete_codes, help="Skip these rules (same syntax as --select).")
+@click.option("--extend-ignore", multiple=True, metavar="CODES", shell_complete=complete_codes, help="Skip these rules too.")
 @click.option("--severity", "severities", multiple=True, metavar="CODE=LEVEL",
               help="Change a rule's severity: error, warning or info (repeatable).")
 @click.option("--exit-zero/--no-exit-zero", default=None,

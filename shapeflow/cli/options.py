@@ -30,6 +30,17 @@ def parse_dims(values: tuple[str, ...]) -> dict[str, int]:
     return out
 
 
+def complete_codes(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[str]:
+    """Shell completion of rule selectors: codes (``SF1`` -> ``SF101``...) and names; after a comma,
+    the next item."""
+    from ..rules import ALL_RULES
+
+    head, sep, last = incomplete.rpartition(",")
+    prefix = head + sep
+    words = [r.code for r in ALL_RULES] + [r.name for r in ALL_RULES]
+    return [prefix + w for w in words if w.lower().startswith(last.lower())]
+
+
 def debug_option(fn: F) -> F:
     """``--debug`` after the subcommand too (``shapeflow lint --debug``); ``main`` reads it from argv."""
     return click.option("--debug", is_flag=True, expose_value=False,
