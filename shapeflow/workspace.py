@@ -33,6 +33,8 @@ class RunResult:
 def options_for(base: LintOptions, resolved: Resolved) -> LintOptions:
     """``base`` with the rules and switches of one file's settings."""
     codes = tuple(sorted(resolved.codes))
+    # ISSUE 9 (the lead): resolved.assume holds the config's / command line's `assume` facts
+    # ("seq>=3", as written); pass them into the options for the analysis here.
     return replace(base, select=codes if codes else None, ignore=() if codes else ("SF",),
                    severity=resolved.severity, exit_zero=resolved.exit_zero)
 

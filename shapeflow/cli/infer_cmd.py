@@ -78,9 +78,10 @@ def infer(model: str, all_tensors: bool, fmt: str, output: str | None, force: bo
             click.echo(infer_text(result, all_tensors=all_tensors))
     counts = count_by_severity(result.diagnostics)
     elapsed = time.perf_counter() - started
+    nodes = result.graph.node_count()
     if not quiet:
         click.echo(f"{display_path(model)}: {len(result.inference.axis_nodes):,} Squeeze/Unsqueeze, "
-                   f"{summary_line(counts)} ({result.graph.node_count():,} nodes in {elapsed:.2f} s)", err=True)
+                   f"{summary_line(counts)} ({nodes:,} node{'' if nodes == 1 else 's'} in {elapsed:.2f} s)", err=True)
     code = EXIT_FINDINGS if counts["error"] else EXIT_CLEAN
     click.get_current_context().exit(code)
     return code

@@ -214,7 +214,7 @@ def _report(model: str, output: str | None, result: OptimizeResult, fmt: str, ve
     else:
         lines.append("  nothing to rewrite" + ("" if check or dry_run else ": written byte-identical"))
     if result.notes:
-        lines.append(f"  {len(result.notes)} rewrite(s) cancel a Squeeze of a dim not known to be 1: "
+        lines.append(f"  {len(result.notes):,} rewrite(s) cancel a Squeeze of a dim not known to be 1: "
                      "the model no longer fails when that dim is not 1 (--strict keeps them)")
     if verified is not None:
         lines.append(f"  verified: {verify_text}" if verified else f"  verify FAILED: {verify_text}; nothing written")
