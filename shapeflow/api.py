@@ -23,7 +23,7 @@ def infer(path: PathLike, *, dims: Mapping[str, int] | None = None, limits: Limi
 
     Raises ``ShapeflowError`` when the model cannot be read or understood (or a config is bad).
     """
-    from .workspace import infer_with_settings
+    from .infer_settings import infer_with_settings
 
     loaded = load_model(path, limits)
     return infer_with_settings(loaded, dims=dims, limits=limits,

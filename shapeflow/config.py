@@ -46,11 +46,6 @@ from .diagnostics import Severity
 from .errors import UsageError
 from .rules import ALL_RULES, resolve_selector
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on 3.10 only
-    import tomli as tomllib
-
 KEYS = ("select", "extend-select", "ignore", "extend-ignore", "per-file-ignores", "exclude", "severity",
         "exit-zero", "baseline", "assume")
 CONFIG_NAMES = ("shapeflow.toml", "pyproject.toml")  # in one directory, the first found wins
@@ -119,6 +114,11 @@ class Resolved:
 # -- finding and reading files -------------------------------------------------------------------------
 
 def _read_toml(path: str) -> dict[str, object]:
+    # imported when a file is read: most runs of infer have no config file to read
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - exercised on 3.10 only
+        import tomli as tomllib
     try:
         with open(path, "rb") as f:
             return tomllib.load(f)

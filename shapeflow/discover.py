@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 from typing import Callable, Sequence
 
 from .config import DEFAULT_EXCLUDE, Settings, glob_match, relative_to_root
@@ -27,6 +26,7 @@ def _git_listing(directory: str) -> list[str] | None:
     git = shutil.which("git")
     if git is None:
         return None
+    import subprocess  # (only for directories: start-up time of the one-file case)
     try:
         proc = subprocess.run([git, "-C", directory, "ls-files", "-z", "--cached", "--others",
                                "--exclude-standard", "--", "."], capture_output=True, timeout=60, check=False)

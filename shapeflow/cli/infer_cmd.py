@@ -11,7 +11,7 @@ from ..annotate import annotate
 from ..errors import EXIT_CLEAN, EXIT_FINDINGS, display_path
 from ..io import load_model, refuse_unsafe_external_data, save_model
 from ..render import count_by_severity, infer_text, summary_line
-from ..workspace import infer_with_settings, unknown_symbols
+from ..infer_settings import infer_with_settings, unknown_symbols
 from .options import clear_progress, debug_option, dim_option, limit_options, limits_from, parse_dims, progress_printer
 
 
