@@ -254,14 +254,15 @@ def parse_severities(value: object, source: str | None = None) -> dict[str, Seve
         pairs = list(value.items())
     elif isinstance(value, (list, tuple)):
         for item in value:
-            code, sep, level = str(item).partition("=")
+            name, sep, text = str(item).partition("=")
             if not sep:
                 raise UsageError(f"--severity expects CODE=LEVEL, got {item!r}", file=source)
-            pairs.append((code.strip(), level.strip()))
+            pairs.append((name.strip(), text.strip()))
     else:
         raise UsageError("severity must be a table of CODE = \"error\" | \"warning\" | \"info\"", file=source)
     out: dict[str, Severity] = {}
-    for code, level in pairs:
+    for key, level in pairs:
+        code = str(key)
         if not resolve_selector(code):
             raise UsageError(f"severity: {code!r} names no rule (see `shapeflow rules`)", file=source)
         try:

@@ -142,8 +142,8 @@ def collect_markers(model: onnx.ModelProto, idx: ScopeIndex) -> list[Marker]:
                     if entry.key == KEY:
                         found.extend(parse_list(entry.value))
             if node.doc_string:
-                for m in _DOC.finditer(node.doc_string):
-                    found.extend(parse_list(m.group(1)))
+                for match in _DOC.finditer(node.doc_string):
+                    found.extend(parse_list(match.group(1)))
             if found:
                 markers.append(Marker(graph, display, node.op_type, tuple(dict.fromkeys(found))))
     for m in markers:

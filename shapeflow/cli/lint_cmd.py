@@ -130,7 +130,7 @@ def command(models: tuple[str, ...], fmt: str, select: tuple[str, ...], extend_s
     results = run.results
     debug = _debug()
     if write_baseline:
-        from .. import __version__
+        from .._version import __version__
         from ..baseline import write_baseline as write
 
         n = write(write_baseline, results, run.root, __version__)
@@ -213,7 +213,7 @@ def _emit(results: list[FileResult], fmt: str, *, diff: bool, debug: bool, show_
     elif fmt == "json":
         click.echo(json.dumps(lint_json(len(results), diags), indent=2))
     elif fmt == "sarif":
-        from .. import __version__
+        from .._version import __version__
 
         click.echo(json.dumps(sarif_log(diags, version=__version__, successful=not any(r.details for r in results),
                                         notifications=errors, root=root), indent=2))
