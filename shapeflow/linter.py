@@ -18,7 +18,7 @@ import os
 import traceback
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Callable, Sequence
 
 from ._onnx import onnx  # (onnx.printer, for --diff, imports onnx when asked for)
 from .analysis import Analysis, analyze
@@ -46,6 +46,8 @@ class LintOptions:
     fix: bool = False
     diff: bool = False  # with fix: compute the change, write nothing
     repo_root: str | None = None  # models inside it must not resolve outside it (pre-commit)
+    # inference progress on a terminal (serial runs only: a callable does not cross processes)
+    progress: Callable[[int, int], None] | None = field(default=None, compare=False)
 
 
 @dataclass
@@ -128,7 +130,8 @@ class _Linter:
         result.exit_code = EXIT_CLEAN if opts.exit_zero else code
 
     def _analyze(self, loaded: LoadedModel) -> Analysis:
-        return analyze(loaded, dims=self.dims, limits=self.options.limits, rules=self.rules)
+        return analyze(loaded, dims=self.dims, limits=self.options.limits, rules=self.rules,
+                       progress=self.options.progress)
 
     def _finish(self, diags: list[Diagnostic]) -> list[Diagnostic]:
         if not self.severity:

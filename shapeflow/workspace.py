@@ -47,9 +47,11 @@ def plan(paths: Sequence[str], cli: CommandLine, *, config: str | None = None, i
 
 def run(paths: Sequence[str], cli: CommandLine, base: LintOptions, *, config: str | None = None,
         isolated: bool = False, jobs: int = 1, use_baseline: bool = True,
-        progress: Callable[[int, int, str], None] | None = None) -> RunResult:
+        progress: Callable[[int, int, str], None] | None = None,
+        phase_progress: Callable[[int, int], None] | None = None) -> RunResult:
     """Lint every model file ``paths`` name under its own settings. ``progress(done, total, path)``
-    is called before each file when given (serial runs only: a parallel run has no order)."""
+    is called before each file when given, and ``phase_progress(done, total)`` during each file's
+    inference (serial runs only: a parallel run has no order)."""
     planned = plan(paths, cli, config=config, isolated=isolated)
     root = base.repo_root or find_repo_root()
     baselines: dict[str, Baseline] = {}  # read before any work: a bad baseline is a usage error (exit 2)
@@ -66,7 +68,7 @@ def run(paths: Sequence[str], cli: CommandLine, base: LintOptions, *, config: st
     if progress is not None and jobs <= 1:
         for k, (path, _, resolved) in enumerate(planned):
             progress(k, len(planned), path)
-            results[k] = lint_paths([path], options_for(base, resolved))[0]
+            results[k] = lint_paths([path], replace(options_for(base, resolved), progress=phase_progress))[0]
         progress(len(planned), len(planned), "")
     else:
         for options, members in groups.items():

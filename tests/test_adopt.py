@@ -484,6 +484,14 @@ def test_progress_on_a_terminal_and_nothing_on_a_pipe(tmp_path) -> None:
                                        terminal=False)
 
 
+def test_lint_progress_names_the_phase_of_a_large_model(tmp_path) -> None:
+    from model_builders import squeeze_unsqueeze_chain
+
+    onnx.save(squeeze_unsqueeze_chain(30_000), str(tmp_path / "big.onnx"))
+    on_tty = stderr_of(["lint", str(tmp_path / "big.onnx"), os.path.join(EXAMPLES, "attention.onnx")], terminal=True)
+    assert b"linting 1/2: " in on_tty and b"big.onnx: inferring " in on_tty and b"/30,000 nodes" in on_tty
+
+
 # -- packaging ---------------------------------------------------------------------------------------------
 
 def test_version_constant_matches_pyproject_and_urls() -> None:

@@ -125,8 +125,10 @@ def command(models: tuple[str, ...], fmt: str, select: tuple[str, ...], extend_s
         raise UsageError("no model files given (name .onnx files or directories)")
     options = LintOptions(dims=tuple(bindings.items()), limits=limits, fix=fix, diff=diff, repo_root=find_repo_root())
     workers = jobs or os.cpu_count() or 1
+    shown_progress = None if quiet else file_progress("linting")
     run = workspace.run(list(models), cli, options, config=config_path, isolated=isolated, jobs=workers,
-                        use_baseline=not write_baseline, progress=None if quiet else file_progress("linting"))
+                        use_baseline=not write_baseline, progress=shown_progress.file if shown_progress else None,
+                        phase_progress=shown_progress.phase if shown_progress else None)
     results = run.results
     debug = _debug()
     if write_baseline:

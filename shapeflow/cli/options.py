@@ -100,22 +100,38 @@ def progress_printer(label: str, min_nodes: int = 20_000) -> Callable[[int, int]
     return show
 
 
-def file_progress(label: str) -> Callable[[int, int, str], None] | None:
-    """``linting 3/40: models/x.onnx`` on a terminal, for runs of more than one file; None on a pipe."""
-    if not sys.stderr.isatty():
-        return None
+class FileProgress:
+    """``linting 3/40: models/x.onnx: inferring 120,000/500,000 nodes`` on one terminal line: the
+    file (``file``, for runs of several files) and the phase within it (``phase``, for large
+    models). ``file_progress`` gives None on a pipe."""
 
-    def show(done: int, total: int, path: str) -> None:
-        if total < 2:
-            return
+    def __init__(self, label: str, min_nodes: int = 20_000) -> None:
+        self.label = label
+        self.min_nodes = min_nodes
+        self.head = ""
+
+    def file(self, done: int, total: int, path: str) -> None:
         if done >= total:
             clear_progress()
+            self.head = ""
             return
         shown = path if len(path) <= 60 else "..." + path[-57:]
-        sys.stderr.write(f"\r\033[K{label} {done + 1:,}/{total:,}: {shown}")
+        self.head = f"{self.label} {done + 1:,}/{total:,}: {shown}" if total > 1 else f"{self.label} {shown}"
+        if total > 1:
+            self._write(self.head)
+
+    def phase(self, done: int, total: int) -> None:
+        if total >= self.min_nodes:
+            self._write(f"{self.head}: inferring {done:,}/{total:,} nodes")
+
+    @staticmethod
+    def _write(text: str) -> None:
+        sys.stderr.write(f"\r\033[K{text}")
         sys.stderr.flush()
 
-    return show
+
+def file_progress(label: str) -> FileProgress | None:
+    return FileProgress(label) if sys.stderr.isatty() else None
 
 
 def show_status(text: str) -> None:
