@@ -519,3 +519,12 @@ def test_dim_naming_no_symbol_warns(capsys) -> None:
     assert code == 1  # the findings, as without the typo
     assert "warning: --dim nosuch: the model has no symbolic dim named 'nosuch'" in err
     assert "--dim batch" not in err
+
+
+def test_optimize_json_with_many_files_is_json_lines(tmp_path, capsys) -> None:
+    for name in ("a.onnx", "b.onnx"):
+        shutil.copy(os.path.join(EXAMPLES, "attention.onnx"), tmp_path / name)
+    code, out, _ = run(capsys, "optimize", "--check", "--format", "json", str(tmp_path))
+    docs = [json.loads(line) for line in out.splitlines()]
+    assert code == 1 and [os.path.basename(d["model"]) for d in docs] == ["a.onnx", "b.onnx"]
+    assert all(d["schema"] == 1 and d["after"]["Squeeze"] == 0 for d in docs)

@@ -55,7 +55,8 @@ error. Nothing is written unless the exit code is 0.""")
                    "bit-identical outputs; on a mismatch exit 1 and write nothing.")
 @click.option("--verify-value", type=click.IntRange(min=1), default=3, show_default=True,
               help="The larger value symbolic dims take in --verify.")
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
+              help="json: one document; with several files, one compact document per line.")
 @click.option("-v", "--verbose", count=True, help="-v: every rewrite with node names; -vv: also why rules did not fire.")
 @click.option("-q", "--quiet", is_flag=True, help="No summary line on stderr.")
 @debug_option
@@ -88,6 +89,8 @@ def command(models: tuple[str, ...], output: str | None, in_place: bool, force: 
     if len(files) == 1:  # one file: its errors are the command's (exit code and message as they were)
         return _exit(_one(files[0], output, in_place, force, check, dry_run, rules, strict, verify, verify_value,
                           fmt, verbose, quiet, limits, writes))
+    # several files in JSON: one document per line (JSON Lines), so the stream stays parseable
+    fmt = "jsonl" if fmt == "json" else fmt
     code = EXIT_CLEAN
     for model in files:
         try:
@@ -113,7 +116,7 @@ def _one(model: str, output: str | None, in_place: bool, force: bool, check: boo
                                 progress=progress_printer("optimizing"), explain=verbose > 0)
     except OptimizeRefused as exc:
         clear_progress()
-        _refused(model, exc, fmt)
+        _refused(model, exc, fmt)  # (fmt "jsonl": one compact JSON document per line)
         return EXIT_FINDINGS
     clear_progress()
 
@@ -176,9 +179,9 @@ def _check_output(model: str, output: str, force: bool) -> None:
 
 
 def _refused(model: str, exc: OptimizeRefused, fmt: str) -> None:
-    if fmt == "json":
+    if fmt in ("json", "jsonl"):
         click.echo(json.dumps({**header(), "model": model, "output": None, "refused": exc.message,
-                               "diagnostics": [d.to_json() for d in exc.diagnostics]}, indent=2))
+                               "diagnostics": [d.to_json() for d in exc.diagnostics]}, indent=2 if fmt == "json" else None))
         return
     for d in exc.diagnostics:
         click.echo(format_diagnostic(d), err=True)
@@ -187,7 +190,7 @@ def _refused(model: str, exc: OptimizeRefused, fmt: str) -> None:
 
 def _report(model: str, output: str | None, result: OptimizeResult, fmt: str, verbose: int,
             verified: bool | None, verify_text: str, check: bool, dry_run: bool) -> None:
-    if fmt == "json":
+    if fmt in ("json", "jsonl"):
         doc: dict[str, object] = {
             **header(),
             "model": model,
@@ -201,7 +204,7 @@ def _report(model: str, output: str | None, result: OptimizeResult, fmt: str, ve
             doc["log"] = list(result.log)
         if verbose > 1:
             doc["skipped"] = list(result.skipped)
-        click.echo(json.dumps(doc, indent=2))
+        click.echo(json.dumps(doc, indent=2 if fmt == "json" else None))
         return
     # the real names are in the JSON document above; the text is for a terminal
     lines = [f"{display_path(model)} -> {display_path(output)}" if output else display_path(model)]
