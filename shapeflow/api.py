@@ -43,7 +43,7 @@ def lint(paths: PathLike | Sequence[PathLike], *, select: Sequence[str] | None =
     from .workspace import run
 
     items = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
-    cli = CommandLine(select=split_selectors(list(select), "select") if select is not None else None,
+    cli = CommandLine(select=split_selectors(list(select), "select") if select else None,  # [] = every rule
                       ignore=split_selectors(list(ignore), "ignore"),
                       baseline=os.path.abspath(os.fspath(baseline)) if baseline is not None else None)
     options = LintOptions(dims=tuple((dims or {}).items()), limits=limits, repo_root=find_repo_root())

@@ -528,3 +528,22 @@ def test_optimize_json_with_many_files_is_json_lines(tmp_path, capsys) -> None:
     docs = [json.loads(line) for line in out.splitlines()]
     assert code == 1 and [os.path.basename(d["model"]) for d in docs] == ["a.onnx", "b.onnx"]
     assert all(d["schema"] == 1 and d["after"]["Squeeze"] == 0 for d in docs)
+
+
+def test_api_reads_the_config_unless_isolated(repo) -> None:
+    import shapeflow
+
+    write(repo / "pyproject.toml", '[tool.shapeflow]\nignore = ["SF104"]\nseverity = { SF105 = "error" }\n')
+    (lint_result,) = shapeflow.lint("m.onnx")
+    assert {d.code for d in lint_result.diagnostics} == ALL_AXIS - {"SF104"}
+    analysis = shapeflow.infer("m.onnx")
+    assert {d.code for d in analysis.diagnostics} == ALL_AXIS - {"SF104"}
+    assert next(d for d in analysis.diagnostics if d.code == "SF105").severity.value == "error"
+    assert {d.code for d in shapeflow.infer("m.onnx", isolated=True).diagnostics} == ALL_AXIS
+    (lint_result,) = shapeflow.lint(["m.onnx"], isolated=True, select=[])
+    assert {d.code for d in lint_result.diagnostics} >= ALL_AXIS
+    write(repo / "other.toml", '[tool.shapeflow]\nselect = ["SF101"]\n')
+    (lint_result,) = shapeflow.lint("m.onnx", config=repo / "other.toml")
+    assert {d.code for d in lint_result.diagnostics} == {"SF101"}
+    with pytest.raises(shapeflow.ShapeflowError, match="no model files"):
+        shapeflow.lint([])
