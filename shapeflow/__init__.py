@@ -25,10 +25,15 @@ if TYPE_CHECKING:
     from .diagnostics import Diagnostic, Location, Severity
     from .errors import ShapeflowError
     from .limits import Limits
+    from .linter import FileResult
+    from .passes import OptimizeResult
+    from .results import AnalysisJSON, DiagnosticJSON, FileResultJSON, LintJSON, OptimizeJSON
 
 # The API is imported on first use: ``python -m shapeflow`` runs this file before the command line,
 # and a command imports only what it needs (onnx, the rules, the passes).
 _LAZY = {
+    "FileResult": "linter", "OptimizeResult": "passes", "AnalysisJSON": "results", "DiagnosticJSON": "results",
+    "FileResultJSON": "results", "LintJSON": "results", "OptimizeJSON": "results",
     "Analysis": "analysis", "Diagnostic": "diagnostics", "Limits": "limits", "Location": "diagnostics",
     "Severity": "diagnostics", "ShapeflowError": "errors", "infer": "api", "lint": "api", "optimize": "api",
     "load_graph": "api", "diff": "api",
@@ -37,12 +42,7 @@ _LAZY = {
 
 def __getattr__(name: str) -> object:
     if name == "__version__":
-        from importlib.metadata import PackageNotFoundError, version
-
-        try:
-            value = version("shapeflow")
-        except PackageNotFoundError:  # a source tree that is not installed
-            value = "0+unknown"
+        from ._version import __version__ as value
     elif name in _LAZY:
         from importlib import import_module
 
@@ -57,5 +57,6 @@ def __dir__() -> list[str]:
     return sorted({*globals(), *__all__})
 
 
-__all__ = ["Analysis", "Diagnostic", "Limits", "Location", "Severity", "ShapeflowError", "__version__", "diff",
-           "infer", "lint", "load_graph", "optimize"]
+__all__ = ["Analysis", "AnalysisJSON", "Diagnostic", "DiagnosticJSON", "FileResult", "FileResultJSON", "Limits",
+           "LintJSON", "Location", "OptimizeJSON", "OptimizeResult", "Severity", "ShapeflowError", "__version__",
+           "diff", "infer", "lint", "load_graph", "optimize"]

@@ -25,6 +25,8 @@ from .opsets import opset_map
 from .rules import LintContext, Rule, select_rules
 from .rules.calls import at_call_sites
 from .rules.rewrites import REPORTED
+from .results import SCHEMA, AnalysisJSON, NodeJSON, TensorJSON
+from ._version import __version__
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -41,9 +43,22 @@ class Analysis:
     def path(self) -> str:
         return self.loaded.path
 
-    def to_json(self) -> dict[str, object]:
+    def __repr__(self) -> str:
+        counts = {"error": 0, "warning": 0, "info": 0}
+        for d in self.diagnostics:
+            counts[d.severity.value] += 1
+        def n(k: int, word: str) -> str:
+            return f"{k:,} {word}" + ("" if k == 1 else "s")
+
+        return (f"<Analysis {self.path!r}: {n(self.graph.node_count(), 'node')}, "
+                f"{len(self.inference.axis_nodes):,} Squeeze/Unsqueeze, {n(counts['error'], 'error')}, "
+                f"{n(counts['warning'], 'warning')}, {counts['info']:,} info>")
+
+    def to_json(self) -> AnalysisJSON:
         """The ``infer --format json`` object of SPEC.md section 3."""
         return {
+            "shapeflow_version": __version__,
+            "schema": SCHEMA,
             "model": self.path,
             "opset": opset_map(self.loaded.proto.opset_import),
             "tensors": tensors_json(self),
@@ -73,6 +88,8 @@ class Analysis:
         (inference shares one tuple per shape, so identity is a good key; the analysis keeps the
         tuples alive meanwhile); the small rest goes through ``_json_indented``."""
         yield ("{\n"
+               f'  "shapeflow_version": {_json_str(__version__)},\n'
+               f'  "schema": {SCHEMA},\n'
                '  "model": ' + _json_indented(self.path, "  ") + ",\n"
                '  "opset": ' + _json_indented(opset_map(self.loaded.proto.opset_import), "  ") + ",\n"
                '  "tensors": ')
@@ -185,8 +202,8 @@ def dtype_name(dtype: int) -> str | None:
     return name
 
 
-def tensors_json(a: Analysis) -> list[dict[str, object]]:
-    out: list[dict[str, object]] = []
+def tensors_json(a: Analysis) -> list[TensorJSON]:
+    out: list[TensorJSON] = []
     for scope, table in zip(a.graph.scopes, a.inference.tensors):
         for name, t in table.items():
             out.append({
@@ -198,8 +215,8 @@ def tensors_json(a: Analysis) -> list[dict[str, object]]:
     return out
 
 
-def nodes_json(a: Analysis) -> list[dict[str, object]]:
-    out: list[dict[str, object]] = []
+def nodes_json(a: Analysis) -> list[NodeJSON]:
+    out: list[NodeJSON] = []
     for n in a.inference.axis_nodes:
         out.append({
             "name": n.node,

@@ -1,16 +1,16 @@
-"""The typed Python API, under the names of the commands: ``infer``, ``lint``, ``optimize``, ``diff``;
-and ``load_graph``, the model as a networkx graph."""
+"""The typed Python API, under the names of the commands: ``infer``, ``lint``, ``optimize``."""
 
 from __future__ import annotations
 
 import os
 from typing import TYPE_CHECKING, Mapping, Sequence
 
-from .analysis import Analysis, analyze
+from .analysis import Analysis
 from .assume import parse_assumptions
+from .config import CommandLine
 from .io import load_model, save_model
 from .limits import DEFAULT_LIMITS, Limits
-from .linter import FileResult, LintOptions, lint_paths
+from .linter import FileResult, LintOptions, find_repo_root
 from .modeldiff import ModelDiff, diff_models
 from .passes import OptimizeResult, optimize_model
 
@@ -20,16 +20,21 @@ if TYPE_CHECKING:
 PathLike = str | os.PathLike[str]
 
 
-def infer(path: PathLike, *, dims: Mapping[str, int] | None = None,
-          assume: Sequence[str] = (), limits: Limits = DEFAULT_LIMITS) -> Analysis:
-    """Load ``path``, infer every tensor's shape and run the structure and axis rules.
+def infer(path: PathLike, *, dims: Mapping[str, int] | None = None, assume: Sequence[str] = (),
+          limits: Limits = DEFAULT_LIMITS, config: PathLike | None = None, isolated: bool = False) -> Analysis:
+    """Load ``path``, infer every tensor's shape and run the structure and axis rules, under the
+    settings ``shapeflow infer`` would use: the model's nearest config file, or ``config``, or
+    none with ``isolated=True`` (rule selection, severities, in-model suppressions, ``assume``).
+    ``assume`` states ranges of symbols as ``--assume`` does (``["seq>=3"]``).
 
-    ``assume`` states ranges of symbols, as ``--assume`` does (``["seq>=3"]``).
-    Raises ``ShapeflowError`` when the model cannot be read or understood.
+    Raises ``ShapeflowError`` when the model cannot be read or understood (or a config is bad).
     """
-    assumptions = parse_assumptions(assume)
+    from .infer_settings import infer_with_settings
+
     loaded = load_model(path, limits)
-    return analyze(loaded, dims=dims, limits=limits, assumptions=assumptions)
+    return infer_with_settings(loaded, dims=dims, limits=limits,
+                               config=os.fspath(config) if config is not None else None, isolated=isolated,
+                               assume=assume)
 
 
 def load_graph(path: PathLike, *, dims: Mapping[str, int] | None = None,
@@ -44,15 +49,25 @@ def load_graph(path: PathLike, *, dims: Mapping[str, int] | None = None,
 
 
 def lint(paths: PathLike | Sequence[PathLike], *, select: Sequence[str] | None = None,
-         ignore: Sequence[str] = (), dims: Mapping[str, int] | None = None,
-         assume: Sequence[str] = (), limits: Limits = DEFAULT_LIMITS, jobs: int = 1) -> list[FileResult]:
-    """Lint one or more models, as ``shapeflow lint`` does (without ``--fix``): one ``FileResult``
-    per path, in order. Unreadable files are results with SF001, not exceptions."""
+         ignore: Sequence[str] = (), dims: Mapping[str, int] | None = None, assume: Sequence[str] = (),
+         limits: Limits = DEFAULT_LIMITS, jobs: int = 1, config: PathLike | None = None,
+         isolated: bool = False, baseline: PathLike | None = None) -> list[FileResult]:
+    """Lint models, as ``shapeflow lint`` does (without ``--fix``): one ``FileResult`` per model
+    file, in order (directories are searched for ``*.onnx``). Settings come from each model's
+    nearest config file, or from ``config``, or none with ``isolated=True``; ``select`` and
+    ``ignore`` act as the command-line options do. Unreadable files are results with SF001, not
+    exceptions; a bad setting raises ``ShapeflowError`` (exit code 2)."""
+    from .config import split_selectors
+    from .workspace import run
+
     items = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
-    options = LintOptions(select=tuple(select) if select is not None else None, ignore=tuple(ignore),
-                          dims=tuple((dims or {}).items()),
-                          assume=tuple(parse_assumptions(assume).items()), limits=limits)
-    return lint_paths([os.fspath(p) for p in items], options, jobs=jobs)
+    cli = CommandLine(select=split_selectors(list(select), "select") if select else None,  # [] = every rule
+                      ignore=split_selectors(list(ignore), "ignore"),
+                      baseline=os.path.abspath(os.fspath(baseline)) if baseline is not None else None,
+                      assume=tuple(assume))
+    options = LintOptions(dims=tuple((dims or {}).items()), limits=limits, repo_root=find_repo_root())
+    return run([os.fspath(p) for p in items], cli, options, config=os.fspath(config) if config is not None else None,
+               isolated=isolated, jobs=jobs).results
 
 
 def optimize(path: PathLike, output: PathLike | None = None, *, rules: Sequence[str] | None = None,

@@ -1,66 +1,124 @@
-"""``[tool.shapeflow]`` in pyproject.toml: the lint settings a repository keeps with its code.
+"""Lint settings a repository keeps with its models, resolved like ruff's.
 
-Keys (all optional)::
+Keys (all optional), in ``[tool.shapeflow]`` of a ``pyproject.toml``, or at the top level (or in a
+``[tool.shapeflow]`` table) of a ``shapeflow.toml``::
 
-    [tool.shapeflow]
     select = ["SF1", "SF2"]          # code prefixes or rule names; default: every rule
+    extend-select = ["SF203"]        # added to select (or to the default)
     ignore = ["SF110"]
+    extend-ignore = ["SF106"]
+    per-file-ignores = { "legacy/**/*.onnx" = ["SF105"] }   # globs relative to the config file
+    exclude = ["third_party/**"]     # files and directories never searched
     exit-zero = false                # findings never fail the run (rejected files still do)
+    baseline = "shapeflow-baseline.json"  # report only findings not recorded in it
+    assume = ["seq>=3"]              # facts about symbols (issue 9; see SPEC.md)
     [tool.shapeflow.severity]
     SF105 = "error"                  # error | warning | info, by code, prefix or name
 
-The file used is the nearest ``pyproject.toml`` with a ``[tool.shapeflow]`` table, looking in the
-current directory and then its parents, up to the root of the repository (the first directory
-holding ``.git``): a project's lint settings never come from outside its repository. Command-line
-options win over the file.
+Which file: for each model, the nearest directory from the model's folder upwards holding a
+``shapeflow.toml`` (which wins) or a ``pyproject.toml`` with a ``[tool.shapeflow]`` table, up to the
+root of the repository (the first directory holding ``.git``): a project's settings never come
+from outside its repository. ``--config FILE`` names one file for every model; ``--isolated``
+reads none.
+
+Precedence (a later line wins over an earlier one)::
+
+    default             every rule, default severities
+    config file         select (replaces the default) + extend-select - ignore - extend-ignore,
+                        then per-file-ignores for the model's path
+    command line        --select replaces everything above (config ignores included);
+                        --extend-select adds (even a code the config ignores); --ignore and
+                        --extend-ignore remove; --severity wins over the file's severity per code
+
+So a code named on the command line (``--select`` / ``--extend-select``) is reported even if the
+config ignores it. In-model suppressions and the baseline apply after all of this.
 """
 
 from __future__ import annotations
 
+import fnmatch
 import os
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from typing import Mapping, Sequence
 
 from .diagnostics import Severity
 from .errors import UsageError
-from .rules import resolve_selector
+from .rules import ALL_RULES, resolve_selector
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on 3.10 only
-    import tomli as tomllib
-
-KEYS = ("select", "ignore", "severity", "exit-zero")
+KEYS = ("select", "extend-select", "ignore", "extend-ignore", "per-file-ignores", "exclude", "severity",
+        "exit-zero", "baseline", "assume")
+CONFIG_NAMES = ("shapeflow.toml", "pyproject.toml")  # in one directory, the first found wins
+DEFAULT_EXCLUDE = (".git", ".hg", ".svn", ".venv", "venv", "node_modules", "__pycache__", ".tox", ".nox",
+                   "build", "dist")
 
 
 @dataclass(frozen=True)
-class LintConfig:
+class Settings:
+    """The settings of one config file (or none), validated. Paths are absolute."""
+
     select: tuple[str, ...] | None = None  # None: not set (every rule)
+    extend_select: tuple[str, ...] = ()
     ignore: tuple[str, ...] = ()
+    extend_ignore: tuple[str, ...] = ()
+    per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()  # (glob, selectors)
+    exclude: tuple[str, ...] = ()
     severity: dict[str, Severity] = field(default_factory=dict)
     exit_zero: bool | None = None  # None: not set
-    source: str | None = None  # the pyproject.toml it came from
+    baseline: str | None = None  # absolute path of the baseline file
+    # issue 9 (the lead wires its meaning): facts such as "seq>=3", passed through as written
+    assume: tuple[str, ...] = ()
+    source: str | None = None  # the file they came from
+    root: str | None = None  # its directory: globs and relative paths are relative to it
+
+    def __hash__(self) -> int:  # severity is a dict: hash the rest (equal settings, equal hash)
+        return hash((self.select, self.extend_select, self.ignore, self.extend_ignore, self.per_file_ignores,
+                     self.exclude, tuple(sorted(self.severity.items())), self.exit_zero, self.baseline,
+                     self.assume, self.source))
 
 
-def find_pyproject(start: str | None = None) -> str | None:
-    """The nearest pyproject.toml with a ``[tool.shapeflow]`` table, from ``start`` (default: the
-    current directory) up to the repository root; None when there is none."""
-    d = os.path.abspath(start or os.getcwd())
-    while True:
-        candidate = os.path.join(d, "pyproject.toml")
-        if os.path.isfile(candidate):
-            tool = _read_toml(candidate).get("tool")
-            if isinstance(tool, dict) and "shapeflow" in tool:
-                return candidate
-        if os.path.exists(os.path.join(d, ".git")):
-            return None  # the repository root: settings above it belong to someone else
-        parent = os.path.dirname(d)
-        if parent == d:
-            return None
-        d = parent
+LintConfig = Settings  # the earlier name
 
 
-def _read_toml(path: str) -> dict:
+@dataclass(frozen=True)
+class CommandLine:
+    """What the command line says about rule selection; None / empty: not given."""
+
+    select: tuple[str, ...] | None = None
+    extend_select: tuple[str, ...] = ()
+    ignore: tuple[str, ...] = ()
+    extend_ignore: tuple[str, ...] = ()
+    severity: dict[str, Severity] = field(default_factory=dict)
+    exit_zero: bool | None = None
+    baseline: str | None = None
+    assume: tuple[str, ...] = ()
+
+    @property
+    def named(self) -> tuple[str, ...]:
+        """Selectors the command line names as wanted: these win over any ignore in a config."""
+        return (*(self.select or ()), *self.extend_select)
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """The settings for one model file: what the lint driver needs."""
+
+    codes: frozenset[str]  # rules to run
+    severity: tuple[tuple[str, Severity], ...]  # (selector, level): the file's, then the command line's
+    exit_zero: bool
+    baseline: str | None
+    assume: tuple[str, ...]
+    source: str | None
+
+
+# -- finding and reading files -------------------------------------------------------------------------
+
+def _read_toml(path: str) -> dict[str, object]:
+    # imported when a file is read: most runs of infer have no config file to read
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - exercised on 3.10 only
+        import tomli as tomllib
     try:
         with open(path, "rb") as f:
             return tomllib.load(f)
@@ -70,32 +128,102 @@ def _read_toml(path: str) -> dict:
         raise UsageError(f"cannot read: {exc.strerror or exc}", file=path) from None
 
 
-def load_config(path: str | None = None, *, start: str | None = None) -> LintConfig:
-    """The settings of ``path`` (or of the pyproject.toml ``find_pyproject`` finds), validated.
-    An empty LintConfig when there is no file. Raises UsageError (exit 2) on a bad setting."""
+def _table_of(path: str, data: Mapping[str, object]) -> dict[str, object] | None:
+    """The shapeflow table of a parsed file, or None when it has none. A ``shapeflow.toml`` may
+    hold the keys at its top level (as ruff.toml does)."""
+    tool = data.get("tool")
+    if isinstance(tool, dict) and "shapeflow" in tool:
+        table = tool["shapeflow"]
+        if not isinstance(table, dict):
+            raise UsageError("[tool.shapeflow] must be a table", file=path)
+        return table
+    if os.path.basename(path) == "shapeflow.toml":
+        return dict(data)
+    return None
+
+
+def find_config(start: str | None = None) -> str | None:
+    """The nearest config file (``shapeflow.toml``, or a ``pyproject.toml`` with ``[tool.shapeflow]``)
+    from the directory ``start`` (default: the current directory) up to the repository root."""
+    d = os.path.abspath(start or os.getcwd())
+    while True:
+        for name in CONFIG_NAMES:
+            candidate = os.path.join(d, name)
+            if os.path.isfile(candidate) and _table_of(candidate, _read_toml(candidate)) is not None:
+                return candidate
+        if os.path.exists(os.path.join(d, ".git")):
+            return None  # the repository root: settings above it belong to someone else
+        parent = os.path.dirname(d)
+        if parent == d:
+            return None
+        d = parent
+
+
+find_pyproject = find_config  # the earlier name
+
+
+def load_config(path: str | None = None, *, start: str | None = None) -> Settings:
+    """The settings of ``path`` (or of the file ``find_config(start)`` finds), validated; empty
+    Settings when there is none. A named file without a shapeflow table is a usage error (exit 2):
+    a typo in ``--config`` must not lint with the defaults."""
+    explicit = path is not None
     if path is None:
-        path = find_pyproject(start)
+        path = find_config(start)
         if path is None:
-            return LintConfig()
-    tool = _read_toml(path).get("tool")
-    table = tool.get("shapeflow", {}) if isinstance(tool, dict) else {}
+            return Settings()
+    path = os.path.abspath(path)
+    table = _table_of(path, _read_toml(path))
+    if table is None:
+        if explicit:
+            raise UsageError("no [tool.shapeflow] table (a shapeflow.toml may hold the keys at its top level)",
+                             file=path)
+        return Settings()
     return parse_config(table, path)
 
 
-def parse_config(table: object, source: str) -> LintConfig:
+def parse_config(table: object, source: str) -> Settings:
     if not isinstance(table, dict):
         raise UsageError("[tool.shapeflow] must be a table", file=source)
     unknown = sorted(k for k in table if k.replace("_", "-") not in KEYS)
     if unknown:
         raise UsageError(f"unknown key {unknown[0]!r} in [tool.shapeflow] (known: {', '.join(KEYS)})", file=source)
     norm = {k.replace("_", "-"): v for k, v in table.items()}
+    root = os.path.dirname(os.path.abspath(source))
     select = _selectors(norm["select"], "select", source) if "select" in norm else None
-    ignore = _selectors(norm.get("ignore", []), "ignore", source)
-    severity = parse_severities(norm.get("severity", {}), source)
     exit_zero = norm.get("exit-zero")
     if exit_zero is not None and not isinstance(exit_zero, bool):
         raise UsageError("exit-zero must be true or false", file=source)
-    return LintConfig(select, ignore, severity, exit_zero, source)
+    baseline = norm.get("baseline")
+    if baseline is not None and (not isinstance(baseline, str) or not baseline):
+        raise UsageError("baseline must be a file name", file=source)
+    return Settings(
+        select=select,
+        extend_select=_selectors(norm.get("extend-select", []), "extend-select", source),
+        ignore=_selectors(norm.get("ignore", []), "ignore", source),
+        extend_ignore=_selectors(norm.get("extend-ignore", []), "extend-ignore", source),
+        per_file_ignores=_per_file(norm.get("per-file-ignores", {}), source),
+        exclude=_strings(norm.get("exclude", []), "exclude", source),
+        severity=parse_severities(norm.get("severity", {}), source),
+        exit_zero=exit_zero,
+        baseline=os.path.join(root, baseline) if isinstance(baseline, str) else None,
+        assume=_strings(norm.get("assume", []), "assume", source),
+        source=source,
+        root=root,
+    )
+
+
+def _strings(value: object, key: str, source: str | None) -> tuple[str, ...]:
+    items = [value] if isinstance(value, str) else value
+    if not isinstance(items, list) or not all(isinstance(x, str) for x in items):
+        raise UsageError(f"{key} must be a list of strings", file=source)
+    return tuple(items)
+
+
+def _per_file(value: object, source: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    if not isinstance(value, dict):
+        raise UsageError('per-file-ignores must be a table of "glob" = ["CODE", ...]', file=source)
+    return tuple((str(glob), _selectors(codes, f"per-file-ignores[{glob!r}]", source))
+                 for glob, codes in value.items())
 
 
 def _selectors(value: object, key: str, source: str | None) -> tuple[str, ...]:
@@ -105,7 +233,7 @@ def _selectors(value: object, key: str, source: str | None) -> tuple[str, ...]:
     return split_selectors(items, key, source)
 
 
-def split_selectors(values: list[str] | tuple[str, ...], key: str, source: str | None = None) -> tuple[str, ...]:
+def split_selectors(values: Sequence[str], key: str, source: str | None = None) -> tuple[str, ...]:
     """``["SF1,SF2", "SF003"]`` -> ``("SF1", "SF2", "SF003")``, each checked to name some rule."""
     out: list[str] = []
     for v in values:
@@ -126,14 +254,15 @@ def parse_severities(value: object, source: str | None = None) -> dict[str, Seve
         pairs = list(value.items())
     elif isinstance(value, (list, tuple)):
         for item in value:
-            code, sep, level = str(item).partition("=")
+            name, sep, text = str(item).partition("=")
             if not sep:
                 raise UsageError(f"--severity expects CODE=LEVEL, got {item!r}", file=source)
-            pairs.append((code.strip(), level.strip()))
+            pairs.append((name.strip(), text.strip()))
     else:
         raise UsageError("severity must be a table of CODE = \"error\" | \"warning\" | \"info\"", file=source)
     out: dict[str, Severity] = {}
-    for code, level in pairs:
+    for key, level in pairs:
+        code = str(key)
         if not resolve_selector(code):
             raise UsageError(f"severity: {code!r} names no rule (see `shapeflow rules`)", file=source)
         try:
@@ -143,14 +272,122 @@ def parse_severities(value: object, source: str | None = None) -> dict[str, Seve
     return out
 
 
-def merge(config: LintConfig, *, select: tuple[str, ...] | None, ignore: tuple[str, ...] | None,
-          severity: dict[str, Severity], exit_zero: bool | None) -> LintConfig:
-    """The file's settings overridden by the command line's (each option replaces the file's
-    value when given; severities merge, the command line winning per code)."""
-    return LintConfig(
+# -- resolving the settings of one model ------------------------------------------------------------
+
+def _codes(selectors: Sequence[str]) -> set[str]:
+    return {code for s in selectors for code in resolve_selector(s)}
+
+
+def relative_to_root(path: str, root: str | None) -> str:
+    """``path`` relative to ``root`` with ``/`` separators (what globs match), or as given."""
+    absolute = os.path.abspath(path)
+    if root is not None:
+        rel = os.path.relpath(absolute, root)
+        if not rel.startswith(".."):
+            return rel.replace(os.sep, "/")
+    return path.replace(os.sep, "/")
+
+
+def glob_match(rel: str, pattern: str) -> bool:
+    """ruff-like globs: ``*`` within a name, ``**`` any depth; a pattern without ``/`` matches a
+    file name (or any directory name on the way) anywhere."""
+    pattern = pattern.replace(os.sep, "/").rstrip("/")
+    if pattern.startswith("./"):
+        pattern = pattern[2:]
+    if "/" not in pattern:
+        return any(fnmatch.fnmatchcase(part, pattern) for part in rel.split("/"))
+    if fnmatch.fnmatchcase(rel, pattern):  # fnmatch's * crosses '/': ** and * both do
+        return True
+    if pattern.startswith("**/") and fnmatch.fnmatchcase(rel, pattern[3:]):
+        return True
+    if "/**/" in pattern and fnmatch.fnmatchcase(rel, pattern.replace("/**/", "/")):  # ** is also no folder
+        return True
+    # a directory pattern matches what is under it
+    parts = rel.split("/")
+    return any(fnmatch.fnmatchcase("/".join(parts[:k]), pattern) for k in range(1, len(parts)))
+
+
+def resolve(settings: Settings, cli: CommandLine, path: str) -> Resolved:
+    """The rules, severities and switches for the model at ``path`` (the table in the module doc)."""
+    if settings.select is not None:
+        codes = _codes(settings.select)
+    else:
+        codes = {r.code for r in ALL_RULES}
+    codes |= _codes(settings.extend_select)
+    codes -= _codes(settings.ignore) | _codes(settings.extend_ignore)
+    if settings.per_file_ignores:
+        rel = relative_to_root(path, settings.root)
+        for pattern, selectors in settings.per_file_ignores:
+            if glob_match(rel, pattern):
+                codes -= _codes(selectors)
+    if cli.select is not None:
+        codes = _codes(cli.select)
+    codes |= _codes(cli.extend_select)
+    codes -= _codes(cli.ignore) | _codes(cli.extend_ignore)
+    return Resolved(
+        codes=frozenset(codes),
+        severity=(*settings.severity.items(), *cli.severity.items()),
+        exit_zero=bool(cli.exit_zero if cli.exit_zero is not None else settings.exit_zero),
+        baseline=cli.baseline if cli.baseline is not None else settings.baseline,
+        assume=cli.assume or settings.assume,
+        source=settings.source,
+    )
+
+
+def merge(config: Settings, *, select: tuple[str, ...] | None, ignore: tuple[str, ...] | None,
+          severity: dict[str, Severity], exit_zero: bool | None) -> Settings:
+    """The file's settings overridden by explicit values (each replaces the file's value when
+    given; severities merge, the explicit value winning per code)."""
+    return replace(
+        config,
         select=select if select is not None else config.select,
         ignore=ignore if ignore is not None else config.ignore,
         severity={**config.severity, **severity},
         exit_zero=exit_zero if exit_zero is not None else config.exit_zero,
-        source=config.source,
     )
+
+
+class ConfigCache:
+    """The settings of each model's nearest config file, each file read once."""
+
+    def __init__(self, explicit: str | None = None, isolated: bool = False) -> None:
+        self.explicit = load_config(explicit) if explicit is not None else None
+        self.isolated = isolated
+        self._by_dir: dict[str, Settings] = {}
+        self._by_file: dict[str, Settings] = {}
+
+    def for_path(self, path: str) -> Settings:
+        if self.isolated:
+            return Settings()
+        if self.explicit is not None:
+            return self.explicit
+        d = os.path.dirname(os.path.abspath(path))
+        found = self._by_dir.get(d)
+        if found is None:
+            source = find_config(d)
+            if source is None:
+                found = Settings()
+            else:
+                found = self._by_file.get(source)
+                if found is None:
+                    found = self._by_file[source] = load_config(source)
+            self._by_dir[d] = found
+        return found
+
+
+def settings_text(settings: Settings, resolved: Resolved, path: str | None = None) -> str:
+    """``--show-settings``: the resolved settings and where they came from, one key a line."""
+    lines = [f"# settings for {path}" if path else "# settings", f"source = {settings.source or '(none: defaults)'}"]
+    lines.append("rules = [" + ", ".join(f'"{c}"' for c in sorted(resolved.codes)) + "]")
+    for key, value in (("select", settings.select), ("extend-select", settings.extend_select),
+                       ("ignore", settings.ignore), ("extend-ignore", settings.extend_ignore),
+                       ("exclude", settings.exclude), ("assume", resolved.assume)):
+        if value is not None:
+            lines.append(f"{key} = [" + ", ".join(f'"{v}"' for v in value) + "]")
+    if settings.per_file_ignores:
+        lines.append("per-file-ignores = { " + ", ".join(
+            f'"{g}" = [' + ", ".join(f'"{c}"' for c in codes) + "]" for g, codes in settings.per_file_ignores) + " }")
+    lines.append("severity = { " + ", ".join(f'{k} = "{v.value}"' for k, v in resolved.severity) + " }")
+    lines.append(f"exit-zero = {'true' if resolved.exit_zero else 'false'}")
+    lines.append(f"baseline = {resolved.baseline!r}" if resolved.baseline else "baseline = (none)")
+    return "\n".join(lines)

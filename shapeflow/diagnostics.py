@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import MISSING, asdict, dataclass, field, fields
 from enum import Enum
 
+from .results import DiagnosticJSON
+
 
 class Severity(str, Enum):
     ERROR = "error"
@@ -45,7 +47,13 @@ class Diagnostic:
     fixable: bool = False
     location: Location = field(default_factory=Location)
 
-    def to_json(self) -> dict[str, object]:
+    def __str__(self) -> str:
+        """The one-line text: ``m.onnx: node 'sq' (Squeeze-13): error SF104 name: message``."""
+        from .render import format_diagnostic  # (render imports this module)
+
+        return format_diagnostic(self).split("\n", 1)[0]
+
+    def to_json(self) -> DiagnosticJSON:
         """The JSON object of SPEC.md section 3."""
         loc = self.location
         return {

@@ -33,7 +33,7 @@ def safe(command: str) -> str:
     return display_path(command)
 
 
-def annotation(d: Diagnostic) -> str:
+def annotation(d: Diagnostic, root: str | None = None) -> str:
     loc = d.location
     where = ""
     if loc.graph and loc.graph != "main":
@@ -44,8 +44,9 @@ def annotation(d: Diagnostic) -> str:
     elif loc.tensor is not None:
         where += f"tensor '{loc.tensor}': "
     message = where + d.message + (f"\nhint: {d.hint}" if d.hint else "")
-    # the path as the repository names it: the runner resolves it against the workspace
-    path = relative_path(d.file)
+    # the path as the repository names it (relative to ``root``, the repository's top level): the
+    # runner resolves it against the workspace
+    path = relative_path(d.file, root)
     props = f"file={escape_property(path)},title={escape_property(f'{d.code} {d.name}')}"
     return safe(f"::{COMMANDS[d.severity]} {props}::{escape_data(message)}")
 

@@ -18,7 +18,7 @@ import os
 import traceback
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Callable, Sequence
 
 from ._onnx import onnx  # (onnx.printer, for --diff, imports onnx when asked for)
 from .analysis import Analysis, analyze
@@ -26,9 +26,12 @@ from .diagnostics import Diagnostic, Severity
 from .errors import EXIT_CLEAN, EXIT_FINDINGS, EXIT_INTERNAL, LimitExceeded, ShapeflowError, display_path
 from .fixes import apply_squeeze_fixes, plan_squeeze_fixes
 from .io import LoadedModel, load_model, save_model
+from .assume import assumption_texts
 from .dims import Bound
 from .limits import DEFAULT_LIMITS, Limits
 from .rules import Rule, rejection_diagnostic, resolve_selector, select_rules
+from . import suppress
+from .results import FileResultJSON
 
 REWRITE_CODES = frozenset({"SF201", "SF202", "SF203"})
 SQUEEZE_FIX_CODE = "SF104"
@@ -47,6 +50,8 @@ class LintOptions:
     fix: bool = False
     diff: bool = False  # with fix: compute the change, write nothing
     repo_root: str | None = None  # models inside it must not resolve outside it (pre-commit)
+    # inference progress on a terminal (serial runs only: a callable does not cross processes)
+    progress: Callable[[int, int], None] | None = field(default=None, compare=False)
 
 
 @dataclass
@@ -61,6 +66,12 @@ class FileResult:
     changed: bool = False  # --fix changed (or, with --diff, would change) the model
     diff: str = ""
     notes: list[str] = field(default_factory=list)  # what --fix could not do, and why
+    anchors: dict[tuple[str, str], str] = field(default_factory=dict)  # unnamed nodes, for the baseline (suppress.py)
+    assumptions: tuple[str, ...] = ()  # the --assume ranges in force for this file, as text
+
+    def to_json(self) -> FileResultJSON:
+        return {"path": self.path, "exit_code": self.exit_code, "rejected": self.rejected, "error": self.error,
+                "diagnostics": [d.to_json() for d in self.diagnostics]}
 
 
 def severity_table(overrides: Sequence[tuple[str, Severity]]) -> dict[str, Severity]:
@@ -113,9 +124,12 @@ class _Linter:
         opts = self.options
         loaded = load_model(path, opts.limits, repo_root=_root_for(path, opts.repo_root))
         analysis = self._analyze(loaded)
+        result.assumptions = tuple(assumption_texts(analysis.inference.assumptions))
         diags = self._finish(analysis.diagnostics)
         if opts.fix:
             diags = self._fix(loaded, analysis, diags, result)
+        # in-model suppressions, SF008, graph order and baseline fingerprints (suppress.py)
+        diags, result.anchors = suppress.apply(path, loaded.proto, loaded.raw, diags, self.codes, self.severity)
         result.diagnostics = diags
         has_error = any(d.severity is Severity.ERROR for d in diags)
         code = EXIT_FINDINGS if has_error or (opts.diff and result.changed) else EXIT_CLEAN
@@ -123,7 +137,8 @@ class _Linter:
 
     def _analyze(self, loaded: LoadedModel) -> Analysis:
         return analyze(loaded, dims=self.dims, limits=self.options.limits, rules=self.rules,
-                       assumptions=dict(self.options.assume), only_known_symbols=True)
+                       assumptions=dict(self.options.assume), only_known_symbols=True,
+                       progress=self.options.progress)
 
     def _finish(self, diags: list[Diagnostic]) -> list[Diagnostic]:
         if not self.severity:

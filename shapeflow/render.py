@@ -11,6 +11,8 @@ from .analysis import Analysis, dtype_name
 from .diagnostics import Diagnostic, Severity
 from .dims import format_shape
 from .errors import display_path
+from ._version import __version__
+from .results import SCHEMA, LintJSON
 
 
 def format_diagnostic(d: Diagnostic) -> str:
@@ -44,12 +46,12 @@ def count_by_severity(diags: Iterable[Diagnostic]) -> dict[str, int]:
     return counts
 
 
-def summary_line(counts: dict[str, int]) -> str:
+def summary_line(counts: dict[str, int], info_hidden: bool = False) -> str:
     def plural(n: int, word: str) -> str:
-        return f"{n} {word}" + ("" if n == 1 else "s")
+        return f"{n:,} {word}" + ("" if n == 1 else "s")
 
-    return ", ".join([plural(counts["error"], "error"), plural(counts["warning"], "warning"),
-                      f"{counts['info']} info"])
+    info = f"{counts['info']:,} info" + (" not shown; --show-info" if info_hidden and counts["info"] else "")
+    return ", ".join([plural(counts["error"], "error"), plural(counts["warning"], "warning"), info])
 
 
 def _table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
@@ -158,33 +160,37 @@ def lint_text(diags: Iterable[Diagnostic]) -> str:
     return "\n".join([format_diagnostic(d) for d in diags])
 
 
-def lint_json(n_files: int, diags: Sequence[Diagnostic]) -> dict[str, object]:
+def lint_json(n_files: int, diags: Sequence[Diagnostic]) -> LintJSON:
     """The ``lint --format json`` object of SPEC.md section 3."""
-    return {"files": n_files, "diagnostics": [d.to_json() for d in diags], "summary": count_by_severity(diags)}
+    c = count_by_severity(diags)
+    return {"shapeflow_version": __version__, "schema": SCHEMA, "files": n_files,
+            "diagnostics": [d.to_json() for d in diags],
+            "summary": {"error": c["error"], "warning": c["warning"], "info": c["info"]}}
 
 
 def lint_summary(n_files: int, diags: Sequence[Diagnostic], *, rejected: int = 0, failed: int = 0,
-                 fixed: int = 0, changed: int = 0, fix: bool = False, diff: bool = False) -> str:
+                 fixed: int = 0, changed: int = 0, fix: bool = False, diff: bool = False,
+                 info_hidden: bool = False) -> str:
     """The one stderr line of ``lint``: ``3 files: 2 errors, 1 warning, 0 info``, with what was
     rejected, fixed or fixable when there is any."""
-    head = f"{n_files} file" + ("" if n_files == 1 else "s")
+    head = f"{n_files:,} file" + ("" if n_files == 1 else "s")
     notes = []
     if rejected:
-        notes.append(f"{rejected} rejected")
+        notes.append(f"{rejected:,} rejected")
     if failed:
-        notes.append(f"{failed} failed")
+        notes.append(f"{failed:,} failed")
     if notes:
         head += " (" + ", ".join(notes) + ")"
-    line = f"{head}: {summary_line(count_by_severity(diags))}"
+    line = f"{head}: {summary_line(count_by_severity(diags), info_hidden)}"
     fixable = sum(1 for d in diags if d.fixable)
     if diff:
-        line += f"; --fix would fix {fixed} in {changed} file" + ("" if changed == 1 else "s")
+        line += f"; --fix would fix {fixed:,} in {changed:,} file" + ("" if changed == 1 else "s")
     elif fix:
-        line += f"; fixed {fixed} in {changed} file" + ("" if changed == 1 else "s")
+        line += f"; fixed {fixed:,} in {changed:,} file" + ("" if changed == 1 else "s")
         if fixable:
-            line += f", {fixable} fixable left"
+            line += f", {fixable:,} fixable left"
     elif fixable:
-        line += f" ({fixable} fixable with --fix)"
+        line += f" ({fixable:,} fixable with --fix)"
     return line
 
 

@@ -20,22 +20,23 @@ from typing import Iterable, Sequence
 from .diagnostics import Diagnostic, Severity
 from .docs import flat, full_description, plain, rule_markdown, rule_text, sections
 from .rules import ALL_RULES, Rule
+from ._version import PROJECT_URL, RULES_DOC_URL
 
 SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
-INFORMATION_URI = "https://pypi.org/project/shapeflow/"
+INFORMATION_URI = PROJECT_URL
+SRCROOT = "SRCROOT"  # the originalUriBaseIds key of the repository root
 
 LEVELS = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "note"}
 
 
 def relative_path(path: str, base: str | None = None) -> str:
     """``path`` with forward slashes, relative to ``base`` (default: the current directory) when
-    it is absolute and lies inside it; otherwise as given (normalised)."""
+    it lies inside it; otherwise as given (normalised)."""
     base = os.path.abspath(base or os.getcwd())
     p = os.path.normpath(path)
-    if os.path.isabs(p):
-        rel = os.path.relpath(p, base)
-        if rel != os.pardir and not rel.startswith(os.pardir + os.sep):
-            p = rel
+    rel = os.path.relpath(os.path.abspath(p), base)
+    if rel != os.pardir and not rel.startswith(os.pardir + os.sep):
+        p = rel
     return p.replace(os.sep, "/")
 
 
@@ -53,6 +54,7 @@ def rule_descriptor(rule: type[Rule]) -> dict[str, object]:
         "shortDescription": {"text": plain(flat(sections(rule)["summary"]))},
         "fullDescription": {"text": plain(full_description(rule))},
         "help": {"text": rule_text(rule), "markdown": rule_markdown(rule)},
+        "helpUri": f"{RULES_DOC_URL}#{rule.code.lower()}-{rule.name}",
         "defaultConfiguration": {"level": LEVELS[rule.severity]},
         "properties": {
             "tags": ["onnx", _category(rule.code)],
@@ -72,9 +74,20 @@ def _fingerprint(d: Diagnostic, uri: str) -> str:
     return hashlib.sha256(key.encode("utf-8")).hexdigest()[:32]
 
 
-def result(d: Diagnostic, rule_index: dict[str, int], base: str | None = None) -> dict[str, object]:
+def _inside(path: str, base: str | None) -> bool:
+    if base is None:
+        return False
+    rel = os.path.relpath(os.path.abspath(path), os.path.abspath(base))
+    return rel != os.pardir and not rel.startswith(os.pardir + os.sep)
+
+
+def result(d: Diagnostic, rule_index: dict[str, int], base: str | None = None,
+           root: str | None = None) -> dict[str, object]:
+    """One SARIF result. With ``root`` (the repository's top level), a file inside it is named
+    relative to it, against the ``SRCROOT`` base."""
     loc = d.location
-    uri = artifact_uri(d.file, base)
+    in_root = _inside(d.file, root)
+    uri = artifact_uri(d.file, root if in_root else base)
     text = d.message if not d.hint else f"{d.message}\nHint: {d.hint}"
     if loc.node is not None:
         label = f" ({loc.op_label})" if loc.op_label else ""
@@ -83,7 +96,8 @@ def result(d: Diagnostic, rule_index: dict[str, int], base: str | None = None) -
     elif loc.tensor is not None:
         text = f"tensor '{loc.tensor}': {text}"
     location: dict[str, object] = {
-        "physicalLocation": {"artifactLocation": {"uri": uri}, "region": {"startLine": 1}},
+        "physicalLocation": {"artifactLocation": {"uri": uri, "uriBaseId": SRCROOT} if in_root else {"uri": uri},
+                             "region": {"startLine": 1}},
     }
     logical = []
     if loc.node is not None:
@@ -108,20 +122,28 @@ def result(d: Diagnostic, rule_index: dict[str, int], base: str | None = None) -
 
 
 def sarif_log(diags: Sequence[Diagnostic], *, version: str, successful: bool = True,
-              notifications: Iterable[str] = (), base: str | None = None) -> dict[str, object]:
+              notifications: Iterable[str] = (), base: str | None = None,
+              root: str | None = None) -> dict[str, object]:
     """The whole SARIF log of one lint run. ``notifications`` are one-line failures that are not
-    findings (internal errors); ``successful`` is False when there were any."""
+    findings (internal errors); ``successful`` is False when there were any. ``root``: the
+    repository's top level (paths inside it are relative to it, ``originalUriBaseIds``)."""
     rules = list(ALL_RULES)
     index = {r.code: k for k, r in enumerate(rules)}
     invocation: dict[str, object] = {"executionSuccessful": successful}
     notes = [{"level": "error", "message": {"text": n}} for n in notifications]
     if notes:
         invocation["toolExecutionNotifications"] = notes
+    run: dict[str, object] = {}
+    if root is not None:
+        root_uri = "file://" + urllib.parse.quote(os.path.abspath(root).replace(os.sep, "/").rstrip("/"), safe="/") + "/"
+        run["originalUriBaseIds"] = {SRCROOT: {"uri": root_uri if root_uri.startswith("file:///") else
+                                               "file:///" + root_uri[len("file://"):]}}
     return {
         "$schema": SCHEMA_URI,
         "version": "2.1.0",
         "runs": [
             {
+                **run,
                 "tool": {
                     "driver": {
                         "name": "shapeflow",
@@ -131,7 +153,7 @@ def sarif_log(diags: Sequence[Diagnostic], *, version: str, successful: bool = T
                     }
                 },
                 "invocations": [invocation],
-                "results": [result(d, index, base) for d in diags],
+                "results": [result(d, index, base, root) for d in diags],
                 "columnKind": "unicodeCodePoints",
             }
         ],

@@ -82,7 +82,7 @@ def test_json_matches_spec_section_3() -> None:
     r = run("infer", str(EXAMPLES / "axis_errors.onnx"), "--format", "json")
     assert r.returncode == 1
     doc = json.loads(r.stdout)
-    assert set(doc) == {"model", "opset", "tensors", "nodes", "diagnostics"}
+    assert set(doc) == {"shapeflow_version", "schema", "model", "opset", "tensors", "nodes", "diagnostics"}
     assert doc["opset"] == {"": 13}
     assert {"name", "graph", "dtype", "shape"} == set(doc["tensors"][0])
     node = next(n for n in doc["nodes"] if n["name"] == "unsq_duplicate_node")

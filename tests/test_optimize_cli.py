@@ -122,7 +122,7 @@ def test_json_report(tmp_path, capsys):
     code, out, _ = cli(["optimize", src, "-o", str(tmp_path / "o.onnx"), "--format", "json"], capsys)
     assert code == 0
     doc = json.loads(out)
-    assert set(doc) == {"model", "output", "before", "after", "rewrites", "verified"}
+    assert set(doc) == {"shapeflow_version", "schema", "model", "output", "before", "after", "rewrites", "verified"}
     assert doc["before"] == {"nodes": 3, "Squeeze": 1, "Unsqueeze": 1}
     assert doc["after"] == {"nodes": 1, "Squeeze": 0, "Unsqueeze": 0}
     assert doc["rewrites"] == {"cancel-unsqueeze-squeeze": 1}

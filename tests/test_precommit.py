@@ -13,6 +13,22 @@ import pytest
 
 yaml = pytest.importorskip("yaml")  # comes with pre-commit
 
+CLEAN = """
+<ir_version: 8, opset_import: ["" : 13]>
+clean (float[batch, 3] x) => (float[batch, 3] y)
+{
+    [relu] y = Relu (x)
+}
+"""
+
+
+def write_clean(path) -> None:
+    """A model with nothing for either hook to say."""
+    from onnx import parser
+
+    path.write_bytes(parser.parse_model(CLEAN).SerializeToString())
+
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EXAMPLES = os.path.join(REPO, "examples")
 
@@ -22,17 +38,20 @@ pytestmark = pytest.mark.skipif(
 )
 
 
-def manifest_hook() -> dict:
+def manifest_hooks() -> list[dict]:
     with open(os.path.join(REPO, ".pre-commit-hooks.yaml"), encoding="utf-8") as f:
-        (hook,) = yaml.safe_load(f)
-    return hook
+        return yaml.safe_load(f)
 
 
-def test_manifest_declares_the_hook() -> None:
-    hook = manifest_hook()
-    assert hook["id"] == "shapeflow-lint"
-    assert hook["entry"] == "shapeflow lint" and hook["language"] == "python"
-    assert hook["files"] == r"\.onnx$"
+def manifest_hook(hook_id: str = "shapeflow-lint") -> dict:
+    return next(h for h in manifest_hooks() if h["id"] == hook_id)
+
+
+def test_manifest_declares_the_hooks() -> None:
+    assert [h["id"] for h in manifest_hooks()] == ["shapeflow-lint", "shapeflow-optimize-check"]
+    for hook, entry in zip(manifest_hooks(), ["shapeflow lint", "shapeflow optimize --check"]):
+        assert hook["entry"] == entry and hook["language"] == "python"
+        assert hook["files"] == r"\.onnx$"
     proc = subprocess.run([sys.executable, "-m", "pre_commit", "validate-manifest",
                            os.path.join(REPO, ".pre-commit-hooks.yaml")], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -61,14 +80,14 @@ def repo(tmp_path):
     git("config", "user.email", "ci@example.com")
     git("config", "user.name", "CI")
     git("config", "commit.gpgsign", "false")
-    hook = manifest_hook()
+    # every hook of the manifest, with this checkout's shapeflow as the entry
     config = {"repos": [{"repo": "local", "hooks": [{
         "id": hook["id"],
         "name": hook["name"],
-        "entry": f"{sys.executable} -m shapeflow lint",
+        "entry": hook["entry"].replace("shapeflow", f"{sys.executable} -m shapeflow", 1),
         "language": "system",
         "files": hook["files"],
-    }]}]}
+    } for hook in manifest_hooks()]}]}
     (root / ".pre-commit-config.yaml").write_text(yaml.safe_dump(config))
     install = subprocess.run([sys.executable, "-m", "pre_commit", "install"], cwd=root, env=env,
                              capture_output=True, text=True)
@@ -80,7 +99,7 @@ def repo(tmp_path):
 
 def test_good_model_commits_and_bad_model_is_refused(repo) -> None:
     root, git = repo
-    shutil.copy(os.path.join(EXAMPLES, "opset11_attribute_axes.onnx"), root / "good.onnx")
+    write_clean(root / "good.onnx")
     git("add", "good.onnx")
     good = git("commit", "-m", "add a good model")
     assert good.returncode == 0, good.stdout + good.stderr
@@ -95,3 +114,29 @@ def test_good_model_commits_and_bad_model_is_refused(repo) -> None:
     assert "bad.onnx: node 'squeeze_0' (Squeeze-13): error SF104 squeeze-non-unit-dim" in output
     log = git("log", "--format=%s")
     assert log.stdout.split("\n")[:2] == ["add a good model", "config"]  # the bad commit did not happen
+
+
+def test_both_hooks_with_two_staged_models(repo) -> None:
+    """Two models staged at once: both hooks get both files (pre-commit passes them in one call)."""
+    root, git = repo
+    write_clean(root / "a.onnx")
+    write_clean(root / "b.onnx")
+    git("add", "a.onnx", "b.onnx")
+    ok = git("commit", "-m", "two clean models")
+    output = ok.stdout + ok.stderr
+    assert ok.returncode == 0, output
+    assert "shapeflow lint" in output and "shapeflow optimize --check" in output
+    assert output.count("Passed") >= 2
+
+    # attention.onnx is lint-clean (info only) but has chains optimize would rewrite
+    shutil.copy(os.path.join(EXAMPLES, "attention.onnx"), root / "c.onnx")
+    shutil.copy(os.path.join(EXAMPLES, "attention.onnx"), root / "d.onnx")
+    git("add", "c.onnx", "d.onnx")
+    bad = git("commit", "-m", "two models with rewritable chains")
+    output = bad.stdout + bad.stderr
+    assert bad.returncode != 0, output
+    lint_line = next(line for line in output.splitlines() if line.startswith("shapeflow lint"))
+    check_line = next(line for line in output.splitlines() if line.startswith("shapeflow optimize --check"))
+    assert "Passed" in lint_line and "Failed" in check_line
+    assert "c.onnx" in output and "d.onnx" in output and "--check: the model would change" in output
+    assert git("log", "--format=%s").stdout.split("\n")[0] == "two clean models"

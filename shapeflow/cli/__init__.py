@@ -22,16 +22,19 @@ Exit codes: 0 clean, 1 error-level findings, 2 usage error or rejected input, 3 
 
 
 def _show_version(ctx: click.Context, param: click.Parameter, value: bool) -> None:
-    """--version, looked up only when asked for (importlib.metadata costs start-up time)."""
+    """--version, with the onnx it runs on (looked up only when asked for: importlib.metadata
+    costs start-up time)."""
     if not value or ctx.resilient_parsing:
         return
     from importlib.metadata import PackageNotFoundError, version
 
+    from .._version import __version__
+
     try:
-        number = version("shapeflow")
-    except PackageNotFoundError:  # running from a source tree that is not installed
-        number = "0+unknown"
-    click.echo(f"shapeflow, version {number}")
+        onnx_version = version("onnx")
+    except PackageNotFoundError:  # pragma: no cover - onnx is a dependency
+        onnx_version = "not installed"
+    click.echo(f"shapeflow, version {__version__} (onnx {onnx_version})")
     ctx.exit()
 
 

@@ -6,15 +6,17 @@ import time
 
 import click
 
-from ..analysis import analyze, gc_paused
+from ..analysis import gc_paused
 from ..annotate import annotate
 from ..errors import EXIT_CLEAN, EXIT_FINDINGS, UsageError, display_path
 from ..io import load_model, refuse_unsafe_external_data, save_model
 from ..pictures import DEFAULT_DEPTH, DEFAULT_MAX_DRAW, FORMATS, PictureOptions, picture
 from ..render import count_by_severity, infer_text, summary_line
-from ..assume import assumption_texts, parse_assumptions
+from ..assume import assumption_texts
+from ..infer_settings import infer_with_settings, unknown_symbols
 from .options import (
-    assume_option, clear_progress, dim_option, limit_options, limits_from, parse_dims, progress_printer,
+    assume_option, clear_progress, debug_option, dim_option, limit_options, limits_from, parse_dims,
+    progress_printer,
 )
 
 
@@ -47,12 +49,18 @@ Exit codes: 0 no error-level finding, 1 error-level findings, 2 rejected input o
               help="With -o: also fill the unknown dims of the graph outputs' declarations.")
 @click.option("--force", is_flag=True, help="Overwrite OUTPUT if it exists.")
 @click.option("--in-place", is_flag=True, help="Record the shapes in MODEL itself.")
+@click.option("--config", "config_path", type=click.Path(dir_okay=False, exists=True),
+              help="Read the settings from this file instead of the nearest config (as lint does).")
+@click.option("--isolated", is_flag=True, help="Ignore every config file.")
+@click.option("-q", "--quiet", is_flag=True, help="No summary line on stderr.")
+@debug_option
 @dim_option
 @assume_option
 @limit_options
 def infer(model: str, all_tensors: bool, fmt: str, around: tuple[str, ...], depth: int, around_findings: bool,
           max_draw: int, output: str | None, refine_outputs: bool, force: bool, in_place: bool,
-          dims: tuple[str, ...], assume: tuple[str, ...], **kwargs: object) -> int:
+          config_path: str | None, isolated: bool, quiet: bool, dims: tuple[str, ...], assume: tuple[str, ...],
+          **kwargs: object) -> int:
     """Infer the shapes of MODEL and report axis errors.
 
     Prints a table of every Squeeze and Unsqueeze (input shape, axes, output shape), then the
@@ -60,7 +68,6 @@ def infer(model: str, all_tensors: bool, fmt: str, around: tuple[str, ...], dept
     """
     limits = limits_from(kwargs)
     bindings = parse_dims(dims)
-    assumptions = parse_assumptions(assume)
     names = tuple(n.strip() for item in around for n in item.split(",") if n.strip())
     if (names or around_findings) and fmt not in FORMATS:
         raise UsageError("--around and --findings select what a picture shows: use them with --format dot or graphml")
@@ -72,8 +79,12 @@ def infer(model: str, all_tensors: bool, fmt: str, around: tuple[str, ...], dept
         # The annotated model would pass an unsafe data reference on: refused as optimize
         # refuses it (exit 2, nothing written); without -o it is an SF001 finding (exit 1).
         refuse_unsafe_external_data(loaded)
-    result = analyze(loaded, dims=bindings, limits=limits, progress=progress_printer("inferring"),
-                     assumptions=assumptions)
+    for name in unknown_symbols(loaded, list(bindings)):
+        click.echo(f"{display_path(model)}: warning: --dim {name}: the model has no symbolic dim named "
+                   f"'{name}' (nothing bound)", err=True)
+    result = infer_with_settings(loaded, dims=bindings, limits=limits, config=config_path, isolated=isolated,
+                                 progress=progress_printer("inferring"), assume=assume)
+    assumptions = result.inference.assumptions
     clear_progress()
     drawing: str | None = None
     if fmt in FORMATS:  # before anything is written: an unknown --around name writes nothing
@@ -103,10 +114,12 @@ def infer(model: str, all_tensors: bool, fmt: str, around: tuple[str, ...], dept
             click.echo(infer_text(result, all_tensors=all_tensors))
     counts = count_by_severity(result.diagnostics)
     elapsed = time.perf_counter() - started
-    click.echo(f"{display_path(model)}: {len(result.inference.axis_nodes)} Squeeze/Unsqueeze, {summary_line(counts)} "
-               f"({result.graph.node_count():,} nodes in {elapsed:.2f} s)"
-               + (f"; assuming {', '.join(assumption_texts(assumptions))}" if assumptions else ""), err=True)
-    if annotated is not None and output is not None:
+    nodes = result.graph.node_count()
+    if not quiet:
+        click.echo(f"{display_path(model)}: {len(result.inference.axis_nodes):,} Squeeze/Unsqueeze, "
+                   f"{summary_line(counts)} ({nodes:,} node{'' if nodes == 1 else 's'} in {elapsed:.2f} s)"
+                   + (f"; assuming {', '.join(assumption_texts(assumptions))}" if assumptions else ""), err=True)
+    if annotated is not None and output is not None and not quiet:
         kept = f", {annotated.kept} contradicting declarations kept (SF112)" if annotated.kept else ""
         click.echo(f"{display_path(output)}: {annotated.added} value_info entries added, "
                    f"{annotated.filled} declared dims filled{kept}", err=True)

@@ -7,112 +7,204 @@ import os
 
 import click
 
-from ..config import LintConfig, load_config, merge, parse_severities, split_selectors
-from ..errors import display_path
+from ..config import CommandLine, ConfigCache, parse_severities, resolve, settings_text, split_selectors
+from ..errors import UsageError, display_path
 from ..github import annotation, escape_data, escape_property, safe
-from ..linter import FileResult, LintOptions, find_repo_root, lint_paths, run_exit_code
+from ..linter import FileResult, LintOptions, find_repo_root, run_exit_code
 from ..render import lint_json, lint_summary, lint_text
+from ..report import concise_text, shown, statistics_text
+from ..rules import REJECTION_RULES, resolve_selector
 from ..sarif import relative_path, sarif_log
-from ..assume import assumption_texts, parse_assumptions
-from ..dims import Bound
-from .options import assume_option, dim_option, limit_options, limits_from, parse_dims
+from .options import assume_option, complete_codes, debug_option, dim_option, file_progress, limit_options, limits_from, parse_dims
 
-FORMATS = ("text", "json", "sarif", "github")
+FORMATS = ("text", "concise", "json", "sarif", "github")
+# codes reported when a file cannot be processed at all: no setting can turn them off
+UNIGNORABLE = frozenset(r.code for r in REJECTION_RULES)
 
 
 @click.command("lint", epilog="""\b
 Examples:
-  shapeflow lint model.onnx
+  shapeflow lint .                              (every *.onnx below, .gitignore honoured)
   shapeflow lint models/*.onnx --format sarif > shapeflow.sarif
   shapeflow lint model.onnx --select SF1 --ignore SF110 --severity SF105=error
-  shapeflow lint model.onnx --fix --diff      (show the fix, write nothing)
+  shapeflow lint model.onnx --fix --diff        (show the fix, write nothing)
+  shapeflow lint . --write-baseline shapeflow-baseline.json   (then: --baseline FILE)
+  shapeflow lint model.onnx --add-ignore        (mark today's findings in the model)
 
 \b
-Settings can live in pyproject.toml (the command line wins):
+Settings live in the nearest pyproject.toml ([tool.shapeflow]) or shapeflow.toml to each
+model; a code named on the command line is reported even if the file ignores it:
   [tool.shapeflow]
   select = ["SF1"]
   ignore = ["SF110"]
+  per-file-ignores = { "legacy/**" = ["SF105"] }
   severity = { SF105 = "error" }
-  exit-zero = false
 
 \b
 Exit codes: 0 no error-level finding, 1 error-level findings (or, with --diff, a file
-would change), 2 a file rejected (SF001 unreadable, SF002 invalid graph, SF006 over a limit)
-or a usage error, 3 internal error. With several files the highest code wins; --exit-zero
-turns 1 into 0 but never hides a rejected file.""")
+would change), 2 a file rejected (SF001 unreadable, SF002 invalid graph, SF006 over a limit),
+no model file found, or a usage error, 3 internal error. With several files the highest code
+wins; --exit-zero turns 1 into 0 but never hides a rejected file.""")
 @click.argument("models", nargs=-1, type=click.Path(dir_okay=True, allow_dash=False))
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True,
-              help="text like a compiler's; json (SPEC section 3); SARIF 2.1.0; GitHub Actions annotations.")
-@click.option("--select", multiple=True, metavar="CODES",
+              help="text like a compiler's; concise: one line a finding; json; SARIF 2.1.0; "
+                   "GitHub Actions annotations. text and concise show errors and warnings (see --show-info).")
+@click.option("--select", multiple=True, metavar="CODES", shell_complete=complete_codes,
               help="Only these rules: codes, prefixes (SF1) or names, comma-separated or repeated.")
-@click.option("--ignore", multiple=True, metavar="CODES", help="Skip these rules (same syntax as --select).")
+@click.option("--extend-select", multiple=True, metavar="CODES", shell_complete=complete_codes, help="Add these rules to the selection.")
+@click.option("--ignore", multiple=True, metavar="CODES", shell_complete=complete_codes, help="Skip these rules (same syntax as --select).")
+@click.option("--extend-ignore", multiple=True, metavar="CODES", shell_complete=complete_codes, help="Skip these rules too.")
 @click.option("--severity", "severities", multiple=True, metavar="CODE=LEVEL",
               help="Change a rule's severity: error, warning or info (repeatable).")
 @click.option("--exit-zero/--no-exit-zero", default=None,
               help="Exit 0 even with error-level findings (rejected files still exit 2).")
+@click.option("--show-info", is_flag=True, help="Text formats: print info findings too (they are counted anyway).")
+@click.option("--statistics", is_flag=True, help="Print the number of findings per code instead of the findings.")
 @click.option("--fix", is_flag=True, help="Apply the fixes of fixable rules (SF104, SF201-SF203), in place.")
 @click.option("--diff", is_flag=True, help="With --fix: print a diff of the model text instead of writing.")
+@click.option("--add-ignore", is_flag=True,
+              help="Write a shapeflow.ignore marker into each model for its current errors and warnings "
+                   "(in place, atomically; nothing else changes).")
+@click.option("--baseline", "baseline_path", type=click.Path(dir_okay=False), metavar="FILE",
+              help="Report only findings not recorded in FILE (see --write-baseline).")
+@click.option("--write-baseline", type=click.Path(dir_okay=False), metavar="FILE",
+              help="Record every current finding in FILE and exit 0 (unless a file is rejected).")
 @click.option("-j", "--jobs", type=click.IntRange(min=0), default=1, show_default=True,
               help="Lint files in this many processes (0: one per CPU). Output order stays the input order.")
 @click.option("--config", "config_path", type=click.Path(dir_okay=False, exists=True),
-              help="Read [tool.shapeflow] from this file instead of the nearest pyproject.toml.")
-@click.option("--isolated", is_flag=True, help="Ignore pyproject.toml settings.")
+              help="Read the settings from this file (it must have a [tool.shapeflow] table).")
+@click.option("--isolated", is_flag=True, help="Ignore every config file.")
+@click.option("--show-settings", is_flag=True, help="Print the resolved settings and the file they came from, and exit.")
 @click.option("-q", "--quiet", is_flag=True, help="No summary line on stderr.")
+@debug_option
 @dim_option
 @assume_option
 @limit_options
-def command(models: tuple[str, ...], fmt: str, select: tuple[str, ...], ignore: tuple[str, ...],
-            severities: tuple[str, ...], exit_zero: bool | None, fix: bool, diff: bool, jobs: int,
-            config_path: str | None, isolated: bool, quiet: bool, dims: tuple[str, ...],
-            assume: tuple[str, ...], **kwargs: object) -> int:
-    """Lint MODELS for axis and shape errors; quiet (no stdout) when they are fine.
+def command(models: tuple[str, ...], fmt: str, select: tuple[str, ...], extend_select: tuple[str, ...],
+            ignore: tuple[str, ...], extend_ignore: tuple[str, ...], severities: tuple[str, ...],
+            exit_zero: bool | None, show_info: bool, statistics: bool, fix: bool, diff: bool, add_ignore: bool,
+            baseline_path: str | None, write_baseline: str | None, jobs: int, config_path: str | None,
+            isolated: bool, show_settings: bool, quiet: bool, dims: tuple[str, ...], assume: tuple[str, ...],
+            **kwargs: object) -> int:
+    """Lint MODELS (files or directories) for axis and shape errors; quiet (no stdout) when they are fine.
 
     Findings go to stdout, one summary line to stderr. Every file is processed: one that cannot
     be read is reported (SF001) and the others are still checked.
     """
+    from .. import workspace
+
     limits = limits_from(kwargs)
     bindings = parse_dims(dims)
     fix = fix or diff
-    base = LintConfig() if isolated else load_config(config_path)
-    settings = merge(
-        base,
+    if add_ignore and (fix or write_baseline):
+        raise UsageError("--add-ignore cannot be combined with --fix, --diff or --write-baseline")
+    for key, values in (("--ignore", ignore), ("--extend-ignore", extend_ignore)):
+        for item in split_selectors(values, key):
+            codes = set(resolve_selector(item))
+            if codes and codes <= UNIGNORABLE:
+                raise UsageError(f"{key} {item}: cannot be ignored: {', '.join(sorted(codes))} reports a file "
+                                 "that could not be linted at all, and hiding it would pass it unchecked")
+    cli = CommandLine(
         select=split_selectors(select, "--select") if select else None,
-        ignore=split_selectors(ignore, "--ignore") if ignore else None,
+        extend_select=split_selectors(extend_select, "--extend-select"),
+        ignore=split_selectors(ignore, "--ignore"),
+        extend_ignore=split_selectors(extend_ignore, "--extend-ignore"),
         severity=parse_severities(list(severities)) if severities else {},
         exit_zero=exit_zero,
+        baseline=os.path.abspath(baseline_path) if baseline_path else None,
+        assume=assume,
     )
-    options = LintOptions(
-        select=settings.select,
-        ignore=settings.ignore,
-        severity=tuple(settings.severity.items()),
-        exit_zero=bool(settings.exit_zero),
-        dims=tuple(bindings.items()),
-        assume=tuple(parse_assumptions(assume).items()),
-        limits=limits,
-        fix=fix,
-        diff=diff,
-        repo_root=find_repo_root(),
-    )
+    if show_settings:
+        cache = ConfigCache(config_path, isolated)
+        blocks = []
+        for arg in models or (".",):
+            probe = os.path.join(arg, "model.onnx") if os.path.isdir(arg) else arg
+            settings = cache.for_path(probe)
+            blocks.append(settings_text(settings, resolve(settings, cli, probe), arg))
+        click.echo("\n\n".join(blocks))
+        click.get_current_context().exit(0)
+        return 0
+    if not models:
+        raise UsageError("no model files given (name .onnx files or directories)")
+    options = LintOptions(dims=tuple(bindings.items()), limits=limits, fix=fix, diff=diff, repo_root=find_repo_root())
     workers = jobs or os.cpu_count() or 1
-    results = lint_paths(list(models), options, jobs=workers)
-    debug = bool(click.get_current_context().find_root().params.get("debug")) or bool(os.environ.get("SHAPEFLOW_DEBUG"))
-    _emit(results, fmt, diff=diff, debug=debug, assume=options.assume)
+    shown_progress = None if quiet else file_progress("linting")
+    run = workspace.run(list(models), cli, options, config=config_path, isolated=isolated, jobs=workers,
+                        use_baseline=not write_baseline, progress=shown_progress.file if shown_progress else None,
+                        phase_progress=shown_progress.phase if shown_progress else None)
+    results = run.results
+    debug = _debug()
+    if write_baseline:
+        from .._version import __version__
+        from ..baseline import write_baseline as write
+
+        n = write(write_baseline, results, run.root, __version__)
+        _notes(results, debug)
+        if not quiet:
+            click.echo(f"{display_path(write_baseline)}: recorded {n:,} finding{'s' if n != 1 else ''} "
+                       f"of {len(results):,} file{'s' if len(results) != 1 else ''}", err=True)
+        code = max((r.exit_code for r in results if r.exit_code >= 2), default=0)
+        click.get_current_context().exit(code)
+        return code
+    if add_ignore:
+        code = _add_ignore(results, limits, show_info=show_info, quiet=quiet, debug=debug)
+        click.get_current_context().exit(code)
+        return code
+    _emit(results, fmt, diff=diff, debug=debug, show_info=show_info, statistics=statistics, root=run.root)
     if not quiet:
         diags = [d for r in results for d in r.diagnostics]
-        click.echo(lint_summary(len(results), diags, rejected=sum(r.rejected for r in results),
-                                failed=sum(1 for r in results if r.error), fixed=sum(r.fixed for r in results),
-                                changed=sum(r.changed for r in results), fix=fix, diff=diff)
-                   + (f"; assuming {', '.join(assumption_texts(dict(options.assume)))}" if options.assume else ""),
-                   err=True)
+        line = lint_summary(len(results), diags, rejected=sum(r.rejected for r in results),
+                            failed=sum(1 for r in results if r.error), fixed=sum(r.fixed for r in results),
+                            changed=sum(r.changed for r in results), fix=fix, diff=diff,
+                            info_hidden=fmt in ("text", "concise") and not show_info and not statistics)
+        if run.baselined:
+            line += f"; {run.baselined:,} in the baseline"
+        assumed = _assumptions(results)
+        if assumed:
+            line += f"; assuming {', '.join(assumed)}"
+        click.echo(line, err=True)
     code = run_exit_code(results)
     click.get_current_context().exit(code)
     return code
 
 
-def _emit(results: list[FileResult], fmt: str, *, diff: bool, debug: bool,
-          assume: tuple[tuple[str, Bound], ...] = ()) -> None:
-    diags = [d for r in results for d in r.diagnostics]
-    errors = [f"{r.path}: {r.error}" for r in results if r.error]
+def _assumptions(results: list[FileResult]) -> list[str]:
+    """The --assume ranges that were in force for any of the files."""
+    return sorted({a for r in results for a in r.assumptions})
+
+
+def _debug() -> bool:
+    ctx = click.get_current_context()
+    return (bool(ctx.params.get("debug")) or bool(ctx.find_root().params.get("debug"))
+            or bool(os.environ.get("SHAPEFLOW_DEBUG")))
+
+
+def _add_ignore(results: list[FileResult], limits: object, *, show_info: bool, quiet: bool, debug: bool) -> int:
+    """``--add-ignore``: markers for each file's current findings, written in place."""
+    from ..io import load_model, save_model
+    from ..suppress import UNUSED_CODE, add_markers
+
+    _notes(results, debug)
+    written = files = 0
+    for r in results:
+        if r.rejected or r.error:
+            continue
+        wanted = [d for d in shown(r.diagnostics, show_info) if d.code != UNUSED_CODE]
+        if not wanted:
+            continue
+        loaded = load_model(r.path, limits)  # type: ignore[arg-type]
+        n = add_markers(loaded.proto, wanted)
+        if n:
+            save_model(loaded.proto, r.path, input_path=r.path, in_place=True)
+            written += n
+            files += 1
+    if not quiet:
+        click.echo(f"added {written:,} suppression marker{'s' if written != 1 else ''} "
+                   f"to {files:,} file{'s' if files != 1 else ''}", err=True)
+    return max((r.exit_code for r in results if r.exit_code >= 2), default=0)
+
+
+def _notes(results: list[FileResult], debug: bool) -> None:
     for r in results:
         for note in r.notes:
             click.echo(display_path(f"{r.path}: {note}"), err=True)
@@ -121,21 +213,32 @@ def _emit(results: list[FileResult], fmt: str, *, diff: bool, debug: bool,
             click.echo(display_path(f"{r.path}: {r.error}{hint}"), err=True)
             if debug and r.details:
                 click.echo(r.details.rstrip(), err=True)
-    if fmt == "json":
+
+
+def _emit(results: list[FileResult], fmt: str, *, diff: bool, debug: bool, show_info: bool = False,
+          statistics: bool = False, root: str | None = None) -> None:
+    diags = [d for r in results for d in r.diagnostics]
+    errors = [f"{r.path}: {r.error}" for r in results if r.error]
+    _notes(results, debug)
+    if statistics:
+        if diags:
+            click.echo(statistics_text(diags))
+    elif fmt == "json":
         doc = lint_json(len(results), diags)
-        if assume:
-            doc["assumptions"] = assumption_texts(dict(assume))
+        assumed = _assumptions(results)
+        if assumed:  # only an output that used assumptions carries them (SPEC.md section 6)
+            doc["assumptions"] = assumed  # type: ignore[typeddict-unknown-key]
         click.echo(json.dumps(doc, indent=2))
     elif fmt == "sarif":
-        from .. import __version__
+        from .._version import __version__
 
         click.echo(json.dumps(sarif_log(diags, version=__version__, successful=not any(r.details for r in results),
-                                        notifications=errors), indent=2))
+                                        notifications=errors, root=root), indent=2))
     elif fmt == "github":
-        lines = [annotation(d) for d in diags]
+        lines = [annotation(d, root) for d in diags]
         for r in results:
             if r.error:
-                lines.append(safe(f"::error file={escape_property(relative_path(r.path))},title=shapeflow::"
+                lines.append(safe(f"::error file={escape_property(relative_path(r.path, root))},title=shapeflow::"
                                   f"{escape_data(r.error)}"))
         if lines:
             click.echo("\n".join(lines))
@@ -144,5 +247,6 @@ def _emit(results: list[FileResult], fmt: str, *, diff: bool, debug: bool,
         if text:
             click.echo(text, nl=False)
     else:
-        if diags:
-            click.echo(lint_text(diags))
+        visible = shown(diags, show_info)
+        if visible:
+            click.echo(concise_text(visible) if fmt == "concise" else lint_text(visible))

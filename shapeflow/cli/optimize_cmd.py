@@ -10,12 +10,19 @@ from typing import TYPE_CHECKING
 
 import click
 
-from ..errors import EXIT_CLEAN, EXIT_FINDINGS, UsageError, display_path
+from ..config import ConfigCache
+from ..discover import model_files
+from ..errors import EXIT_CLEAN, EXIT_FINDINGS, ShapeflowError, UsageError, display_path
 from ..io import load_model, save_model
+from ..limits import Limits
+from ..results import header
 from ..passes import RULE_NAMES, OptimizeRefused, OptimizeResult, optimize_model
 from ..render import format_diagnostic
 from ..assume import assumption_texts, parse_assumptions
-from .options import assume_option, clear_progress, limit_options, limits_from, progress_printer
+from ..dims import Bound
+from .options import (
+    assume_option, clear_progress, debug_option, limit_options, limits_from, progress_printer, show_status,
+)
 
 if TYPE_CHECKING:
     from ..rewritediff import Rewrite
@@ -30,6 +37,8 @@ Examples:
   shapeflow optimize model.onnx --check            (exit 1 if anything would change)
   shapeflow optimize model.onnx --dry-run -v       (list the rewrites, write nothing)
   shapeflow optimize model.onnx --dry-run --diff   (each rewrite before and after, with shapes)
+  shapeflow optimize --check models/               (many files or directories: --check,
+                                                    --in-place and --dry-run)
 
 \b
 Rules (--rules, comma-separated; all by default):
@@ -40,7 +49,7 @@ Nodes a rewrite leaves unread are always removed (dead-nodes).
 Exit codes: 0 done (or nothing to do), 1 error-level findings in the model (refused), a failed
 --verify, or --check found something to rewrite; 2 rejected input or usage error; 3 internal
 error. Nothing is written unless the exit code is 0.""")
-@click.argument("model", type=click.Path(dir_okay=True, allow_dash=False))
+@click.argument("models", nargs=-1, required=True, type=click.Path(dir_okay=True, allow_dash=False))
 @click.option("-o", "--output", type=click.Path(dir_okay=False),
               help="Write the optimized model here (required unless --in-place, --check or --dry-run).")
 @click.option("--in-place", is_flag=True, help="Overwrite MODEL (atomically).")
@@ -55,20 +64,25 @@ error. Nothing is written unless the exit code is 0.""")
                    "bit-identical outputs; on a mismatch exit 1 and write nothing.")
 @click.option("--verify-value", type=click.IntRange(min=1), default=3, show_default=True,
               help="The larger value symbolic dims take in --verify.")
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
+              help="json: one document; with several files, one compact document per line.")
 @click.option("--diff", "show_diff", is_flag=True,
               help="Show each rewrite: the nodes before and after, with the shapes of their tensors.")
 @click.option("-v", "--verbose", count=True, help="-v: every rewrite with node names; -vv: also why rules did not fire.")
+@click.option("-q", "--quiet", is_flag=True, help="No summary line on stderr.")
+@debug_option
 @assume_option
 @limit_options
-def command(model: str, output: str | None, in_place: bool, force: bool, check: bool, dry_run: bool,
+def command(models: tuple[str, ...], output: str | None, in_place: bool, force: bool, check: bool, dry_run: bool,
             rule_names: str | None, strict: bool, verify: bool, verify_value: int, fmt: str,
-            show_diff: bool, verbose: int, assume: tuple[str, ...], **kwargs: object) -> int:
-    """Rewrite the Squeeze/Unsqueeze chains of MODEL without changing what it computes.
+            show_diff: bool, verbose: int, quiet: bool, assume: tuple[str, ...], **kwargs: object) -> int:
+    """Rewrite the Squeeze/Unsqueeze chains of MODELS without changing what they compute.
 
     Cancels pairs, merges chains, folds constants and statically known shape values, turns
     Shape→Gather→Unsqueeze into one shape slice, and runs to a fixpoint. A model with
     nothing to rewrite is written byte-identical; running optimize on its output changes nothing.
+    With several files (or directories, searched for *.onnx) every file is processed and the
+    highest exit code wins.
     """
     limits = limits_from(kwargs)
     assumptions = parse_assumptions(assume)
@@ -77,9 +91,38 @@ def command(model: str, output: str | None, in_place: bool, force: bool, check: 
         raise UsageError("give either -o OUTPUT or --in-place, not both")
     if writes and output is None and not in_place:
         raise UsageError("-o OUTPUT is required (or --in-place, --check, --dry-run)")
+    rules = [r.strip() for r in rule_names.split(",") if r.strip()] if rule_names is not None else None
+    for name in rules or ():
+        if name.replace("_", "-").lower() == "dead-nodes":
+            raise UsageError("--rules dead-nodes: not a rule to select; nodes a rewrite leaves unread are "
+                             "always removed, and a model with nothing to rewrite has none")
+    files = model_files(list(models), ConfigCache().for_path)
+    if output is not None and len(files) > 1:
+        raise UsageError("-o OUTPUT takes one model; use --in-place, --check or --dry-run for several")
+    if len(files) == 1:  # one file: its errors are the command's (exit code and message as they were)
+        return _exit(_one(files[0], output, in_place, force, check, dry_run, rules, strict, verify, verify_value,
+                          fmt, verbose, quiet, limits, writes, show_diff, assumptions))
+    # several files in JSON: one document per line (JSON Lines), so the stream stays parseable
+    fmt = "jsonl" if fmt == "json" else fmt
+    code = EXIT_CLEAN
+    for model in files:
+        try:
+            one = _one(model, output, in_place, force, check, dry_run, rules, strict, verify, verify_value,
+                       fmt, verbose, quiet, limits, writes, show_diff, assumptions)
+        except ShapeflowError as exc:  # this file is rejected; the others are still processed
+            click.echo(str(exc), err=True)
+            one = exc.exit_code
+        code = max(code, one)
+    return _exit(code)
+
+
+def _one(model: str, output: str | None, in_place: bool, force: bool, check: bool, dry_run: bool,
+         rules: list[str] | None, strict: bool, verify: bool, verify_value: int, fmt: str, verbose: int,
+         quiet: bool, limits: Limits, writes: bool, show_diff: bool = False,
+         assumptions: dict[str, Bound] | None = None) -> int:
+    """Optimize one file; its exit code."""
     if writes and output is not None:
         _check_output(model, output, force)
-    rules = [r for r in rule_names.split(",") if r.strip()] if rule_names is not None else None
     started = time.perf_counter()
     loaded = load_model(model, limits)
     try:
@@ -88,8 +131,8 @@ def command(model: str, output: str | None, in_place: bool, force: bool, check: 
                                 assumptions=assumptions)
     except OptimizeRefused as exc:
         clear_progress()
-        _refused(model, exc, fmt)
-        return _exit(EXIT_FINDINGS)
+        _refused(model, exc, fmt)  # (fmt "jsonl": one compact JSON document per line)
+        return EXIT_FINDINGS
     clear_progress()
 
     verified: bool | None = None
@@ -109,12 +152,14 @@ def command(model: str, output: str | None, in_place: bool, force: bool, check: 
     target = model if in_place else output
     written = False
     if writes and verified is not False:
+        show_status(f"writing {display_path(str(target))}")
         if result.changed:
             save_model(result.model, target, input_path=model, in_place=in_place, force=force)  # type: ignore[arg-type]
             written = True
         elif not in_place:
             save_model(loaded.raw, target, input_path=model, force=force)  # type: ignore[arg-type]
             written = True
+        clear_progress()
 
     rewrites = None
     if show_diff:
@@ -124,17 +169,17 @@ def command(model: str, output: str | None, in_place: bool, force: bool, check: 
     _report(model, target if writes else None, result, fmt, verbose, verified, verify_text, check, dry_run,
             rewrites)
     elapsed = time.perf_counter() - started
-    if fmt == "text":
+    if fmt == "text" and not quiet:
         b, a = result.before, result.after
         sq_b, sq_a = b["Squeeze"] + b["Unsqueeze"], a["Squeeze"] + a["Unsqueeze"]
         state = "written" if written else ("would change" if result.changed else "unchanged")
         click.echo(f"{display_path(model)}: Squeeze+Unsqueeze {sq_b:,} → {sq_a:,}, nodes {b['nodes']:,} → "
                    f"{a['nodes']:,} in {elapsed:.2f} s ({state})", err=True)
     if verified is False:
-        return _exit(EXIT_FINDINGS)
+        return EXIT_FINDINGS
     if check and result.changed:
-        return _exit(EXIT_FINDINGS)
-    return _exit(EXIT_CLEAN)
+        return EXIT_FINDINGS
+    return EXIT_CLEAN
 
 
 def _exit(code: int) -> int:
@@ -155,9 +200,9 @@ def _check_output(model: str, output: str, force: bool) -> None:
 
 
 def _refused(model: str, exc: OptimizeRefused, fmt: str) -> None:
-    if fmt == "json":
-        click.echo(json.dumps({"model": model, "output": None, "refused": exc.message,
-                               "diagnostics": [d.to_json() for d in exc.diagnostics]}, indent=2))
+    if fmt in ("json", "jsonl"):
+        click.echo(json.dumps({**header(), "model": model, "output": None, "refused": exc.message,
+                               "diagnostics": [d.to_json() for d in exc.diagnostics]}, indent=2 if fmt == "json" else None))
         return
     for d in exc.diagnostics:
         click.echo(format_diagnostic(d), err=True)
@@ -167,8 +212,9 @@ def _refused(model: str, exc: OptimizeRefused, fmt: str) -> None:
 def _report(model: str, output: str | None, result: OptimizeResult, fmt: str, verbose: int,
             verified: bool | None, verify_text: str, check: bool, dry_run: bool,
             rewrites: "list[Rewrite] | None" = None) -> None:
-    if fmt == "json":
+    if fmt in ("json", "jsonl"):
         doc: dict[str, object] = {
+            **header(),
             "model": model,
             "output": output,
             "before": {k: result.before.get(k, 0) for k in COUNTS},
@@ -176,7 +222,7 @@ def _report(model: str, output: str | None, result: OptimizeResult, fmt: str, ve
             "rewrites": dict(result.rewrites),
             "verified": verified,
         }
-        if result.assumptions:
+        if result.assumptions:  # only an output that used assumptions carries them (SPEC.md section 6)
             doc["assumptions"] = assumption_texts(result.assumptions)
         if verbose:
             doc["log"] = list(result.log)
@@ -184,7 +230,7 @@ def _report(model: str, output: str | None, result: OptimizeResult, fmt: str, ve
             doc["skipped"] = list(result.skipped)
         if rewrites is not None:
             doc["diff"] = [r.to_json() for r in rewrites]
-        click.echo(json.dumps(doc, indent=2))
+        click.echo(json.dumps(doc, indent=2 if fmt == "json" else None))
         return
     # the real names are in the JSON document above; the text is for a terminal
     lines = [f"{display_path(model)} -> {display_path(output)}" if output else display_path(model)]
@@ -199,7 +245,7 @@ def _report(model: str, output: str | None, result: OptimizeResult, fmt: str, ve
     if result.assumptions:
         lines.append(f"  assuming {', '.join(assumption_texts(result.assumptions))}: rewrites may rely on it")
     if result.notes:
-        lines.append(f"  {len(result.notes)} rewrite(s) cancel a Squeeze of a dim not known to be 1: "
+        lines.append(f"  {len(result.notes):,} rewrite(s) cancel a Squeeze of a dim not known to be 1: "
                      "the model no longer fails when that dim is not 1 (--strict keeps them)")
     if verified is not None:
         lines.append(f"  verified: {verify_text}" if verified else f"  verify FAILED: {verify_text}; nothing written")

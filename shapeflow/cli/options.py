@@ -30,6 +30,23 @@ def parse_dims(values: tuple[str, ...]) -> dict[str, int]:
     return out
 
 
+def complete_codes(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[str]:
+    """Shell completion of rule selectors: codes (``SF1`` -> ``SF101``...) and names; after a comma,
+    the next item."""
+    from ..rules import ALL_RULES
+
+    head, sep, last = incomplete.rpartition(",")
+    prefix = head + sep
+    words = [r.code for r in ALL_RULES] + [r.name for r in ALL_RULES]
+    return [prefix + w for w in words if w.lower().startswith(last.lower())]
+
+
+def debug_option(fn: F) -> F:
+    """``--debug`` after the subcommand too (``shapeflow lint --debug``); ``main`` reads it from argv."""
+    return click.option("--debug", is_flag=True, expose_value=False,
+                        help="Show tracebacks for internal errors.")(fn)
+
+
 def dim_option(fn: F) -> F:
     return click.option("--dim", "dims", multiple=True, metavar="NAME=VALUE",
                         help="Bind a symbolic dim everywhere (repeatable), e.g. --dim batch=1.")(fn)
@@ -87,6 +104,47 @@ def progress_printer(label: str, min_nodes: int = 20_000) -> Callable[[int, int]
             sys.stderr.flush()
 
     return show
+
+
+class FileProgress:
+    """``linting 3/40: models/x.onnx: inferring 120,000/500,000 nodes`` on one terminal line: the
+    file (``file``, for runs of several files) and the phase within it (``phase``, for large
+    models). ``file_progress`` gives None on a pipe."""
+
+    def __init__(self, label: str, min_nodes: int = 20_000) -> None:
+        self.label = label
+        self.min_nodes = min_nodes
+        self.head = ""
+
+    def file(self, done: int, total: int, path: str) -> None:
+        if done >= total:
+            clear_progress()
+            self.head = ""
+            return
+        shown = path if len(path) <= 60 else "..." + path[-57:]
+        self.head = f"{self.label} {done + 1:,}/{total:,}: {shown}" if total > 1 else f"{self.label} {shown}"
+        if total > 1:
+            self._write(self.head)
+
+    def phase(self, done: int, total: int) -> None:
+        if total >= self.min_nodes:
+            self._write(f"{self.head}: inferring {done:,}/{total:,} nodes")
+
+    @staticmethod
+    def _write(text: str) -> None:
+        sys.stderr.write(f"\r\033[K{text}")
+        sys.stderr.flush()
+
+
+def file_progress(label: str) -> FileProgress | None:
+    return FileProgress(label) if sys.stderr.isatty() else None
+
+
+def show_status(text: str) -> None:
+    """One transient status line (``writing out.onnx``) on a terminal; nothing on a pipe."""
+    if sys.stderr.isatty():
+        sys.stderr.write(f"\r\033[K{text}")
+        sys.stderr.flush()
 
 
 def clear_progress() -> None:

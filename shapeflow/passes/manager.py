@@ -25,9 +25,11 @@ from dataclasses import dataclass, field, replace
 from typing import Callable, Collection, Iterable, Mapping, NamedTuple, Sequence
 
 from .._onnx import onnx
+from .._version import __version__
 from ..analysis import analyze
 from ..diagnostics import Diagnostic, Severity
 from ..dims import Bound
+from ..results import SCHEMA, OptimizeJSON
 from ..errors import EXIT_FINDINGS, LimitExceeded, ShapeflowError
 from ..facts import AxisNode
 from ..graph import INITIALIZER, ModelGraph, build_graph
@@ -76,6 +78,13 @@ class OptimizeResult:
     rounds: int = 0
     notes: list[str] = field(default_factory=list)  # rewrites that remove a run-time failure
     assumptions: Mapping[str, Bound] = field(default_factory=dict)  # --assume, in force throughout
+
+    def to_json(self) -> OptimizeJSON:
+        b, a = self.before, self.after
+        return {"shapeflow_version": __version__, "schema": SCHEMA, "changed": self.changed,
+                "before": {"nodes": b.get("nodes", 0), "Squeeze": b.get("Squeeze", 0), "Unsqueeze": b.get("Unsqueeze", 0)},
+                "after": {"nodes": a.get("nodes", 0), "Squeeze": a.get("Squeeze", 0), "Unsqueeze": a.get("Unsqueeze", 0)},
+                "rewrites": dict(self.rewrites), "rounds": self.rounds}
 
 
 class OptimizeRefused(ShapeflowError):

@@ -21,6 +21,7 @@ from .sf004_unknown_operator import UnknownOperator
 from .sf005_unsupported_version import UnsupportedVersion
 from .sf006_limit_exceeded import LimitExceeded
 from .sf007_unknown_fields import UnknownFields
+from .sf008_unused_suppression import UnusedSuppression
 from .sf101_axes_out_of_range import AxesOutOfRange
 from .sf102_duplicate_axes import DuplicateAxes
 from .sf103_squeeze_duplicate_axes import SqueezeDuplicateAxes
@@ -46,6 +47,7 @@ ALL_RULES: tuple[type[Rule], ...] = tuple(
     sorted(
         (
             ModelUnreadable, GraphInvalid, NodesNotSorted, UnknownOperator, UnsupportedVersion, LimitExceeded, UnknownFields,
+            UnusedSuppression,
             AxesOutOfRange, DuplicateAxes, SqueezeDuplicateAxes, SqueezeNonUnitDim, SqueezeSymbolicDim,
             SqueezeRankUnknowable, NegativeAxesOpset1, AxesFormMismatch, AxesBadTensor, AxesNotConstant,
             UnsqueezeEmptyAxes, ShapeConflict, SqueezeEmptyAxes, InvalidDimValue, RankAbove64,

@@ -306,6 +306,8 @@ def params(rows: Sequence[Row]) -> list:
 
 def argv_for(cmd: str, setup: Setup, output: str | None) -> list[str]:
     argv = [cmd, setup.model]
+    if cmd == "lint":
+        argv.append("--show-info")  # rows assert info findings too; the text format hides them by default
     if cmd in WRITERS and output is not None:
         argv += ["-o", output]
     return argv + setup.args.get(cmd, [])

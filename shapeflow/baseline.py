@@ -1,0 +1,133 @@
+"""The baseline file (SPEC.md section 7): today's findings, recorded so that only new ones count.
+
+``lint --write-baseline FILE`` records every finding of the run; ``lint --baseline FILE`` (or
+``baseline = "FILE"`` in the config) hides the findings it lists. An entry is keyed by the file
+(relative to the repository root, so the baseline works from any directory), the code, the graph
+path, the node and a fingerprint of the finding (code, graph, node name or, for an unnamed node,
+its op and outputs, and the message): editing another node, or inserting nodes before it, does not
+change it. A finding that was fixed simply no longer matches; its entry is never an error.
+Entries count: two identical findings need two entries.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections import Counter
+from dataclasses import dataclass
+from typing import Sequence, TypedDict
+
+from .diagnostics import Severity
+from .errors import EXIT_CLEAN, EXIT_FINDINGS, UsageError, WriteError
+from .linter import FileResult
+from .suppress import fingerprint
+
+SCHEMA = 1
+
+
+class EntryJSON(TypedDict):
+    file: str
+    code: str
+    graph: str
+    node: str | None
+    fingerprint: str
+
+
+@dataclass(frozen=True)
+class Baseline:
+    path: str
+    entries: Counter[tuple[str, str, str]]  # (file, code, fingerprint) -> count
+
+
+def file_key(path: str, root: str | None) -> str:
+    """``path`` relative to ``root`` (the repository), with ``/``; as given when outside it."""
+    absolute = os.path.abspath(path)
+    if root is not None:
+        rel = os.path.relpath(absolute, root)
+        if not rel.startswith(".."):
+            return rel.replace(os.sep, "/")
+    return path.replace(os.sep, "/")
+
+
+def entries_of(results: Sequence[FileResult], root: str | None) -> list[EntryJSON]:
+    out: list[EntryJSON] = []
+    for r in results:
+        key = file_key(r.path, root)
+        for d in r.diagnostics:
+            fp = fingerprint(d, r.anchors.get((d.location.graph, d.location.node or "")))
+            out.append({"file": key, "code": d.code, "graph": d.location.graph, "node": d.location.node,
+                        "fingerprint": fp})
+    out.sort(key=lambda e: (e["file"], e["code"], e["graph"], e["node"] or "", e["fingerprint"]))
+    return out
+
+
+def write_baseline(path: str, results: Sequence[FileResult], root: str | None, version: str) -> int:
+    """Write the baseline of ``results`` to ``path`` atomically; the number of entries."""
+    entries = entries_of(results, root)
+    doc = {"shapeflow_version": version, "schema": SCHEMA, "entries": entries}
+    text = json.dumps(doc, indent=2) + "\n"
+    directory = os.path.dirname(os.path.abspath(path))
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".shapeflow-baseline-", dir=directory)
+    except OSError as exc:
+        raise WriteError(f"cannot write baseline: {exc.strerror or exc}", file=path) from None
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except OSError as exc:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise WriteError(f"cannot write baseline: {exc.strerror or exc}", file=path) from None
+    return len(entries)
+
+
+def load_baseline(path: str) -> Baseline:
+    """Read a baseline; a missing or malformed file is a usage error (exit 2)."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            doc = json.load(f)
+    except FileNotFoundError:
+        raise UsageError("baseline file not found (create it with --write-baseline)", file=path) from None
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"cannot read baseline: {exc}", file=path) from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("entries"), list):
+        raise UsageError('not a shapeflow baseline (no "entries" list)', file=path)
+    if doc.get("schema", SCHEMA) != SCHEMA:
+        raise UsageError(f"baseline schema {doc.get('schema')!r} is not {SCHEMA}", file=path)
+    counts: Counter[tuple[str, str, str]] = Counter()
+    for e in doc["entries"]:
+        if not isinstance(e, dict) or not all(isinstance(e.get(k), str) for k in ("file", "code", "fingerprint")):
+            raise UsageError("baseline entry without file, code and fingerprint", file=path)
+        counts[(e["file"], e["code"], e["fingerprint"])] += 1
+    return Baseline(path, counts)
+
+
+def apply_baseline(results: Sequence[FileResult], baseline: Baseline, root: str | None,
+                   diff: bool = False) -> int:
+    """Drop the findings the baseline lists (in place) and recompute each file's exit code; the
+    number of findings hidden."""
+    left = Counter(baseline.entries)
+    hidden = 0
+    for r in results:
+        if r.rejected or r.error or not r.diagnostics:
+            continue
+        key = file_key(r.path, root)
+        kept = []
+        for d in r.diagnostics:
+            k = (key, d.code, fingerprint(d, r.anchors.get((d.location.graph, d.location.node or ""))))
+            if left[k] > 0:
+                left[k] -= 1
+                hidden += 1
+            else:
+                kept.append(d)
+        r.diagnostics = kept
+        if r.exit_code == EXIT_FINDINGS and not (diff and r.changed) and \
+                not any(d.severity is Severity.ERROR for d in kept):
+            r.exit_code = EXIT_CLEAN
+    return hidden
