@@ -1,6 +1,8 @@
 """The pipeline of one model: load -> graph -> shapes -> diagnostics.
 
-``analyze`` is what ``infer`` and ``lint`` share; ``optimize`` starts from its result.
+``analyze`` is what ``infer`` and ``lint`` share; ``optimize`` starts from its result. It is the
+lint driver's hub: it runs the judging rules, then asks the rewrite engine for its candidates
+(what SF201-SF204 report), leaving out the nodes with error-level findings.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from typing import Iterable, Iterator, Mapping, Sequence
 
 
 from ._onnx import onnx
-from .diagnostics import Diagnostic
+from .diagnostics import Diagnostic, Severity
 from .dims import shape_to_json
 from .graph import ModelGraph, build_graph
 from .inference import Inference, Progress, infer
@@ -23,7 +25,7 @@ from .limits import DEFAULT_LIMITS, Limits
 from .opsets import opset_map
 from .rules import LintContext, Rule, select_rules
 from .rules.calls import at_call_sites
-from .rules.rewrites import REPORTED
+from .rules.rewrites import CANDIDATES, CODES
 
 
 @dataclass
@@ -115,8 +117,9 @@ def analyze(
         ctx = LintContext(loaded.path, graph, inference)
         diags: list[Diagnostic] = []
         reported: dict[str, list[Diagnostic]] = {}
-        ctx.cache[REPORTED] = reported  # for the rewrite candidates (SF2xx) to build on
         for rule in rules if rules is not None else select_rules(ignore=["SF2"]):
+            if rule.code in CODES and CANDIDATES not in ctx.cache:  # (the SF2xx rules come last)
+                ctx.cache[CANDIDATES] = rewrite_candidates(ctx, reported)
             found = reported[rule.code] = list(rule.diagnostics(ctx))
             found.extend(at_call_sites(ctx, rule, found))
             diags.extend(found)
@@ -124,6 +127,26 @@ def analyze(
         # findings on a large model) is enough allocation to start a full collection otherwise.
         result.diagnostics = sorted(diags, key=Diagnostic.sort_key)
     return result
+
+
+def rewrite_candidates(ctx: LintContext, reported: Mapping[str, Sequence[Diagnostic]]) -> list[object]:
+    """The rewrite engine's candidates for SF201-SF204, nodes with error-level findings left out
+    (a model with errors is refused by ``optimize``; its broken nodes are never rewritten).
+    ``reported`` holds the findings the run has so far, by code: an error rule not among them runs
+    here, for its verdict only."""
+    from .passes import find_candidates  # here: ``infer`` never needs the engine
+
+    places: set[tuple[str, str]] = set()
+    for rule in select_rules():
+        if rule.severity != Severity.ERROR:
+            continue
+        found = reported.get(rule.code)
+        if found is None:
+            found = list(rule.diagnostics(ctx))
+        for d in found:
+            if d.severity == Severity.ERROR:
+                places.add((d.location.graph, d.location.node or ""))
+    return list(find_candidates(ctx.graph, ctx.inference, codes=CODES, blocked=places))
 
 
 # numpy's names of the element types every model uses (a test checks them against onnx.helper),

@@ -9,7 +9,8 @@ from .analysis import Analysis, analyze
 from .io import load_model, save_model
 from .limits import DEFAULT_LIMITS, Limits
 from .linter import FileResult, LintOptions, lint_paths
-from .passes import OptimizeResult, optimize_model
+from .optimizer import optimize_model
+from .passes import OptimizeResult
 
 PathLike = str | os.PathLike[str]
 

@@ -79,3 +79,48 @@ def _fast_frozen_init(cls: type) -> None:
 
 
 _fast_frozen_init(AxisNode)
+
+
+# -- judgements on one Squeeze/Unsqueeze's facts, shared by the lint rules and the rewrite engine ---
+
+
+def axes_rank(a: AxisNode) -> int | None:
+    """The rank the axes of ``a`` are relative to: the input's for Squeeze, the output's for Unsqueeze."""
+    if a.input_shape is None:
+        return None
+    if a.op_type == "Unsqueeze":
+        if a.axes.values is None:
+            return None
+        return len(a.input_shape) + len(a.axes.values)
+    return len(a.input_shape)
+
+
+def non_unit_axes(a: AxisNode) -> list[tuple[int, int, int]]:
+    """``[(axis as written, position, dim)]`` for each axis of Squeeze ``a`` whose dim is a known
+    integer other than 1, once per position. Shared by SF104, its fix (the engine's
+    squeeze-non-unit-dim rewrite) and SF112 (which must not blame declared shapes for the output
+    of a node that cannot run)."""
+    if a.op_type != "Squeeze" or a.axes.values is None or a.input_shape is None:
+        return []
+    r = axes_rank(a)
+    if r is None:
+        return []
+    out: list[tuple[int, int, int]] = []
+    seen: set[int] = set()
+    for ax in a.axes.values:
+        if not -r <= ax < r:
+            continue  # SF101's
+        p = ax % r
+        d = a.input_shape[p]
+        if type(d) is int and d != 1 and p not in seen:
+            seen.add(p)
+            out.append((ax, p, d))
+    return out
+
+
+def kept_axes(a: AxisNode) -> tuple[int, ...]:
+    """The axes as written, minus those on a dim known != 1: what Paddle's ``squeeze`` acts on."""
+    bad = {p for _, p, _ in non_unit_axes(a)}
+    r = axes_rank(a) or 0
+    assert a.axes.values is not None
+    return tuple(ax for ax in a.axes.values if not (-r <= ax < r and ax % r in bad))

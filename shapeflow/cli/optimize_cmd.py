@@ -11,7 +11,8 @@ import click
 
 from ..errors import EXIT_CLEAN, EXIT_FINDINGS, UsageError, display_path
 from ..io import load_model, save_model
-from ..passes import RULE_NAMES, OptimizeRefused, OptimizeResult, optimize_model
+from ..optimizer import OptimizeRefused, optimize_model
+from ..passes import RULE_NAMES, OptimizeResult
 from ..render import format_diagnostic
 from .options import clear_progress, limit_options, limits_from, progress_printer
 

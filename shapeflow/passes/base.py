@@ -1,7 +1,7 @@
 """Rewrite rule anatomy, and what a rule sees of one round of the fixpoint.
 
 A rule is a class with a ``name`` (kebab-case, used by ``--rules`` and in reports), a ``code`` (the
-lint code that reports the same opportunity, SF201-SF203, or None), the op types it is rooted at,
+lint code that reports the same opportunity, from ``shapeflow/codes.py``), the op types it is rooted at,
 a docstring whose first line states its identity, and two methods:
 
 * ``match(ctx, nid)`` is pure: it returns a :class:`Match` saying which nodes the rewrite would
@@ -21,12 +21,17 @@ from __future__ import annotations
 
 import inspect
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Callable, ClassVar, NamedTuple, Union
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Generic, NamedTuple, TypeVar, Union
 
 from .._onnx import onnx
 from ..dims import dim_is_one, format_shape
 from ..facts import (
-    AXES_ABSENT, AXES_ATTRIBUTE, AXES_COMPUTED, AXES_CONSTANT, AXES_INITIALIZER, AxisNode,
+    AXES_ABSENT,
+    AXES_ATTRIBUTE,
+    AXES_COMPUTED,
+    AXES_CONSTANT,
+    AXES_INITIALIZER,
+    AxisNode,
 )
 from ..graph import GRAPH_INPUT, INITIALIZER, ModelGraph, NodeInfo, Scope
 from ..inference import Inference
@@ -41,33 +46,45 @@ TensorProto = onnx.TensorProto
 AXES_INPUT_SINCE = 13
 
 
-class Match(NamedTuple):
-    """A rewrite a rule would make at root node ``nid``. (A named tuple: immutable like a frozen
-    dataclass, and several times cheaper to build, which counts at one per root of a large model.)
+P = TypeVar("P")
+
+
+class Match(Generic[P]):
+    """A rewrite a rule would make at root node ``nid``, with the rule's own plan as ``payload``
+    (``Match[IdentityPlan]``, ``Match[SlicePlan]``...). Immutable by convention; slotted, because
+    lint builds one per finding.
 
     ``message`` says what it does with node names; it may be given as a function that builds the
     text, because on a large model most messages are never shown (only ``-v`` lists them).
 
     ``writes`` are the nodes the rewrite modifies or deletes; no other rewrite may touch them in
     the same round. ``reads`` are nodes whose content the rewrite relies on without changing them;
-    others may read them too, but not write them.
+    others may read them too, but not write them. ``rewires`` are nodes that only get one input
+    renamed (the readers of a tensor the rewrite replaces): two rewrites may rename different
+    inputs of one node in the same round; nothing else may write or read a renamed node.
     """
 
-    nid: int
-    writes: tuple[int, ...]
-    reads: tuple[int, ...] = ()
-    message: "str | Callable[[], str]" = ""
-    note: str = ""  # e.g. "removes a run-time failure when dim 0 (batch) is not 1"
-    payload: object = None
-    # Nodes that only get one input renamed (the readers of a tensor the rewrite replaces). Two
-    # rewrites may rename different inputs of one node in the same round; nothing else may
-    # write or read a renamed node.
-    rewires: tuple[int, ...] = ()
+    __slots__ = ("nid", "writes", "reads", "message", "note", "payload", "rewires")
+
+    def __init__(self, nid: int, writes: tuple[int, ...], reads: tuple[int, ...] = (),
+                 message: "str | Callable[[], str]" = "", note: str = "", payload: P = None,  # type: ignore[assignment]
+                 rewires: tuple[int, ...] = ()) -> None:
+        self.nid = nid
+        self.writes = writes
+        self.reads = reads
+        self.message = message
+        self.note = note  # e.g. "removes a run-time failure when dim 0 (batch) is not 1"
+        self.payload = payload
+        self.rewires = rewires
 
     @property
     def text(self) -> str:
         m = self.message
         return m if isinstance(m, str) else m()
+
+    def at(self, nid: int) -> "Match[P]":
+        """The same rewrite, rooted at ``nid`` (a member of a group that one match covers)."""
+        return Match(nid, self.writes, self.reads, self.message, self.note, self.payload, self.rewires)
 
 
 @dataclass(frozen=True)
@@ -79,7 +96,7 @@ class NoMatch:
     near: bool = True
 
 
-Result = Union[Match, NoMatch]
+Result = Union["Match[Any]", NoMatch]
 
 
 def not_applicable(reason: str) -> NoMatch:
@@ -106,11 +123,14 @@ class RewriteRule:
     # Elsewhere its match would only say that it does not apply, so the manager does not ask
     # (most roots are not the end of any pattern).
     after: ClassVar[frozenset[str] | None] = None
+    # The engine reports where the rule fired (OptimizeResult.roots): set by the repairs of
+    # ``lint --fix``, whose driver then knows which findings went without judging the model again.
+    record_roots: ClassVar[bool] = False
 
     def match(self, ctx: "RoundContext", nid: int) -> Result:  # pragma: no cover - abstract
         raise NotImplementedError
 
-    def apply(self, ctx: "RoundContext", edit: "Editor", m: Match) -> None:  # pragma: no cover
+    def apply(self, ctx: "RoundContext", edit: "Editor", m: "Match[Any]") -> None:  # pragma: no cover
         raise NotImplementedError
 
     @classmethod

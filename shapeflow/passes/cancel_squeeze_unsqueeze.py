@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from .. import codes
 from ..axes import cancel_squeeze_unsqueeze, compose_squeeze
 from .base import (
     IdentityPlan, Match, NoMatch, Result, RewriteRule, RoundContext, apply_identity, fmt_axes,
@@ -32,7 +33,7 @@ class CancelSqueezeUnsqueeze(RewriteRule):
     """
 
     name = "cancel-squeeze-unsqueeze"
-    code = "SF201"
+    code = codes.CANCELLING_PAIR.code
     roots = ("Unsqueeze",)
     after = frozenset({"Squeeze"})
 

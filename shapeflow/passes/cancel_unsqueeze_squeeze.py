@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .. import codes
 from ..axes import cancel_unsqueeze_squeeze, compose_unsqueeze
 from .base import (
     IdentityPlan, Match, NoMatch, Result, RewriteRule, RoundContext, apply_identity, fmt_axes,
@@ -41,7 +42,7 @@ class CancelUnsqueezeSqueeze(RewriteRule):
     """
 
     name = "cancel-unsqueeze-squeeze"
-    code = "SF201"
+    code = codes.CANCELLING_PAIR.code
     roots = ("Squeeze",)
     after = frozenset({"Unsqueeze"})
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from .. import codes
 from .._onnx import onnx
 from ..axes import squeeze_shape, unsqueeze_shape
 from ..graph import INITIALIZER
@@ -111,7 +112,7 @@ class FoldConstant(RewriteRule):
     """
 
     name = "fold-constant"
-    code = "SF203"
+    code = codes.FOLDABLE_CONSTANT.code
     roots = ("Squeeze", "Unsqueeze")
     after = frozenset({"Constant", FROM_INITIALIZER, FROM_OUTER_SCOPE})
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from .. import codes
 from .._onnx import onnx
 from ..graph import INITIALIZER
 from .base import INT_RANGES, Match, NoMatch, Result, RewriteRule, RoundContext, not_applicable
@@ -43,7 +44,7 @@ class FoldKnownValue(RewriteRule):
     """
 
     name = "fold-known-value"
-    code = "SF203"
+    code = codes.FOLDABLE_CONSTANT.code
     roots = ("Squeeze", "Unsqueeze")
 
     def match(self, ctx: RoundContext, nid: int) -> Result:

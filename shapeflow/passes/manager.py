@@ -13,8 +13,10 @@ changed nothing a rule could see differently is the last one: the confirming rou
 nothing (``_may_continue``). ``full_inference=True`` does it the slow way, re-inferring every round
 and always confirming; the tests check that both give the same bytes.
 
-The first round also runs the lint rules: a model with an error-level finding is refused, never
-"repaired" on the way (``OptimizeRefused``, exit 1).
+The engine judges nothing: the caller (``shapeflow.optimizer``, ``shapeflow.linter``) hands in its
+own index and inference for the first round, and the nodes not to touch (those with error-level
+findings) as data; refusing a model with errors is the driver's decision. ``run_passes`` runs
+several such passes one after the other, as onnx-ir's PassManager does, and says what changed.
 """
 
 from __future__ import annotations
@@ -22,21 +24,24 @@ from __future__ import annotations
 import gc
 import time
 from dataclasses import dataclass, field, replace
-from typing import Callable, Collection, Iterable, Mapping, NamedTuple, Sequence
+from typing import Callable, Collection, Iterable, NamedTuple, Sequence
 
 from .._onnx import onnx
-from ..analysis import analyze
-from ..diagnostics import Diagnostic, Severity
-from ..errors import EXIT_FINDINGS, LimitExceeded, ShapeflowError
+from ..errors import LimitExceeded, ShapeflowError
 from ..facts import AxisNode
 from ..graph import INITIALIZER, ModelGraph, build_graph
 from ..inference import Inference, infer
 from ..io import LoadedModel, refuse_unsafe_external_data
 from ..limits import DEFAULT_LIMITS, Limits
 from ..opsets import MAX_KNOWN_OPSET, canonical_domain
-from ..rules import LintContext, select_rules
 from .base import (
-    FROM_CUSTOM, FROM_GRAPH_INPUT, FROM_INITIALIZER, FROM_OUTER_SCOPE, Match, NoMatch, RewriteRule,
+    FROM_CUSTOM,
+    FROM_GRAPH_INPUT,
+    FROM_INITIALIZER,
+    FROM_OUTER_SCOPE,
+    Match,
+    NoMatch,
+    RewriteRule,
     RoundContext,
 )
 from .dead_nodes import NAME as DEAD_NODES
@@ -74,16 +79,14 @@ class OptimizeResult:
     after: dict[str, int]
     rounds: int = 0
     notes: list[str] = field(default_factory=list)  # rewrites that remove a run-time failure
+    # (code, graph path, node) of the roots that rules with ``record_roots`` rewrote (the repairs of
+    # ``lint --fix``: the driver learns which findings went without judging the model again)
+    roots: list[tuple[str, str, str]] = field(default_factory=list)
 
 
-class OptimizeRefused(ShapeflowError):
-    """The model has error-level findings: optimizing would silently "repair" it (exit 1)."""
-
-    exit_code = EXIT_FINDINGS
-
-    def __init__(self, message: str, diagnostics: list[Diagnostic], **kw: object) -> None:
-        super().__init__(message, **kw)  # type: ignore[arg-type]
-        self.diagnostics = diagnostics
+# Where a node is, as findings name it: (graph path, node display id). Blocked nodes come as these,
+# because node ids are those of one round's index and the caller's findings know only names.
+Place = tuple[str, str]
 
 
 def count_ops(graph: ModelGraph) -> dict[str, int]:
@@ -142,48 +145,34 @@ class _Dispatch:
         return out
 
 
-def _error_nodes(graph: ModelGraph, inference: Inference,
-                 reported: Mapping[str, Sequence[Diagnostic]] | None = None) -> set[int]:
-    """Nodes with an error-level axis finding: never rewritten. ``reported`` holds the diagnostics
-    that lint already has from some rules, by code: those rules are not run a second time."""
-    rules = [r for r in select_rules() if r.severity == Severity.ERROR]
-    known = reported or {}
-    ctx: LintContext | None = None
-    places: set[tuple[str, str]] = set()
-    for rule in rules:
-        found = known.get(rule.code)
-        if found is None:
-            ctx = ctx or LintContext(graph.path, graph, inference)
-            found = list(rule.diagnostics(ctx))
-        for d in found:
-            if d.severity == Severity.ERROR:
-                places.add((d.location.graph, d.location.node or ""))
+def resolve_places(inference: Inference, places: Collection[Place]) -> set[int]:
+    """The node ids of this round's index at ``places`` (Squeeze/Unsqueeze nodes only: every
+    rewrite is rooted at one, and the facts know their names without reading a proto)."""
     if not places:
         return set()
-    where = {(a.graph, a.node): a.nid for a in inference.axis_nodes}
-    return {where[p] for p in places if p in where}
+    wanted = places if isinstance(places, (set, frozenset)) else set(places)
+    return {a.nid for a in inference.axis_nodes if (a.graph, a.node) in wanted}
 
 
 def find_candidates(graph: ModelGraph, inference: Inference, *, strict: bool = False,
                     rules: Sequence[str] | None = None, codes: Collection[str] | None = None,
-                    reported: Mapping[str, Sequence[Diagnostic]] | None = None) -> list[Candidate]:
+                    blocked: Collection[Place] = ()) -> list[Candidate]:
     """What the rules would rewrite in this model, one candidate per root node (the rule that
-    would fire first there), in scope and file order. Nodes with error-level findings are left
-    out. Nothing is changed.
+    would fire first there), in scope and file order. Nothing is changed.
 
     ``codes`` keeps only the candidates of rules with those lint codes (rules after the last such
-    rule on a root are not tried). ``reported`` is what lint has already found, by code (see
-    ``_error_nodes``)."""
+    rule on a root are not tried). Roots at ``blocked`` places (the caller's nodes with
+    error-level findings) are left out."""
     ctx = RoundContext.build(graph, inference, strict)
     chosen = resolve_rules(rules)
     if codes is not None:
         chosen = chosen[:max((k + 1 for k, r in enumerate(chosen) if r.code in codes), default=0)]
     dispatch = _Dispatch(chosen)
-    blocked = _error_nodes(graph, inference, reported)
+    blocked_ids = resolve_places(inference, blocked)
     out: list[Candidate] = []
     facts = ctx.facts
     for nid, tried in dispatch.plan(ctx, latest_first=False):
-        if nid in blocked:
+        if nid in blocked_ids:
             continue
         for rule in tried:
             r = rule.match(ctx, nid)
@@ -196,7 +185,7 @@ def find_candidates(graph: ModelGraph, inference: Inference, *, strict: bool = F
     return out
 
 
-def _preflight(loaded: LoadedModel) -> None:
+def preflight(loaded: LoadedModel) -> None:
     """What ``optimize`` refuses before looking at a node (RELIABILITY.md rows 11 and 37)."""
     model = loaded.proto
     if model.ir_version > onnx.IR_VERSION:
@@ -219,7 +208,7 @@ def _preflight(loaded: LoadedModel) -> None:
     refuse_unsafe_external_data(loaded)
 
 
-def _check_known_ops(graph: ModelGraph) -> None:
+def check_known_ops(graph: ModelGraph) -> None:
     """An unknown op in ai.onnx (a typo such as ``Sqeeze``) has unknown semantics: refuse (row 14)."""
     for nid, info in enumerate(graph.nodes):
         if info.domain != "" or info.since_version is not None:
@@ -239,6 +228,7 @@ class _Round:
     notes: list[str] = field(default_factory=list)
     skipped: list[tuple[int, str]] = field(default_factory=list)  # (root, why a rule did not fire)
     deferred: list[int] = field(default_factory=list)  # roots left for the next round: a node was taken
+    roots: list[tuple[str, str, str]] = field(default_factory=list)  # see OptimizeResult.roots
     written: set[int] = field(default_factory=set)
 
 
@@ -320,12 +310,16 @@ def _counts_after(graph: ModelGraph, edit: Editor) -> dict[str, int]:
     return counts
 
 
-def _run_round(ctx: RoundContext, edit: Editor, dispatch: _Dispatch, explain: bool = True) -> _Round:
+def _run_round(ctx: RoundContext, edit: Editor, dispatch: _Dispatch, explain: bool = True,
+               blocked: set[int] | None = None) -> _Round:
     out = _Round()
     written = out.written
     read: set[int] = set()
     rewired: set[int] = set()
+    facts = ctx.facts
     for nid, tried in dispatch.plan(ctx):
+        if blocked and nid in blocked:
+            continue
         for rule in tried:
             r = rule.match(ctx, nid)
             if isinstance(r, NoMatch):
@@ -341,6 +335,10 @@ def _run_round(ctx: RoundContext, edit: Editor, dispatch: _Dispatch, explain: bo
             read.update(r.reads)
             rewired.update(r.rewires)
             out.fired[rule.name] = out.fired.get(rule.name, 0) + 1
+            if rule.record_roots:
+                fact = facts.get(nid)
+                if fact is not None:
+                    out.roots.append((rule.code or "", fact.graph, fact.node))
             if explain or r.note:
                 line = f"{rule.name}: {r.text}"
                 if r.note:
@@ -352,32 +350,84 @@ def _run_round(ctx: RoundContext, edit: Editor, dispatch: _Dispatch, explain: bo
     return out
 
 
-def optimize_model(loaded: LoadedModel, *, rules: Sequence[str] | None = None, strict: bool = False,
-                   limits: Limits = DEFAULT_LIMITS, progress: Progress | None = None,
-                   explain: bool = True, full_inference: bool = False) -> OptimizeResult:
-    """Rewrite ``loaded.proto`` in place until no rule fires.
+def rewrite_model(loaded: LoadedModel, rules: Sequence[RewriteRule] | Sequence[str] | None = None, *,
+                  graph: ModelGraph | None = None, inference: Inference | None = None,
+                  blocked: Collection[Place] = (), strict: bool = False, limits: Limits = DEFAULT_LIMITS,
+                  progress: Progress | None = None, explain: bool = True,
+                  full_inference: bool = False, names: NameRegistry | None = None) -> OptimizeResult:
+    """Rewrite ``loaded.proto`` in place with ``rules`` (instances, or names for
+    ``resolve_rules``; all the optimize rules by default) until none fires.
 
-    Raises ``OptimizeRefused`` (exit 1) for a model with error-level findings, and
-    ``ShapeflowError`` (exit 2) for one that cannot be optimized safely (invalid graph, unknown
-    operator, unsupported opset, unsafe external data, a limit). ``rules`` selects rules by name
-    (all by default); ``strict`` cancels Squeeze→Unsqueeze only over dims statically 1.
-    ``explain=False`` leaves ``log`` empty (building one line per rewrite costs time on large
-    models; ``notes`` and ``skipped`` are kept). ``full_inference`` re-infers the whole model every
-    round instead of carrying the previous round's inference over (``reinfer``); the result is the
-    same, only slower.
+    ``graph`` and ``inference`` are the caller's index and inference of ``loaded`` (its analysis):
+    the first round uses them instead of building its own. Roots at ``blocked`` places are never
+    rewritten. Judging the model (refusing one with errors) is the caller's business; this raises
+    ``ShapeflowError`` only for a limit. ``strict`` cancels Squeeze→Unsqueeze only over dims
+    statically 1. ``explain=False`` leaves ``log`` empty (building one line per rewrite costs time
+    on large models; ``notes`` and ``skipped`` are kept). ``full_inference`` re-infers the whole
+    model every round instead of carrying the previous round's inference over (``reinfer``); the
+    result is the same, only slower. ``names`` carries the generated names over from an
+    earlier pass on the same model.
     """
-    dispatch = _Dispatch(resolve_rules(rules))
-    _preflight(loaded)
+    chosen = resolve_rules(rules) if rules is None or all(isinstance(r, str) for r in rules) \
+        else list(rules)  # type: ignore[arg-type]
+    dispatch = _Dispatch(chosen)  # type: ignore[arg-type]
     started = time.monotonic()
     # The index and inference allocate millions of small objects per round and free them all at
     # its end; the cyclic collector only adds super-linear time here (it is restored below).
     gc_was_enabled = gc.isenabled()
     gc.disable()
     try:
-        return _fixpoint(loaded, dispatch, strict, limits, progress, started, explain, full_inference)
+        return _fixpoint(loaded, dispatch, strict, limits, progress, started, explain, full_inference,
+                         graph, inference, blocked, names or NameRegistry())
     finally:
         if gc_was_enabled:
             gc.enable()
+
+
+@dataclass(frozen=True)
+class Pass:
+    """One step of ``run_passes``: rewrite rules run to their fixpoint, with the places they must
+    not touch."""
+
+    name: str
+    rules: tuple[RewriteRule, ...]
+    blocked: frozenset[Place] = frozenset()
+
+
+@dataclass
+class PassesResult:
+    """What ``run_passes`` did: the model (edited in place), whether it changed, and each pass's
+    own result, in order."""
+
+    model: onnx.ModelProto
+    changed: bool
+    results: list[tuple[str, OptimizeResult]]
+
+    @property
+    def rewrites(self) -> dict[str, int]:
+        total: dict[str, int] = {}
+        for _, r in self.results:
+            for name, n in r.rewrites.items():
+                total[name] = total.get(name, 0) + n
+        return total
+
+
+def run_passes(loaded: LoadedModel, passes: Sequence[Pass], *, graph: ModelGraph | None = None,
+               inference: Inference | None = None, limits: Limits = DEFAULT_LIMITS,
+               explain: bool = True) -> PassesResult:
+    """Run ``passes`` in order on ``loaded.proto`` (edited in place). The first pass starts from the
+    caller's ``graph`` and ``inference``; a pass after one that changed the model indexes it anew."""
+    results: list[tuple[str, OptimizeResult]] = []
+    changed = False
+    names = NameRegistry()  # one for the model: a later pass must not reuse a name an earlier one made
+    for p in passes:
+        r = rewrite_model(loaded, p.rules, graph=graph, inference=inference, blocked=p.blocked,
+                          limits=limits, explain=explain, names=names)
+        results.append((p.name, r))
+        if r.changed:
+            changed = True
+            graph = inference = None
+    return PassesResult(loaded.proto, changed, results)
 
 
 def _rewrote_function_bodies(graph: ModelGraph, edit: Editor, written: Iterable[int]) -> bool:
@@ -389,11 +439,13 @@ def _rewrote_function_bodies(graph: ModelGraph, edit: Editor, written: Iterable[
 
 
 def _fixpoint(loaded: LoadedModel, dispatch: _Dispatch, strict: bool, limits: Limits,
-              progress: Progress | None, started: float, explain: bool, full_inference: bool) -> OptimizeResult:
-    names = NameRegistry()
+              progress: Progress | None, started: float, explain: bool, full_inference: bool,
+              given_graph: ModelGraph | None, given_inference: Inference | None,
+              blocked_places: Collection[Place], names: NameRegistry) -> OptimizeResult:
     fired: dict[str, int] = {}
     log: list[str] = []
     notes: list[str] = []
+    roots: list[tuple[str, str, str]] = []
     before: dict[str, int] = {}
     changed = False
     rounds = 0
@@ -404,36 +456,28 @@ def _fixpoint(loaded: LoadedModel, dispatch: _Dispatch, strict: bool, limits: Li
         if remaining <= 0:
             raise LimitExceeded("timeout", f"{limits.timeout:g} s", "--timeout", file=loaded.path)
         round_limits = replace(limits, timeout=remaining)
-        if rounds == 1:
-            # Only error-level findings refuse a model, and no rule raises a finding above its
-            # default severity: the warning and info rules need not run (SF201-SF203 would only run
-            # the rewrite rules a second time).
-            judges = [r for r in select_rules() if r.severity == Severity.ERROR]
-            analysis = analyze(loaded, limits=round_limits, rules=judges, progress=progress)
-            _check_known_ops(analysis.graph)  # exit 2 for optimize, before the lint verdict (exit 1)
-            errors = [d for d in analysis.diagnostics if d.severity == Severity.ERROR]
-            if errors:
-                raise OptimizeRefused(
-                    f"refusing to optimize: {len(errors)} error-level finding"
-                    f"{'' if len(errors) == 1 else 's'} (fix the model first)", errors, file=loaded.path)
-            graph, inference = analysis.graph, analysis.inference
-            del analysis
-            before = count_ops(graph)
+        if rounds == 1 and given_graph is not None and given_inference is not None:
+            graph, inference = given_graph, given_inference  # the caller's analysis: not redone
+            given_graph = given_inference = None
+        elif rounds == 1 or carried is None:
+            graph = build_graph(loaded, round_limits)
+            inference = infer(graph, None, round_limits, progress)
         else:
             graph = build_graph(loaded, round_limits)
-            if carried is None:
-                inference = infer(graph, None, round_limits, progress)
-            else:
-                inference = carry_inference(graph, carried[0], carried[1])
-            carried = None
+            inference = carry_inference(graph, carried[0], carried[1])
+        carried = None
+        if rounds == 1:
+            before = count_ops(graph)
+        # Node ids are the round's: blocked places are looked up again each round.
+        blocked = resolve_places(inference, blocked_places) if blocked_places else None
         ctx = RoundContext.build(graph, inference, strict)
         edit = Editor(ctx, names, explain=explain)
-        result = _run_round(ctx, edit, dispatch, explain)
+        result = _run_round(ctx, edit, dispatch, explain, blocked)
         ctx.release()
         if not edit.changed:
             after = count_ops(graph)
             return OptimizeResult(loaded.proto, changed, fired, log, [t for _, t in result.skipped],
-                                  before, after, rounds, notes)
+                                  before, after, rounds, notes, roots)
         edit.finish()
         # A deferred root that the sweep removed has nothing left to do either.
         deferred = [n for n in result.deferred if n not in edit.deleted]
@@ -445,6 +489,7 @@ def _fixpoint(loaded: LoadedModel, dispatch: _Dispatch, strict: bool, limits: Li
         changed = True
         for name, n in result.fired.items():
             fired[name] = fired.get(name, 0) + n
+        roots.extend(result.roots)
         if edit.dead_count:
             fired[DEAD_NODES] = fired.get(DEAD_NODES, 0) + edit.dead_count
         if explain:
@@ -459,7 +504,7 @@ def _fixpoint(loaded: LoadedModel, dispatch: _Dispatch, strict: bool, limits: Li
             gone = edit.deleted | result.written
             skipped = [t for nid, t in result.skipped if nid not in gone]
             return OptimizeResult(loaded.proto, changed, fired, log, skipped, before,
-                                  _counts_after(graph, edit), rounds, notes)
+                                  _counts_after(graph, edit), rounds, notes, roots)
         if not full_inference and not bodies:
             carried = (inference, edit.made)
         # Drop this round's index before building the next one: peak memory is one round's.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from .. import codes
 from ..axes import compose_squeeze
 from .base import Match, NoMatch, Result, RewriteRule, RoundContext, fmt_axes, not_applicable
 from .edit import Editor
@@ -27,7 +28,7 @@ class MergeSqueeze(RewriteRule):
     """
 
     name = "merge-squeeze"
-    code = "SF202"
+    code = codes.MERGEABLE_CHAIN.code
     roots = ("Squeeze",)
     after = frozenset({"Squeeze"})
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from .. import codes
 from ..axes import compose_unsqueeze
 from .base import Match, NoMatch, Result, RewriteRule, RoundContext, fmt_axes, not_applicable
 from .edit import Editor
@@ -25,7 +26,7 @@ class MergeUnsqueeze(RewriteRule):
     """
 
     name = "merge-unsqueeze"
-    code = "SF202"
+    code = codes.MERGEABLE_CHAIN.code
     roots = ("Unsqueeze",)
     after = frozenset({"Unsqueeze"})
 

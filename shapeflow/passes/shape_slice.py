@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .. import codes
 from .base import Match, NoMatch, Result, RewriteRule, RoundContext, fmt_axes, not_applicable
 from .edit import Editor
 
@@ -38,7 +39,7 @@ class ShapeSlice(RewriteRule):
     """
 
     name = "shape-slice"
-    code = None
+    code = codes.SHAPE_SLICE.code
     roots = ("Unsqueeze",)
     after = frozenset({"Gather"})
 
