@@ -129,23 +129,28 @@ def analyze(
     return result
 
 
-def rewrite_candidates(ctx: LintContext, reported: Mapping[str, Sequence[Diagnostic]]) -> list[object]:
-    """The rewrite engine's candidates for SF201-SF204, nodes with error-level findings left out
-    (a model with errors is refused by ``optimize``; its broken nodes are never rewritten).
-    ``reported`` holds the findings the run has so far, by code: an error rule not among them runs
-    here, for its verdict only."""
-    from .passes import find_candidates  # here: ``infer`` never needs the engine
-
-    places: set[tuple[str, str]] = set()
+def error_findings(ctx: LintContext, reported: Mapping[str, Sequence[Diagnostic]]) -> list[Diagnostic]:
+    """Every error-level finding of the model, whatever rules the user selected: ``reported`` holds
+    the findings a run has, by code; an error rule not among them runs here, for its verdict only
+    (a model with errors is refused by ``optimize``, and its broken nodes are never rewritten)."""
+    out: list[Diagnostic] = []
     for rule in select_rules():
         if rule.severity != Severity.ERROR:
             continue
         found = reported.get(rule.code)
         if found is None:
             found = list(rule.diagnostics(ctx))
-        for d in found:
-            if d.severity == Severity.ERROR:
-                places.add((d.location.graph, d.location.node or ""))
+            found.extend(at_call_sites(ctx, rule, found))
+        out.extend(d for d in found if d.severity == Severity.ERROR)
+    return out
+
+
+def rewrite_candidates(ctx: LintContext, reported: Mapping[str, Sequence[Diagnostic]]) -> list[object]:
+    """The rewrite engine's candidates for SF201-SF204, leaving out the nodes with error-level
+    findings (``error_findings``)."""
+    from .passes import find_candidates  # here: ``infer`` never needs the engine
+
+    places = {(d.location.graph, d.location.node or "") for d in error_findings(ctx, reported)}
     return list(find_candidates(ctx.graph, ctx.inference, codes=CODES, blocked=places))
 
 

@@ -323,3 +323,105 @@ g (float[1, 3, 1, 5] x, float[2, 3] z) => (float[3, 5] y, float[?, ?, ?] far, fl
     assert result.notes and "refusing to optimize" in result.notes[0]
     fixed = onnx.load(str(path))
     assert [n.op_type for n in fixed.graph.node] == ["Squeeze", "Unsqueeze", "Unsqueeze", "Squeeze"]
+
+
+# -- one engine: lint --fix never adds a finding, and agrees with optimize (issue 10) -------------
+
+CORPUS = "/work/shared/corpus"  # the exporters' models of the project (skipped when absent)
+
+
+def _finding_keys(result) -> set[tuple[str, str, str | None]]:
+    return {(d.code, d.location.graph, d.location.node) for d in result.diagnostics}
+
+
+def test_fix_on_axis_errors_introduces_no_new_finding(tmp_path) -> None:
+    """The Squeeze of 'sq_non_unit' has no axis left once dim 3 is dropped, and its output is
+    declared [?, ?]: an Identity would give [2, 3, 1] (a new SF112). The repair does not fire,
+    says why, and nothing else changes."""
+    path = tmp_path / "axis_errors.onnx"
+    shutil.copy(os.path.join(EXAMPLES, "axis_errors.onnx"), path)
+    before_bytes = path.read_bytes()
+    before = lint_file(str(path))
+    result = fix(path)
+    assert _finding_keys(result) <= _finding_keys(before)
+    assert not any(d.code == "SF112" for d in result.diagnostics)
+    assert ("SF104", "main", "sq_non_unit_node") in _finding_keys(result)
+    assert any("not fixed" in n and "sq_non_unit_node" in n and "rank 2" in n for n in result.notes)
+    assert not result.changed and path.read_bytes() == before_bytes
+    after = lint_file(str(path))
+    assert _finding_keys(after) == _finding_keys(before)
+
+
+def test_fix_that_would_add_an_error_is_not_applied(tmp_path) -> None:
+    """Dropping dim 5 from the axes gives y the shape [3, 5], but y is declared [3, 1]: the fixed
+    model would have an SF112 that the broken one has not (its Squeeze cannot run, so SF112 does
+    not blame the declaration). The fix is dropped, nothing is written, and a note says why."""
+    model = parser.parse_model("""
+<ir_version: 8, opset_import: ["" : 13]>
+g (float[1, 3, 1, 5] x) => (float[3, 1] y)
+<int64[3] axes = {0, 2, 3}>
+{
+    [bad_sq] y = Squeeze (x, axes)
+}
+""")
+    path = write(tmp_path, model)
+    before = path.read_bytes()
+    assert codes(lint_file(str(path))) == {"SF104"}
+    result = fix(path)
+    assert not result.changed and path.read_bytes() == before
+    assert codes(result) == {"SF104"}
+    assert any(n.startswith("fix not applied: it would introduce SF112") for n in result.notes)
+
+
+def _agreement_models() -> list[str]:
+    found = sorted(os.path.join(EXAMPLES, f) for f in os.listdir(EXAMPLES) if f.endswith(".onnx"))
+    if os.path.isdir(CORPUS):
+        found += sorted(os.path.join(CORPUS, f) for f in os.listdir(CORPUS) if f.endswith(".onnx"))
+    return found
+
+
+def _shapeflow(*args: str) -> "subprocess.CompletedProcess[str]":
+    import subprocess
+    import sys
+
+    env = dict(os.environ, PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    return subprocess.run([sys.executable, "-m", "shapeflow", *args], capture_output=True, text=True,
+                          env=env, timeout=600)
+
+
+@pytest.mark.parametrize("model", _agreement_models(), ids=os.path.basename)
+def test_lint_fix_leaves_nothing_for_optimize(tmp_path, model) -> None:
+    """After ``lint --fix``, ``optimize --check`` finds nothing to rewrite (exit 0), unless the
+    model still has error-level findings, which optimize refuses (exit 1) and lint still reports."""
+    path = tmp_path / os.path.basename(model)
+    shutil.copy(model, path)
+    fixed = _shapeflow("lint", "--fix", "--isolated", str(path))
+    assert fixed.returncode in (0, 1), fixed.stderr
+    check = _shapeflow("optimize", "--check", str(path))
+    if fixed.returncode == 0:
+        assert check.returncode == 0, check.stdout + check.stderr
+        assert "nothing to rewrite" in check.stdout
+    else:
+        assert check.returncode == 1 and "refusing to optimize" in check.stderr, check.stdout + check.stderr
+        assert not any(d.code.startswith("SF2") for d in lint_file(str(path)).diagnostics)
+
+
+@pytest.mark.parametrize("name", ["attention.onnx", "opset11_attribute_axes.onnx"])
+def test_fix_diff_shows_what_optimize_writes(tmp_path, name) -> None:
+    """``lint --fix --diff`` is a preview of ``optimize``: its "after" side is optimize's output."""
+    src = os.path.join(EXAMPLES, name)
+    path = tmp_path / name
+    shutil.copy(src, path)
+    result = fix(path, diff=True)
+    assert result.changed
+    out = tmp_path / "opt.onnx"
+    opt = _shapeflow("optimize", str(path), "-o", str(out))
+    assert opt.returncode == 0, opt.stderr
+    after = onnx.printer.to_text(onnx.load(str(out))).splitlines()
+    added = [line[1:] for line in result.diff.splitlines() if line.startswith("+") and not line.startswith("+++")]
+    removed = [line[1:] for line in result.diff.splitlines() if line.startswith("-") and not line.startswith("---")]
+    assert added and removed
+    assert all(line in after for line in added)
+    # and applying the fix writes exactly optimize's model
+    fix(path)
+    assert onnx.printer.to_text(onnx.load(str(path))) == onnx.printer.to_text(onnx.load(str(out)))

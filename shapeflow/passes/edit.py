@@ -35,7 +35,7 @@ _REUSE_MAX_ELEMS = 64
 TensorProto = onnx.TensorProto
 
 
-def _int64_tensor(values: tuple[int, ...], name: str) -> TensorProto:
+def int64_tensor(values: tuple[int, ...], name: str) -> TensorProto:
     """An int64 vector as numpy writes it (raw data). numpy is imported here, on the first rewrite:
     lint imports this module and needs neither numpy nor onnx's helpers."""
     import numpy as np
@@ -434,11 +434,11 @@ class Editor:
             name = index.get(vals)
             if name is None:
                 name = self.names.fresh(self.g, base, suffix)
-                self.add_initializer(sid, _int64_tensor(vals, name))
+                self.add_initializer(sid, int64_tensor(vals, name))
                 index[vals] = name
             return name
         name = self.names.fresh(self.g, base, suffix)
-        tensor = _int64_tensor(vals, name)
+        tensor = int64_tensor(vals, name)
         self.new_node(sid, anchor, "Constant", [], [name], self.names.fresh(self.g, name, "const"), value=tensor)
         return name
 

@@ -6,8 +6,8 @@ from typing import NamedTuple
 
 from .. import codes
 from ..facts import kept_axes, non_unit_axes
-from .base import Match, NoMatch, Result, RewriteRule, RoundContext, fmt_axes, not_applicable
-from .edit import Editor
+from .base import AXES_INPUT_SINCE, Match, NoMatch, Result, RewriteRule, RoundContext, fmt_axes, not_applicable
+from .edit import Editor, int64_tensor
 
 _NOT_FLAGGED = not_applicable("no axis on a dim known not to be 1")
 
@@ -66,7 +66,7 @@ class SqueezeNonUnitFix(RewriteRule):
         sid = ctx.sid(m.nid)
         z = ctx.output(m.nid)
         if plan.keep:
-            edit.set_axes(m.nid, plan.keep)
+            _set_kept_axes(ctx, edit, m.nid, plan.keep)
             edit.forget_value_info(sid, z)
         elif plan.identity:
             edit.make_identity(m.nid)
@@ -74,6 +74,43 @@ class SqueezeNonUnitFix(RewriteRule):
         else:
             edit.replace_uses(sid, z, ctx.inputs(m.nid)[0])
             edit.delete_node(m.nid)
+
+
+def _set_kept_axes(ctx: RoundContext, edit: Editor, nid: int, keep: tuple[int, ...]) -> None:
+    """Write ``keep`` as the node's axes: the attribute before opset 13; from 13 a new int64 tensor
+    named after the output (``y_axes``), so that a tensor other nodes read is never edited."""
+    if (ctx.info(nid).since_version or 0) < AXES_INPUT_SINCE:
+        edit.set_axes(nid, keep)
+        return
+    sid = ctx.sid(nid)
+    name = _fresh(ctx, f"{ctx.output(nid)}_axes")
+    tensor = int64_tensor(keep, name)
+    if edit.can_add_initializers(sid):
+        edit.add_initializer(sid, tensor)
+    else:
+        edit.new_node(sid, nid, "Constant", [], [name], value=tensor)
+    if len(ctx.inputs(nid)) >= 2:
+        edit.set_input(nid, 1, name)
+    else:
+        edit.append_input(nid, name)
+
+
+def _fresh(ctx: RoundContext, base: str) -> str:
+    """``base``, or ``base_1``, ``base_2``...: a name no scope of the model uses (a subgraph must not
+    shadow an outer name either). Repairs are few: the table is built once per round."""
+    used = ctx.cache.get("repair-names")
+    if used is None:
+        used = set()
+        for scope in ctx.graph.scopes:
+            used.update(scope.producer, scope.consumers, scope.inputs, scope.outputs)
+        ctx.cache["repair-names"] = used
+    assert isinstance(used, set)
+    name, k = base, 0
+    while name in used:
+        k += 1
+        name = f"{base}_{k}"
+    used.add(name)
+    return name
 
 
 def _declared_rank(ctx: RoundContext, sid: int, name: str) -> int | None:
