@@ -37,6 +37,8 @@ from ..graph import GRAPH_INPUT, INITIALIZER, ModelGraph, NodeInfo, Scope
 from ..inference import Inference
 from ..tensorinfo import TensorInfo
 
+from . import _fast
+
 if TYPE_CHECKING:
     from .edit import Editor
 
@@ -107,10 +109,10 @@ def not_applicable(reason: str) -> NoMatch:
 
 # What produces a root's data input (``RewriteRule.after``): the op type of an ai.onnx node of
 # the root's scope, or one of these (no ai.onnx op type has a '<').
-FROM_INITIALIZER = "<initializer>"
-FROM_GRAPH_INPUT = "<graph input>"
-FROM_OUTER_SCOPE = "<outer scope>"  # an enclosing scope's tensor (or no tensor at all)
-FROM_CUSTOM = "<custom>"  # a node of another domain or of an unknown version
+FROM_INITIALIZER = _fast.FROM_INITIALIZER
+FROM_GRAPH_INPUT = _fast.FROM_GRAPH_INPUT
+FROM_OUTER_SCOPE = _fast.FROM_OUTER_SCOPE  # an enclosing scope's tensor (or no tensor at all)
+FROM_CUSTOM = _fast.FROM_CUSTOM  # a node of another domain or of an unknown version
 
 
 class RewriteRule:
@@ -297,34 +299,18 @@ class RoundContext:
             return None  # a malformed node (no data input): nothing to rewrite through it
         return p
 
-    def chain(self, nid: int, op_type: str, limit: int = 16) -> list[int]:
+    def chain_plain(self, nid: int, op_type: str, limit: int = 16) -> list[int]:
         """The run of ``op_type`` nodes feeding ``nid`` through input 0, nearest first, each read
         only by the next (so the whole run can go once ``nid`` no longer needs it). The nearest one
         is included even when it has other readers. At most ``limit`` nodes: a longer run is
         taken over several rounds, and a match stays O(1)."""
-        # ``input_producer`` and ``only_reader`` written out: every Squeeze/Unsqueeze root asks.
-        nodes = self.graph.nodes
-        info = nodes[nid]
-        sid = info.scope
-        scope = self.graph.scopes[sid]
-        producer, consumers = scope.producer, scope.consumers
-        outputs = self._outputs.get(sid)
-        if outputs is None:
-            outputs = self.outputs(sid)
         out: list[int] = []
         cur = nid
         while len(out) < limit:
-            names = info.inputs
-            p = producer.get(names[0]) if names and names[0] else None
-            if p is None or p < 0 or p in out:
+            p = self.input_producer(cur, 0, op_type)
+            if p is None or p in out:
                 return out
-            info = nodes[p]
-            if (info.op_type != op_type or info.domain != "" or info.since_version is None
-                    or not info.inputs or not info.inputs[0]):
-                return out  # another op, or a malformed node (no data input) to rewrite through
-            name = info.outputs[0]
-            readers = consumers.get(name)
-            exclusive = readers is not None and len(readers) == 1 and readers[0] == cur and name not in outputs
+            exclusive = self.only_reader(self.sid(cur), self.output(p), cur)
             if out and not exclusive:
                 return out  # beyond the nearest, a node read elsewhere ends the run
             out.append(p)
@@ -332,6 +318,9 @@ class RoundContext:
                 return out
             cur = p
         return out
+
+    # What the rules call: ``chain_plain`` with its lookups written out (every root asks).
+    chain = _fast.chain
 
     def tensor(self, sid: int, name: str) -> TensorInfo | None:
         return self.inference.lookup(sid, name)

@@ -44,6 +44,7 @@ from .base import (
     RewriteRule,
     RoundContext,
 )
+from . import _fast
 from .dead_nodes import NAME as DEAD_NODES
 from .edit import Editor, NameRegistry
 from .registry import resolve_rules
@@ -117,32 +118,32 @@ class _Dispatch:
                                              if op in r.roots and (r.after is None or kind in r.after)]
         return found
 
-    def plan(self, ctx: RoundContext, latest_first: bool = True) -> list[tuple[int, list[RewriteRule]]]:
-        """The round's roots (``_roots``) that some rule may fire on, each with those rules. One
-        loop with its lookups written out: it visits every Squeeze/Unsqueeze of the model."""
-        graph = ctx.graph
-        nodes = graph.nodes
-        producers = [scope.producer for scope in graph.scopes]
-        table = self._table
+    def plan_plain(self, ctx: RoundContext, latest_first: bool = True) -> list[tuple[int, list[RewriteRule]]]:
+        """The round's roots (``_roots``) that some rule may fire on, each with those rules."""
         out: list[tuple[int, list[RewriteRule]]] = []
         for nid in _roots(ctx, latest_first):
-            info = nodes[nid]
-            if info.domain != "" or info.since_version is None:
+            if not ctx.is_standard(nid):
                 continue
-            p = producers[info.scope].get(info.inputs[0])
-            if p is None:
-                kind = FROM_OUTER_SCOPE
-            elif p < 0:
-                kind = FROM_INITIALIZER if p == INITIALIZER else FROM_GRAPH_INPUT
-            else:
-                pinfo = nodes[p]
-                kind = pinfo.op_type if pinfo.domain == "" and pinfo.since_version is not None else FROM_CUSTOM
-            found = table.get((info.op_type, kind))
-            if found is None:
-                found = self.rules_for(info.op_type, kind)
+            found = self.rules_for(ctx.info(nid).op_type, input_kind(ctx, nid))
             if found:
                 out.append((nid, found))
         return out
+
+    def plan(self, ctx: RoundContext, latest_first: bool = True) -> list[tuple[int, list[RewriteRule]]]:
+        """``plan_plain`` with its lookups written out (``_fast.plan``): it visits every
+        Squeeze/Unsqueeze of the model."""
+        return _fast.plan(self, ctx, _roots(ctx, latest_first))
+
+
+def input_kind(ctx: RoundContext, nid: int) -> str:
+    """What produces the data input of ``nid`` (``RewriteRule.after``): the op type of an ai.onnx
+    node of its scope, or a ``FROM_*``."""
+    p = ctx.graph.scopes[ctx.sid(nid)].producer.get(ctx.inputs(nid)[0])
+    if p is None:
+        return FROM_OUTER_SCOPE
+    if p < 0:
+        return FROM_INITIALIZER if p == INITIALIZER else FROM_GRAPH_INPUT
+    return ctx.info(p).op_type if ctx.is_standard(p) else FROM_CUSTOM
 
 
 def resolve_places(inference: Inference, places: Collection[Place]) -> set[int]:
