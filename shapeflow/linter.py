@@ -27,6 +27,8 @@ from ._onnx import onnx  # (onnx.printer, for --diff, imports onnx when asked fo
 from .analysis import Analysis, analyze, error_findings
 from .diagnostics import Diagnostic, Severity
 from .errors import EXIT_CLEAN, EXIT_FINDINGS, EXIT_INTERNAL, LimitExceeded, ShapeflowError, display_path
+from .graph import ModelGraph
+from .inference import Inference
 from .io import LoadedModel, load_model, save_model
 from .limits import DEFAULT_LIMITS, Limits
 from .rules import LintContext, Rule, rejection_diagnostic, resolve_selector, select_rules
@@ -144,12 +146,13 @@ class _Linter:
         # for another (a cancel, then a merge), and optimize would do that one too.
         rewrites = rules_for_codes(self.codes)
         before_text = onnx.printer.to_text(loaded.proto) if opts.diff else ""
-        graph, inference = analysis.graph, analysis.inference
+        graph: ModelGraph | None = analysis.graph
+        inference: Inference | None = analysis.inference
         # Every error of the model, selected or not: optimize would refuse the model for any of them.
         reported: dict[str, list[Diagnostic]] = {code: [] for code in self.codes}
         for d in analysis.diagnostics:
             reported.setdefault(d.code, []).append(d)
-        errors = error_findings(LintContext(loaded.path, graph, inference), reported)
+        errors = error_findings(LintContext(loaded.path, analysis.graph, analysis.inference), reported)
         changed = False
         # Repairs first: they state what the author meant (Paddle's semantics); the rewrites then
         # simplify the meant model, not the broken one.

@@ -48,7 +48,7 @@ turns 1 into 0 but never hides a rejected file.""")
               help="Change a rule's severity: error, warning or info (repeatable).")
 @click.option("--exit-zero/--no-exit-zero", default=None,
               help="Exit 0 even with error-level findings (rejected files still exit 2).")
-@click.option("--fix", is_flag=True, help="Apply the fixes of fixable rules (SF104, SF201-SF203), in place.")
+@click.option("--fix", is_flag=True, help="Apply the fixes of fixable rules (SF104, SF201-SF204), in place.")
 @click.option("--diff", is_flag=True, help="With --fix: print a diff of the model text instead of writing.")
 @click.option("-j", "--jobs", type=click.IntRange(min=0), default=1, show_default=True,
               help="Lint files in this many processes (0: one per CPU). Output order stays the input order.")

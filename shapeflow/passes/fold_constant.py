@@ -194,9 +194,8 @@ class FoldConstant(RewriteRule):
         return Match(nid, members, reads, message, "", _Fold(source, mine, members, name, in_place),
                      tuple(rewires))
 
-    def apply(self, ctx: RoundContext, edit: Editor, m: Match) -> None:
+    def apply(self, ctx: RoundContext, edit: Editor, m: Match[_Fold]) -> None:
         plan = m.payload
-        assert isinstance(plan, _Fold)
         source = plan.source
         sid = ctx.sid(m.nid)
         name = plan.name or edit.names.fresh(ctx.graph, source.name, "folded")

@@ -100,9 +100,8 @@ class FoldKnownValue(RewriteRule):
         readers = tuple(ctx.readers(sid, z))
         return Match(nid, (nid,), readers, message, "", value)
 
-    def apply(self, ctx: RoundContext, edit: Editor, m: Match) -> None:
+    def apply(self, ctx: RoundContext, edit: Editor, m: Match[_Value]) -> None:
         value = m.payload
-        assert isinstance(value, _Value)
         sid = ctx.sid(m.nid)
         z = ctx.output(m.nid)
         import numpy as np  # here, not at the top: lint imports this module and needs no numpy

@@ -369,9 +369,18 @@ def rewrite_model(loaded: LoadedModel, rules: Sequence[RewriteRule] | Sequence[s
     result is the same, only slower. ``names`` carries the generated names over from an
     earlier pass on the same model.
     """
-    chosen = resolve_rules(rules) if rules is None or all(isinstance(r, str) for r in rules) \
-        else list(rules)  # type: ignore[arg-type]
-    dispatch = _Dispatch(chosen)  # type: ignore[arg-type]
+    chosen: list[RewriteRule] = []
+    names_given: list[str] = []
+    for r in rules if rules is not None else ():
+        if isinstance(r, str):
+            names_given.append(r)
+        else:
+            chosen.append(r)
+    if names_given and chosen:
+        raise TypeError("rewrite_model takes rule names or rule instances, not both")
+    if rules is None or names_given:
+        chosen = resolve_rules(names_given if rules is not None else None)
+    dispatch = _Dispatch(chosen)
     started = time.monotonic()
     # The index and inference allocate millions of small objects per round and free them all at
     # its end; the cyclic collector only adds super-linear time here (it is restored below).

@@ -109,9 +109,8 @@ class ShapeSlice(RewriteRule):
         return Match(nid, (nid,), (gather, shape_node), message, "",
                      _Plan(x, k, ctx.output(shape_node), rel, form))
 
-    def apply(self, ctx: RoundContext, edit: Editor, m: Match) -> None:
+    def apply(self, ctx: RoundContext, edit: Editor, m: Match[_Plan]) -> None:
         plan = m.payload
-        assert isinstance(plan, _Plan)
         if plan.form == "shape":
             edit.replace_node(m.nid, "Shape", [plan.x], "shape", start=plan.k, end=plan.k + 1)
             return

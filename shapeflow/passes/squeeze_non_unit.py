@@ -99,12 +99,11 @@ def _fresh(ctx: RoundContext, base: str) -> str:
     """``base``, or ``base_1``, ``base_2``...: a name no scope of the model uses (a subgraph must not
     shadow an outer name either). Repairs are few: the table is built once per round."""
     used = ctx.cache.get("repair-names")
-    if used is None:
-        used = set()
+    if not isinstance(used, set):
+        names: set[str] = set()
         for scope in ctx.graph.scopes:
-            used.update(scope.producer, scope.consumers, scope.inputs, scope.outputs)
-        ctx.cache["repair-names"] = used
-    assert isinstance(used, set)
+            names.update(scope.producer, scope.consumers, scope.inputs, scope.outputs)
+        ctx.cache["repair-names"] = used = names
     name, k = base, 0
     while name in used:
         k += 1

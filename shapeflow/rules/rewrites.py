@@ -48,11 +48,11 @@ def _by_code(ctx: LintContext, code: str) -> list[CandidateLike]:
     """The candidates of one code, in search order (split once for the rules)."""
     split = ctx.cache.get(_BY_CODE)
     if split is None:
-        split = {}
+        table: dict[str | None, list[CandidateLike]] = {}
         for c in candidates(ctx):
-            split.setdefault(c.code, []).append(c)
-        ctx.cache[_BY_CODE] = split
-    return split.get(code, [])  # type: ignore[union-attr, no-any-return]
+            table.setdefault(c.code, []).append(c)
+        ctx.cache[_BY_CODE] = split = table
+    return split.get(code, [])  # type: ignore[attr-defined, no-any-return]
 
 
 def _location(ctx: LintContext, c: CandidateLike) -> Location:
