@@ -153,6 +153,7 @@ class _Linter:
         for d in analysis.diagnostics:
             reported.setdefault(d.code, []).append(d)
         errors = error_findings(LintContext(loaded.path, analysis.graph, analysis.inference), reported)
+        errors_before = list(errors)
         changed = False
         # Repairs first: they state what the author meant (Paddle's semantics); the rewrites then
         # simplify the meant model, not the broken one.
@@ -179,8 +180,10 @@ class _Linter:
         if not changed:
             return diags
         fixed = _reloaded(loaded, loaded.proto)
-        after = self._finish(self._reanalyze(fixed).diagnostics)  # the one analysis of the result
-        new = _new_errors(diags, after)
+        # The one analysis of the result, with every error rule (selected or not) for the verdict.
+        judged = self._reanalyze(fixed).diagnostics
+        new = _new_errors(errors_before, judged)
+        after = self._finish([d for d in judged if d.code in self.codes])
         if new:
             # The fix would break something that was fine: keep the model as it is, and say why.
             for d in new:
@@ -199,8 +202,10 @@ class _Linter:
         return after
 
     def _reanalyze(self, loaded: LoadedModel) -> Analysis:
+        judges = [r for r in select_rules() if r.severity is Severity.ERROR and r.code not in self.codes]
         try:
-            return self._analyze(loaded)
+            return analyze(loaded, dims=self.dims, limits=self.options.limits,
+                           rules=sorted(self.rules + judges, key=lambda r: r.code))
         except LimitExceeded:
             raise  # a limit (the time limit above all) is hit by the input's size, not by a bug
         except ShapeflowError as exc:

@@ -425,3 +425,22 @@ def test_fix_diff_shows_what_optimize_writes(tmp_path, name) -> None:
     # and applying the fix writes exactly optimize's model
     fix(path)
     assert onnx.printer.to_text(onnx.load(str(path))) == onnx.printer.to_text(onnx.load(str(out)))
+
+
+def test_new_error_of_an_unselected_rule_also_stops_the_fix(tmp_path) -> None:
+    """``--select SF104`` does not hide the SF112 the fix would create: the verdict on a fix runs
+    every error rule, and reports only the selected ones."""
+    model = parser.parse_model("""
+<ir_version: 8, opset_import: ["" : 13]>
+g (float[1, 3, 1, 5] x) => (float[3, 1] y)
+<int64[3] axes = {0, 2, 3}>
+{
+    [bad_sq] y = Squeeze (x, axes)
+}
+""")
+    path = write(tmp_path, model)
+    before = path.read_bytes()
+    result = fix(path, select=("SF104",))
+    assert not result.changed and path.read_bytes() == before
+    assert codes(result) == {"SF104"}
+    assert any("SF112" in n for n in result.notes)
