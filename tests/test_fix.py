@@ -444,3 +444,24 @@ g (float[1, 3, 1, 5] x) => (float[3, 1] y)
     assert not result.changed and path.read_bytes() == before
     assert codes(result) == {"SF104"}
     assert any("SF112" in n for n in result.notes)
+
+
+def test_a_fixed_model_is_analysed_once_more(tmp_path, monkeypatch) -> None:
+    """lint --fix: one analysis of the input, the engine on it (no re-analysis inside), one
+    analysis of the result."""
+    import shapeflow.analysis
+    import shapeflow.linter
+
+    calls: list[str] = []
+    real = shapeflow.analysis.analyze
+
+    def counting(loaded, **kw):
+        calls.append(loaded.path)
+        return real(loaded, **kw)
+
+    monkeypatch.setattr(shapeflow.linter, "analyze", counting)
+    monkeypatch.setattr(shapeflow.analysis, "analyze", counting)
+    path = tmp_path / "attention.onnx"
+    shutil.copy(os.path.join(EXAMPLES, "attention.onnx"), path)
+    result = fix(path)
+    assert result.changed and len(calls) == 2

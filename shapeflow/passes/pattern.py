@@ -21,6 +21,7 @@ from tinygrad's PatternMatcher tables and onnxscript's RewriteRule(pattern, chec
 from __future__ import annotations
 
 from dataclasses import dataclass
+from string import Formatter
 from typing import Any, Callable, ClassVar, NamedTuple, Sequence
 
 from ..axes import cancel_squeeze_unsqueeze, cancel_unsqueeze_squeeze, compose_squeeze, compose_unsqueeze
@@ -40,6 +41,9 @@ READERS: dict[str, Callable[[RoundContext, int], "Axes | NoMatch"]] = {
     "Squeeze": RoundContext.squeeze_axes,
     "Unsqueeze": RoundContext.unsqueeze_axes,
 }
+
+# The fields each message template of the rows names (filled in by ChainRule.__init_subclass__).
+_FIELDS: dict[str, frozenset[str]] = {}
 
 IDENTITY = "identity"  # the run and the root compose to nothing: x itself
 REPLACE_RUN = "replace-run"  # the root reads the run's input and gets ``rest``; the run goes
@@ -92,6 +96,8 @@ class ChainRule(RewriteRule):
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         if "row" in cls.__dict__:
+            for template in (*cls.row.says.values(), cls.row.only_reader or ""):
+                _FIELDS[template] = frozenset(f for _, f, _, _ in Formatter().parse(template) if f)
             cls.roots = (cls.row.root,)
             cls.after = frozenset({cls.row.run})
             cls._not_after = not_applicable(f"input is not produced by {_article(cls.row.run)}")
@@ -126,9 +132,14 @@ class ChainRule(RewriteRule):
         run = chain[:c.depth]
 
         def say(template: str) -> Callable[[], str]:
-            return lambda: template.format(names=ctx.display_run(run), run_axes=fmt_axes(c.run_axes),
-                                           root=ctx.display(nid), root_axes=fmt_axes(root_axes),
-                                           rest=fmt_axes(c.rest) if c.rest else "", left=c.left)
+            def text() -> str:  # (built when shown; only the fields the template names)
+                fields = _FIELDS[template]
+                return template.format(
+                    names=ctx.display_run(run) if "names" in fields else "",
+                    run_axes=fmt_axes(c.run_axes) if "run_axes" in fields else "",
+                    root=ctx.display(nid), root_axes=fmt_axes(root_axes) if "root_axes" in fields else "",
+                    rest=fmt_axes(c.rest) if c.rest and "rest" in fields else "", left=c.left)
+            return text
 
         note = ""
         if row.check is not None:
