@@ -174,6 +174,10 @@ class _Linter:
                 result.notes.append(f"rewrites not applied: refusing to optimize: {len(errors)} error-level "
                                     f"finding{'' if len(errors) == 1 else 's'} (fix the model first)")
             else:
+                if self.dims:
+                    # Dims bound by --dim hold for this lint, not for every run of the model: the
+                    # rewrites must be exact for all of them (optimize's inference binds none).
+                    graph = inference = None
                 done = run_passes(loaded, [Pass("rewrites", tuple(rewrites))], graph=graph,
                                   inference=inference, limits=opts.limits, explain=False)
                 changed = changed or done.changed

@@ -9,7 +9,6 @@ included, ``from . import x`` resolved to the module ``x``.
 from __future__ import annotations
 
 import ast
-import os
 from pathlib import Path
 
 import pytest

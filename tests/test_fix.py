@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
+import sys
 
 import numpy as np
 import onnx
@@ -381,9 +383,6 @@ def _agreement_models() -> list[str]:
 
 
 def _shapeflow(*args: str) -> "subprocess.CompletedProcess[str]":
-    import subprocess
-    import sys
-
     env = dict(os.environ, PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""))
     return subprocess.run([sys.executable, "-m", "shapeflow", *args], capture_output=True, text=True,
                           env=env, timeout=600)
@@ -465,3 +464,26 @@ def test_a_fixed_model_is_analysed_once_more(tmp_path, monkeypatch) -> None:
     shutil.copy(os.path.join(EXAMPLES, "attention.onnx"), path)
     result = fix(path)
     assert result.changed and len(calls) == 2
+
+
+def test_dims_bound_for_lint_do_not_reach_the_rewrites(tmp_path) -> None:
+    """``--dim N=1`` makes the Squeeze's dim known for this lint, but the model runs with any N:
+    the rewrites of --fix are those of optimize, which binds no dim."""
+    model = parser.parse_model("""
+<ir_version: 8, opset_import: ["" : 13]>
+g (float[N, 3] x) => (int64[1] y)
+<int64[1] ax0 = {0}, int64 i0 = {0}>
+{
+    s = Shape (x)
+    d = Gather (s, i0)
+    y = Unsqueeze (d, ax0)
+}
+""")
+    path = write(tmp_path, model)
+    bound = tmp_path / "bound.onnx"
+    shutil.copy(path, bound)
+    fix(bound, dims=(("N", 1),))
+    out = tmp_path / "opt.onnx"
+    assert _shapeflow("optimize", str(path), "-o", str(out)).returncode == 0
+    assert onnx.printer.to_text(onnx.load(str(bound))) == onnx.printer.to_text(onnx.load(str(out)))
+    assert [n.op_type for n in onnx.load(str(bound)).graph.node] == ["Shape", "Slice"]  # not the constant [1]
