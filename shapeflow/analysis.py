@@ -12,7 +12,7 @@ import json
 from contextlib import contextmanager
 from json.encoder import encode_basestring_ascii as _json_str  # the C encoder when available
 from dataclasses import dataclass, field
-from typing import Iterable, Iterator, Mapping, Sequence
+from typing import Collection, Iterable, Iterator, Mapping, Sequence
 
 
 from ._onnx import onnx
@@ -117,9 +117,11 @@ def analyze(
         ctx = LintContext(loaded.path, graph, inference)
         diags: list[Diagnostic] = []
         reported: dict[str, list[Diagnostic]] = {}
-        for rule in rules if rules is not None else select_rules(ignore=["SF2"]):
+        chosen = rules if rules is not None else select_rules(ignore=["SF2"])
+        for rule in chosen:
             if rule.code in CODES and CANDIDATES not in ctx.cache:  # (the SF2xx rules come last)
-                ctx.cache[CANDIDATES] = rewrite_candidates(ctx, reported)
+                wanted = frozenset(r.code for r in chosen if r.code in CODES)
+                ctx.cache[CANDIDATES] = rewrite_candidates(ctx, reported, wanted)
             found = reported[rule.code] = list(rule.diagnostics(ctx))
             found.extend(at_call_sites(ctx, rule, found))
             diags.extend(found)
@@ -145,13 +147,14 @@ def error_findings(ctx: LintContext, reported: Mapping[str, Sequence[Diagnostic]
     return out
 
 
-def rewrite_candidates(ctx: LintContext, reported: Mapping[str, Sequence[Diagnostic]]) -> list[object]:
-    """The rewrite engine's candidates for SF201-SF204, leaving out the nodes with error-level
-    findings (``error_findings``)."""
+def rewrite_candidates(ctx: LintContext, reported: Mapping[str, Sequence[Diagnostic]],
+                       codes: Collection[str] = CODES) -> list[object]:
+    """The rewrite engine's candidates of ``codes`` (SF201-SF204), leaving out the nodes with
+    error-level findings (``error_findings``)."""
     from .passes import find_candidates  # here: ``infer`` never needs the engine
 
     places = {(d.location.graph, d.location.node or "") for d in error_findings(ctx, reported)}
-    return list(find_candidates(ctx.graph, ctx.inference, codes=CODES, blocked=places))
+    return list(find_candidates(ctx.graph, ctx.inference, codes=codes, blocked=places))
 
 
 # numpy's names of the element types every model uses (a test checks them against onnx.helper),
