@@ -12,7 +12,7 @@ for both (a fresh ``python -m shapeflow`` process, output to /dev/null):
 
 The two run back to back in every round (the machine is shared, so each ratio compares runs taken
 close together), and each command's best of R rounds counts. Lint reports every rewrite
-``optimize`` would make (SF201-SF203): on this model, one finding per three nodes.
+``optimize`` would make (SF201-SF204): on this model, about 0.43 findings per node.
 
 The bar (the lint issue): lint / infer <= 1.5 on the 500k-node model. It is judged on CPU time
 (user + system, which other processes on a busy machine disturb less); the wall-time verdict is

@@ -15,6 +15,12 @@ as they were when the round started. Names, op types and input/output lists come
 (reading protobuf fields is the main cost on large graphs); the manager's claims keep two
 rewrites of one round from touching the same node, so what a match read is still true when it
 is applied.
+
+Adding a rule: a Squeeze/Unsqueeze chain rewrite is a :class:`~.pattern.ChainRow` (see
+``merge_unsqueeze.py``); anything else a small class with a typed payload (``Match[P]``, see
+``shape_slice.py``). Give it a code in ``shapeflow/codes.py`` (SF2xx), a lint rule in
+``shapeflow/rules/`` whose docstring documents it (a ``RewriteHint`` with that code: lint then
+reports its candidates), list it in ``registry.ALL_RULES``, and test it in tests/test_passes.py.
 """
 
 from __future__ import annotations
