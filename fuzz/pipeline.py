@@ -18,7 +18,7 @@ from shapeflow.annotate import annotate
 from shapeflow.errors import ShapeflowError
 from shapeflow.io import load_model_bytes
 from shapeflow.limits import Limits
-from shapeflow.passes import optimize_model
+from shapeflow.optimizer import optimize_model
 from shapeflow.render import format_diagnostic, infer_text
 from shapeflow.sarif import sarif_log
 

@@ -1,6 +1,8 @@
 """The pipeline of one model: load -> graph -> shapes -> diagnostics.
 
-``analyze`` is what ``infer`` and ``lint`` share; ``optimize`` starts from its result.
+``analyze`` is what ``infer`` and ``lint`` share; ``optimize`` starts from its result. It is the
+lint driver's hub: it runs the judging rules, then asks the rewrite engine for its candidates
+(what SF201-SF204 report), leaving out the nodes with error-level findings.
 """
 
 from __future__ import annotations
@@ -10,11 +12,11 @@ import json
 from contextlib import contextmanager
 from json.encoder import encode_basestring_ascii as _json_str  # the C encoder when available
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Iterable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Collection, Iterable, Iterator, Mapping, Sequence
 
 
 from ._onnx import onnx
-from .diagnostics import Diagnostic
+from .diagnostics import Diagnostic, Severity
 from .dims import Bound, shape_to_json
 from .graph import ModelGraph, build_graph
 from .assume import assumption_texts, check_assumptions
@@ -24,7 +26,7 @@ from .limits import DEFAULT_LIMITS, Limits
 from .opsets import opset_map
 from .rules import LintContext, Rule, select_rules
 from .rules.calls import at_call_sites
-from .rules.rewrites import REPORTED
+from .rules.rewrites import CANDIDATES, CODES
 from .results import SCHEMA, AnalysisJSON, NodeJSON, TensorJSON
 from ._version import __version__
 
@@ -163,8 +165,11 @@ def _judge(loaded: LoadedModel, graph: ModelGraph, inference: Inference,
     ctx = LintContext(loaded.path, graph, inference)
     diags: list[Diagnostic] = []
     reported: dict[str, list[Diagnostic]] = {}
-    ctx.cache[REPORTED] = reported  # for the rewrite candidates (SF2xx) to build on
-    for rule in rules if rules is not None else select_rules(ignore=["SF2"]):
+    chosen = rules if rules is not None else select_rules(ignore=["SF2"])
+    for rule in chosen:
+        if rule.code in CODES and CANDIDATES not in ctx.cache:  # (the SF2xx rules come last)
+            wanted = frozenset(r.code for r in chosen if r.code in CODES)
+            ctx.cache[CANDIDATES] = rewrite_candidates(ctx, reported, wanted)
         found = reported[rule.code] = list(rule.diagnostics(ctx))
         found.extend(at_call_sites(ctx, rule, found))
         diags.extend(found)
@@ -172,6 +177,32 @@ def _judge(loaded: LoadedModel, graph: ModelGraph, inference: Inference,
     # findings on a large model) is enough allocation to start a full collection otherwise.
     result.diagnostics = sorted(diags, key=Diagnostic.sort_key)
     return result
+
+
+def error_findings(ctx: LintContext, reported: Mapping[str, Sequence[Diagnostic]]) -> list[Diagnostic]:
+    """Every error-level finding of the model, whatever rules the user selected: ``reported`` holds
+    the findings a run has, by code; an error rule not among them runs here, for its verdict only
+    (a model with errors is refused by ``optimize``, and its broken nodes are never rewritten)."""
+    out: list[Diagnostic] = []
+    for rule in select_rules():
+        if rule.severity != Severity.ERROR:
+            continue
+        found = reported.get(rule.code)
+        if found is None:
+            found = list(rule.diagnostics(ctx))
+            found.extend(at_call_sites(ctx, rule, found))
+        out.extend(d for d in found if d.severity == Severity.ERROR)
+    return out
+
+
+def rewrite_candidates(ctx: LintContext, reported: Mapping[str, Sequence[Diagnostic]],
+                       codes: Collection[str] = CODES) -> list[object]:
+    """The rewrite engine's candidates of ``codes`` (SF201-SF204), leaving out the nodes with
+    error-level findings (``error_findings``)."""
+    from .passes import find_candidates  # here: ``infer`` never needs the engine
+
+    places = {(d.location.graph, d.location.node or "") for d in error_findings(ctx, reported)}
+    return list(find_candidates(ctx.graph, ctx.inference, codes=codes, blocked=places))
 
 
 # numpy's names of the element types every model uses (a test checks them against onnx.helper),

@@ -12,7 +12,8 @@ from .io import load_model, save_model
 from .limits import DEFAULT_LIMITS, Limits
 from .linter import FileResult, LintOptions, find_repo_root
 from .modeldiff import ModelDiff, diff_models
-from .passes import OptimizeResult, optimize_model
+from .optimizer import optimize_model
+from .passes import OptimizeResult
 
 if TYPE_CHECKING:
     import networkx as nx

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 
-from .dims import Shape
+from .dims import Dim, Shape, dim_is_one
 
 # Where a node's axes came from.
 AXES_ATTRIBUTE = "attribute"
@@ -79,3 +79,49 @@ def _fast_frozen_init(cls: type) -> None:
 
 
 _fast_frozen_init(AxisNode)
+
+
+# -- judgements on one Squeeze/Unsqueeze's facts, shared by the lint rules and the rewrite engine ---
+
+
+def axes_rank(a: AxisNode) -> int | None:
+    """The rank the axes of ``a`` are relative to: the input's for Squeeze, the output's for Unsqueeze."""
+    if a.input_shape is None:
+        return None
+    if a.op_type == "Unsqueeze":
+        if a.axes.values is None:
+            return None
+        return len(a.input_shape) + len(a.axes.values)
+    return len(a.input_shape)
+
+
+def non_unit_axes(a: AxisNode) -> list[tuple[int, int, Dim]]:
+    """``[(axis as written, position, dim)]`` for each axis of Squeeze ``a`` whose dim is known not
+    to be 1 (an integer other than 1, an expression such as ``seq + 2``, or ``seq`` under
+    ``--assume seq>=2``), once per position. Shared by SF104, its fix (the engine's
+    squeeze-non-unit-dim rewrite) and SF112 (which must not blame declared shapes for the output
+    of a node that cannot run)."""
+    if a.op_type != "Squeeze" or a.axes.values is None or a.input_shape is None:
+        return []
+    r = axes_rank(a)
+    if r is None:
+        return []
+    out: list[tuple[int, int, Dim]] = []
+    seen: set[int] = set()
+    for ax in a.axes.values:
+        if not -r <= ax < r:
+            continue  # SF101's
+        p = ax % r
+        d = a.input_shape[p]
+        if (d != 1 if type(d) is int else dim_is_one(d) is False) and p not in seen:
+            seen.add(p)
+            out.append((ax, p, d))
+    return out
+
+
+def kept_axes(a: AxisNode) -> tuple[int, ...]:
+    """The axes as written, minus those on a dim known != 1: what Paddle's ``squeeze`` acts on."""
+    bad = {p for _, p, _ in non_unit_axes(a)}
+    r = axes_rank(a) or 0
+    assert a.axes.values is not None
+    return tuple(ax for ax in a.axes.values if not (-r <= ax < r and ax % r in bad))

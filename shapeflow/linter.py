@@ -1,8 +1,11 @@
 """The engine of ``shapeflow lint`` (the command is ``cli/lint_cmd.py``): the gate for models
 committed next to code.
 
-One file: load -> analyse (inference and the selected rules, once) -> severity overrides, and with
-``--fix`` the fixes and a re-analysis of the result. Many files: every one is processed, in
+One file: load -> analyse (inference and the selected rules, once) -> severity overrides. With
+``--fix``, the rewrite engine (``shapeflow.passes``) runs on that analysis: first the repairs of the
+selected fixable error rules (SF104), then, when no error-level finding is left, the rewrites of the
+selected SF2xx codes (what ``optimize`` would do); the fixed model is analysed once more, and the
+fix is dropped if that shows an error-level finding that was not there before. Many files: every one is processed, in
 parallel processes with ``jobs > 1``, and the results come back in input order. Everything a
 worker returns is plain picklable data.
 
@@ -21,20 +24,18 @@ from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
 from ._onnx import onnx  # (onnx.printer, for --diff, imports onnx when asked for)
-from .analysis import Analysis, analyze
+from .analysis import Analysis, analyze, error_findings
 from .diagnostics import Diagnostic, Severity
 from .errors import EXIT_CLEAN, EXIT_FINDINGS, EXIT_INTERNAL, LimitExceeded, ShapeflowError, display_path
-from .fixes import apply_squeeze_fixes, plan_squeeze_fixes
+from .graph import ModelGraph
+from .inference import Inference
 from .io import LoadedModel, load_model, save_model
 from .assume import assumption_texts
 from .dims import Bound
 from .limits import DEFAULT_LIMITS, Limits
-from .rules import Rule, rejection_diagnostic, resolve_selector, select_rules
+from .rules import LintContext, Rule, rejection_diagnostic, resolve_selector, select_rules
 from . import suppress
 from .results import FileResultJSON
-
-REWRITE_CODES = frozenset({"SF201", "SF202", "SF203"})
-SQUEEZE_FIX_CODE = "SF104"
 
 
 @dataclass(frozen=True)
@@ -152,62 +153,96 @@ class _Linter:
     # -- --fix -----------------------------------------------------------------------------------
     def _fix(self, loaded: LoadedModel, analysis: Analysis, diags: list[Diagnostic],
              result: FileResult) -> list[Diagnostic]:
+        from .passes import Pass, rules_for_codes, run_passes  # here: plain lint never rewrites
+
         opts = self.options
         fixable_before = sum(1 for d in diags if d.fixable)
         if not fixable_before:
             return diags
+        found = {d.code for d in diags if d.fixable}
+        repairs = rules_for_codes(found & self.codes, repairs=True)
+        # Every selected rewrite, not only those with findings now: one rewrite can open the way
+        # for another (a cancel, then a merge), and optimize would do that one too.
+        rewrites = rules_for_codes(self.codes)
         before_text = onnx.printer.to_text(loaded.proto) if opts.diff else ""
+        graph: ModelGraph | None = analysis.graph
+        inference: Inference | None = analysis.inference
+        # Every error of the model, selected or not: optimize would refuse the model for any of them.
+        reported: dict[str, list[Diagnostic]] = {code: [] for code in self.codes}
+        for d in analysis.diagnostics:
+            reported.setdefault(d.code, []).append(d)
+        errors = error_findings(LintContext(loaded.path, analysis.graph, analysis.inference), reported)
+        errors_before = list(errors)
         changed = False
-        # SF104 first: it states what the author meant (Paddle's semantics); the rewrites then
+        # Repairs first: they state what the author meant (Paddle's semantics); the rewrites then
         # simplify the meant model, not the broken one.
-        if SQUEEZE_FIX_CODE in self.codes and any(d.code == SQUEEZE_FIX_CODE for d in diags):
-            plan = plan_squeeze_fixes(analysis.inference)
-            if plan:
-                apply_squeeze_fixes(loaded.proto, analysis.graph, plan)
+        if repairs:
+            done = run_passes(loaded, [Pass("repairs", tuple(repairs))], graph=graph, inference=inference,
+                              limits=opts.limits, explain=False)
+            repaired = done.results[0][1]
+            fixed_at = {(code, g, n) for code, g, n in repaired.roots}
+            errors = [d for d in errors if (d.code, d.location.graph, d.location.node) not in fixed_at]
+            result.notes.extend(f"not fixed: {why}" for why in repaired.skipped)
+            if done.changed:
                 changed = True
-                loaded = _reloaded(loaded, loaded.proto)
-                analysis = self._reanalyze(loaded)
-        wanted = REWRITE_CODES & self.codes
-        if wanted and any(d.code in wanted for d in analysis.diagnostics):
-            from .passes import find_candidates, optimize_model
-
-            names = sorted({c.rule for c in find_candidates(analysis.graph, analysis.inference)
-                            if c.code in wanted})
-            if names:
-                try:
-                    rewritten = optimize_model(loaded, rules=names, limits=opts.limits)
-                except ShapeflowError as exc:
-                    # optimize refuses a model with error-level findings (or one it cannot edit
-                    # safely); the findings stay reported, and any SF104 fix above still stands.
-                    result.notes.append(f"rewrites not applied: {exc.message}")
-                    rewritten = None
-                if rewritten is not None and rewritten.changed:
-                    changed = True
-                    loaded = _reloaded(loaded, rewritten.model)
-                    analysis = self._reanalyze(loaded)
-        after = self._finish(analysis.diagnostics)
+                graph = inference = None  # the engine indexes the repaired model itself
+        if rewrites and (changed or any(d.fixable and d.code.startswith("SF2") for d in diags)):
+            if errors:
+                # optimize refuses a model with error-level findings; the findings stay reported,
+                # and the repairs above still stand.
+                result.notes.append(f"rewrites not applied: refusing to optimize: {len(errors)} error-level "
+                                    f"finding{'' if len(errors) == 1 else 's'} (fix the model first)")
+            else:
+                if self.dims:
+                    # Dims bound by --dim hold for this lint, not for every run of the model: the
+                    # rewrites must be exact for all of them (optimize's inference binds none).
+                    graph = inference = None
+                done = run_passes(loaded, [Pass("rewrites", tuple(rewrites))], graph=graph,
+                                  inference=inference, limits=opts.limits, explain=False)
+                changed = changed or done.changed
         if not changed:
-            return after
+            return diags
+        fixed = _reloaded(loaded, loaded.proto)
+        # The one analysis of the result, with every error rule (selected or not) for the verdict.
+        judged = self._reanalyze(fixed).diagnostics
+        new = _new_errors(errors_before, judged)
+        after = self._finish([d for d in judged if d.code in self.codes])
+        if new:
+            # The fix would break something that was fine: keep the model as it is, and say why.
+            for d in new:
+                where = f" at '{d.location.node}'" if d.location.node else ""
+                result.notes.append(f"fix not applied: it would introduce {d.code} {d.name}{where}: {d.message}")
+            return diags
         result.changed = True
         result.fixed = max(0, fixable_before - sum(1 for d in after if d.fixable))
         if opts.diff:
             result.diff = _ended("".join(difflib.unified_diff(
-                before_text.splitlines(keepends=True), onnx.printer.to_text(loaded.proto).splitlines(keepends=True),
+                before_text.splitlines(keepends=True), onnx.printer.to_text(fixed.proto).splitlines(keepends=True),
                 fromfile=f"{display_path(loaded.path)} (before)",
                 tofile=f"{display_path(loaded.path)} (after --fix)")))
         else:
-            save_model(loaded.proto, loaded.path, input_path=loaded.path, in_place=True)
+            save_model(fixed.proto, fixed.path, input_path=fixed.path, in_place=True)
         return after
 
     def _reanalyze(self, loaded: LoadedModel) -> Analysis:
+        judges = [r for r in select_rules() if r.severity is Severity.ERROR and r.code not in self.codes]
         try:
-            return self._analyze(loaded)
+            return analyze(loaded, dims=self.dims, limits=self.options.limits,
+                           rules=sorted(self.rules + judges, key=lambda r: r.code))
         except LimitExceeded:
             raise  # a limit (the time limit above all) is hit by the input's size, not by a bug
         except ShapeflowError as exc:
             # The input passed; if the fixed model does not, the fix is wrong: a bug, never the
             # user's problem, and nothing is written.
             raise RuntimeError(f"--fix produced a model that fails its own checks: {exc}") from None
+
+
+def _new_errors(before: Sequence[Diagnostic], after: Sequence[Diagnostic]) -> list[Diagnostic]:
+    """Error-level findings of ``after`` whose rule and place had none in ``before``."""
+    had = {(d.code, d.location.graph, d.location.node, d.location.tensor)
+           for d in before if d.severity is Severity.ERROR}
+    return [d for d in after if d.severity is Severity.ERROR
+            and (d.code, d.location.graph, d.location.node, d.location.tensor) not in had]
 
 
 def _ended(text: str) -> str:

@@ -178,3 +178,38 @@ def test_text_line_is_the_piecewise_one(location: Location, hint: str) -> None:
         d = Diagnostic("SF104", "squeeze-non-unit-dim", severity, "m\tx.onnx", "axis 1 has dim 3", hint,
                        False, location)
         assert format_diagnostic(d) == _format_by_parts(d)
+
+
+# -- the rewrite engine's hot paths (shapeflow/passes/_fast.py) against their plain twins ---------
+
+
+def _engine_models() -> list[tuple[str, onnx.ModelProto]]:
+    models = _models()
+    models.append(("gpt2_like", mb.gpt2_like(13, layers=1)))
+    corpus = Path("/work/shared/corpus")
+    if corpus.is_dir():
+        models += [(p.name, onnx.load(str(p))) for p in sorted(corpus.glob("*.onnx"))]
+    return models
+
+
+@pytest.mark.parametrize("name, model", _engine_models(), ids=lambda v: v if isinstance(v, str) else "")
+def test_chain_and_dispatch_are_their_plain_twins(name: str, model: onnx.ModelProto) -> None:
+    from shapeflow.passes.base import RoundContext
+    from shapeflow.passes.manager import _Dispatch
+    from shapeflow.passes.registry import resolve_rules
+
+    a = analyze(load_model_bytes(model.SerializeToString(), name), rules=[])
+    ctx = RoundContext.build(a.graph, a.inference)
+    asked = 0
+    for nid, info in enumerate(a.graph.nodes):
+        if not info.inputs or not info.inputs[0]:
+            continue
+        for op in ("Squeeze", "Unsqueeze"):
+            for limit in (1, 2, 16):
+                assert ctx.chain(nid, op, limit) == ctx.chain_plain(nid, op, limit), (nid, op, limit)
+                asked += len(ctx.chain_plain(nid, op, limit))
+    dispatch = _Dispatch(resolve_rules(None))
+    for latest_first in (True, False):
+        assert dispatch.plan(ctx, latest_first) == dispatch.plan_plain(ctx, latest_first)
+    if name in ("chain", "attention.onnx"):
+        assert asked  # runs were compared, not only empty answers

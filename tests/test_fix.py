@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
+import sys
 
 import numpy as np
 import onnx
@@ -265,7 +267,8 @@ def test_diff_writes_nothing(tmp_path) -> None:
 
 def _have_passes() -> bool:
     try:
-        from shapeflow.passes import find_candidates, optimize_model  # noqa: F401
+        from shapeflow.optimizer import optimize_model  # noqa: F401
+        from shapeflow.passes import find_candidates  # noqa: F401
     except ImportError:
         return False
     return True
@@ -322,3 +325,165 @@ g (float[1, 3, 1, 5] x, float[2, 3] z) => (float[3, 5] y, float[?, ?, ?] far, fl
     assert result.notes and "refusing to optimize" in result.notes[0]
     fixed = onnx.load(str(path))
     assert [n.op_type for n in fixed.graph.node] == ["Squeeze", "Unsqueeze", "Unsqueeze", "Squeeze"]
+
+
+# -- one engine: lint --fix never adds a finding, and agrees with optimize (issue 10) -------------
+
+CORPUS = "/work/shared/corpus"  # the exporters' models of the project (skipped when absent)
+
+
+def _finding_keys(result) -> set[tuple[str, str, str | None]]:
+    return {(d.code, d.location.graph, d.location.node) for d in result.diagnostics}
+
+
+def test_fix_on_axis_errors_introduces_no_new_finding(tmp_path) -> None:
+    """The Squeeze of 'sq_non_unit' has no axis left once dim 3 is dropped, and its output is
+    declared [?, ?]: an Identity would give [2, 3, 1] (a new SF112). The repair does not fire,
+    says why, and nothing else changes."""
+    path = tmp_path / "axis_errors.onnx"
+    shutil.copy(os.path.join(EXAMPLES, "axis_errors.onnx"), path)
+    before_bytes = path.read_bytes()
+    before = lint_file(str(path))
+    result = fix(path)
+    assert _finding_keys(result) <= _finding_keys(before)
+    assert not any(d.code == "SF112" for d in result.diagnostics)
+    assert ("SF104", "main", "sq_non_unit_node") in _finding_keys(result)
+    assert any("not fixed" in n and "sq_non_unit_node" in n and "rank 2" in n for n in result.notes)
+    assert not result.changed and path.read_bytes() == before_bytes
+    after = lint_file(str(path))
+    assert _finding_keys(after) == _finding_keys(before)
+
+
+def test_fix_that_would_add_an_error_is_not_applied(tmp_path) -> None:
+    """Dropping dim 5 from the axes gives y the shape [3, 5], but y is declared [3, 1]: the fixed
+    model would have an SF112 that the broken one has not (its Squeeze cannot run, so SF112 does
+    not blame the declaration). The fix is dropped, nothing is written, and a note says why."""
+    model = parser.parse_model("""
+<ir_version: 8, opset_import: ["" : 13]>
+g (float[1, 3, 1, 5] x) => (float[3, 1] y)
+<int64[3] axes = {0, 2, 3}>
+{
+    [bad_sq] y = Squeeze (x, axes)
+}
+""")
+    path = write(tmp_path, model)
+    before = path.read_bytes()
+    assert codes(lint_file(str(path))) == {"SF104"}
+    result = fix(path)
+    assert not result.changed and path.read_bytes() == before
+    assert codes(result) == {"SF104"}
+    assert any(n.startswith("fix not applied: it would introduce SF112") for n in result.notes)
+
+
+def _agreement_models() -> list[str]:
+    found = sorted(os.path.join(EXAMPLES, f) for f in os.listdir(EXAMPLES) if f.endswith(".onnx"))
+    if os.path.isdir(CORPUS):
+        found += sorted(os.path.join(CORPUS, f) for f in os.listdir(CORPUS) if f.endswith(".onnx"))
+    return found
+
+
+def _shapeflow(*args: str) -> "subprocess.CompletedProcess[str]":
+    env = dict(os.environ, PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    return subprocess.run([sys.executable, "-m", "shapeflow", *args], capture_output=True, text=True,
+                          env=env, timeout=600)
+
+
+@pytest.mark.parametrize("model", _agreement_models(), ids=os.path.basename)
+def test_lint_fix_leaves_nothing_for_optimize(tmp_path, model) -> None:
+    """After ``lint --fix``, ``optimize --check`` finds nothing to rewrite (exit 0), unless the
+    model still has error-level findings, which optimize refuses (exit 1) and lint still reports."""
+    path = tmp_path / os.path.basename(model)
+    shutil.copy(model, path)
+    fixed = _shapeflow("lint", "--fix", "--isolated", str(path))
+    assert fixed.returncode in (0, 1), fixed.stderr
+    check = _shapeflow("optimize", "--check", str(path))
+    if fixed.returncode == 0:
+        assert check.returncode == 0, check.stdout + check.stderr
+        assert "nothing to rewrite" in check.stdout
+    else:
+        assert check.returncode == 1 and "refusing to optimize" in check.stderr, check.stdout + check.stderr
+        assert not any(d.code.startswith("SF2") for d in lint_file(str(path)).diagnostics)
+
+
+@pytest.mark.parametrize("name", ["attention.onnx", "opset11_attribute_axes.onnx"])
+def test_fix_diff_shows_what_optimize_writes(tmp_path, name) -> None:
+    """``lint --fix --diff`` is a preview of ``optimize``: its "after" side is optimize's output."""
+    src = os.path.join(EXAMPLES, name)
+    path = tmp_path / name
+    shutil.copy(src, path)
+    result = fix(path, diff=True)
+    assert result.changed
+    out = tmp_path / "opt.onnx"
+    opt = _shapeflow("optimize", str(path), "-o", str(out))
+    assert opt.returncode == 0, opt.stderr
+    after = onnx.printer.to_text(onnx.load(str(out))).splitlines()
+    added = [line[1:] for line in result.diff.splitlines() if line.startswith("+") and not line.startswith("+++")]
+    removed = [line[1:] for line in result.diff.splitlines() if line.startswith("-") and not line.startswith("---")]
+    assert added and removed
+    assert all(line in after for line in added)
+    # and applying the fix writes exactly optimize's model
+    fix(path)
+    assert onnx.printer.to_text(onnx.load(str(path))) == onnx.printer.to_text(onnx.load(str(out)))
+
+
+def test_new_error_of_an_unselected_rule_also_stops_the_fix(tmp_path) -> None:
+    """``--select SF104`` does not hide the SF112 the fix would create: the verdict on a fix runs
+    every error rule, and reports only the selected ones."""
+    model = parser.parse_model("""
+<ir_version: 8, opset_import: ["" : 13]>
+g (float[1, 3, 1, 5] x) => (float[3, 1] y)
+<int64[3] axes = {0, 2, 3}>
+{
+    [bad_sq] y = Squeeze (x, axes)
+}
+""")
+    path = write(tmp_path, model)
+    before = path.read_bytes()
+    result = fix(path, select=("SF104",))
+    assert not result.changed and path.read_bytes() == before
+    assert codes(result) == {"SF104"}
+    assert any("SF112" in n for n in result.notes)
+
+
+def test_a_fixed_model_is_analysed_once_more(tmp_path, monkeypatch) -> None:
+    """lint --fix: one analysis of the input, the engine on it (no re-analysis inside), one
+    analysis of the result."""
+    import shapeflow.analysis
+    import shapeflow.linter
+
+    calls: list[str] = []
+    real = shapeflow.analysis.analyze
+
+    def counting(loaded, **kw):
+        calls.append(loaded.path)
+        return real(loaded, **kw)
+
+    monkeypatch.setattr(shapeflow.linter, "analyze", counting)
+    monkeypatch.setattr(shapeflow.analysis, "analyze", counting)
+    path = tmp_path / "attention.onnx"
+    shutil.copy(os.path.join(EXAMPLES, "attention.onnx"), path)
+    result = fix(path)
+    assert result.changed and len(calls) == 2
+
+
+def test_dims_bound_for_lint_do_not_reach_the_rewrites(tmp_path) -> None:
+    """``--dim N=1`` makes the Squeeze's dim known for this lint, but the model runs with any N:
+    the rewrites of --fix are those of optimize, which binds no dim."""
+    model = parser.parse_model("""
+<ir_version: 8, opset_import: ["" : 13]>
+g (float[N, 3] x) => (int64[1] y)
+<int64[1] ax0 = {0}, int64 i0 = {0}>
+{
+    s = Shape (x)
+    d = Gather (s, i0)
+    y = Unsqueeze (d, ax0)
+}
+""")
+    path = write(tmp_path, model)
+    bound = tmp_path / "bound.onnx"
+    shutil.copy(path, bound)
+    fix(bound, dims=(("N", 1),))
+    out = tmp_path / "opt.onnx"
+    assert _shapeflow("optimize", str(path), "-o", str(out)).returncode == 0
+    assert onnx.printer.to_text(onnx.load(str(bound))) == onnx.printer.to_text(onnx.load(str(out)))
+    assert [n.op_type for n in onnx.load(str(bound)).graph.node] == ["Shape", "Slice"]  # not the constant [1]

@@ -298,7 +298,7 @@ def test_rewrite_rules_are_silent_without_passes(tmp_path, monkeypatch) -> None:
     from shapeflow.rules import rewrites
 
     def missing(ctx):
-        ctx.cache[rewrites._KEY] = []
+        ctx.cache[rewrites.CANDIDATES] = []
         return []
 
     monkeypatch.setattr(rewrites, "candidates", missing)

@@ -19,7 +19,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from shapeflow.cli import main
 from shapeflow.io import load_model, load_model_bytes, save_model
-from shapeflow.passes import optimize_model
+from shapeflow.optimizer import optimize_model
 from shapeflow.verify import verify_models
 
 UNKNOWN_MODEL = b"\x98\x06\xb9\x60"  # field 99, varint 12345

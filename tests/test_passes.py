@@ -10,7 +10,8 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from shapeflow.errors import ShapeflowError
-from shapeflow.passes import OptimizeRefused, find_candidates, optimize_model
+from shapeflow.optimizer import OptimizeRefused, optimize_model
+from shapeflow.passes import find_candidates
 from shapeflow.passes.registry import RULE_NAMES, resolve_rules
 from shapeflow.analysis import analyze
 from test_passes_support import all_nodes, check_rewrite, loaded_of, optimize, parse

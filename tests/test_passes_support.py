@@ -17,7 +17,8 @@ import onnxruntime as ort
 import pytest
 
 from shapeflow.io import LoadedModel, load_model_bytes
-from shapeflow.passes import OptimizeResult, optimize_model
+from shapeflow.optimizer import optimize_model
+from shapeflow.passes import OptimizeResult
 from shapeflow.verify import random_inputs
 
 SO = ort.SessionOptions()

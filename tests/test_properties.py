@@ -41,7 +41,7 @@ from shapeflow.analysis import analyze  # noqa: E402
 from shapeflow.annotate import annotate  # noqa: E402
 from shapeflow.dims import substitute  # noqa: E402
 from shapeflow.io import load_model_bytes  # noqa: E402
-from shapeflow.passes import optimize_model  # noqa: E402
+from shapeflow.optimizer import optimize_model  # noqa: E402
 
 ort = pytest.importorskip("onnxruntime")
 

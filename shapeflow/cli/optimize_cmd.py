@@ -15,8 +15,9 @@ from ..discover import model_files
 from ..errors import EXIT_CLEAN, EXIT_FINDINGS, ShapeflowError, UsageError, display_path
 from ..io import load_model, save_model
 from ..limits import Limits
+from ..optimizer import OptimizeRefused, optimize_model
+from ..passes import RULE_NAMES, OptimizeResult
 from ..results import header
-from ..passes import RULE_NAMES, OptimizeRefused, OptimizeResult, optimize_model
 from ..render import format_diagnostic
 from ..assume import assumption_texts, parse_assumptions
 from ..dims import Bound

@@ -1,7 +1,7 @@
 """Rewrite rule anatomy, and what a rule sees of one round of the fixpoint.
 
 A rule is a class with a ``name`` (kebab-case, used by ``--rules`` and in reports), a ``code`` (the
-lint code that reports the same opportunity, SF201-SF203, or None), the op types it is rooted at,
+lint code that reports the same opportunity, from ``shapeflow/codes.py``), the op types it is rooted at,
 a docstring whose first line states its identity, and two methods:
 
 * ``match(ctx, nid)`` is pure: it returns a :class:`Match` saying which nodes the rewrite would
@@ -15,22 +15,35 @@ as they were when the round started. Names, op types and input/output lists come
 (reading protobuf fields is the main cost on large graphs); the manager's claims keep two
 rewrites of one round from touching the same node, so what a match read is still true when it
 is applied.
+
+Adding a rule: a Squeeze/Unsqueeze chain rewrite is a :class:`~.pattern.ChainRow` (see
+``merge_unsqueeze.py``); anything else a small class with a typed payload (``Match[P]``, see
+``shape_slice.py``). Give it a code in ``shapeflow/codes.py`` (SF2xx), a lint rule in
+``shapeflow/rules/`` whose docstring documents it (a ``RewriteHint`` with that code: lint then
+reports its candidates), list it in ``registry.ALL_RULES``, and test it in tests/test_passes.py.
 """
 
 from __future__ import annotations
 
 import inspect
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Callable, ClassVar, NamedTuple, Union
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Generic, NamedTuple, TypeVar, Union
 
 from .._onnx import onnx
 from ..dims import dim_is_one, format_shape
 from ..facts import (
-    AXES_ABSENT, AXES_ATTRIBUTE, AXES_COMPUTED, AXES_CONSTANT, AXES_INITIALIZER, AxisNode,
+    AXES_ABSENT,
+    AXES_ATTRIBUTE,
+    AXES_COMPUTED,
+    AXES_CONSTANT,
+    AXES_INITIALIZER,
+    AxisNode,
 )
 from ..graph import GRAPH_INPUT, INITIALIZER, ModelGraph, NodeInfo, Scope
 from ..inference import Inference
 from ..tensorinfo import TensorInfo
+
+from . import _fast
 
 if TYPE_CHECKING:
     from .edit import Editor
@@ -41,33 +54,45 @@ TensorProto = onnx.TensorProto
 AXES_INPUT_SINCE = 13
 
 
-class Match(NamedTuple):
-    """A rewrite a rule would make at root node ``nid``. (A named tuple: immutable like a frozen
-    dataclass, and several times cheaper to build, which counts at one per root of a large model.)
+P = TypeVar("P")
+
+
+class Match(Generic[P]):
+    """A rewrite a rule would make at root node ``nid``, with the rule's own plan as ``payload``
+    (``Match[IdentityPlan]``, ``Match[SlicePlan]``...). Immutable by convention; slotted, because
+    lint builds one per finding.
 
     ``message`` says what it does with node names; it may be given as a function that builds the
     text, because on a large model most messages are never shown (only ``-v`` lists them).
 
     ``writes`` are the nodes the rewrite modifies or deletes; no other rewrite may touch them in
     the same round. ``reads`` are nodes whose content the rewrite relies on without changing them;
-    others may read them too, but not write them.
+    others may read them too, but not write them. ``rewires`` are nodes that only get one input
+    renamed (the readers of a tensor the rewrite replaces): two rewrites may rename different
+    inputs of one node in the same round; nothing else may write or read a renamed node.
     """
 
-    nid: int
-    writes: tuple[int, ...]
-    reads: tuple[int, ...] = ()
-    message: "str | Callable[[], str]" = ""
-    note: str = ""  # e.g. "removes a run-time failure when dim 0 (batch) is not 1"
-    payload: object = None
-    # Nodes that only get one input renamed (the readers of a tensor the rewrite replaces). Two
-    # rewrites may rename different inputs of one node in the same round; nothing else may
-    # write or read a renamed node.
-    rewires: tuple[int, ...] = ()
+    __slots__ = ("nid", "writes", "reads", "message", "note", "payload", "rewires")
+
+    def __init__(self, nid: int, writes: tuple[int, ...], reads: tuple[int, ...] = (),
+                 message: "str | Callable[[], str]" = "", note: str = "", payload: P = None,  # type: ignore[assignment]
+                 rewires: tuple[int, ...] = ()) -> None:
+        self.nid = nid
+        self.writes = writes
+        self.reads = reads
+        self.message = message
+        self.note = note  # e.g. "removes a run-time failure when dim 0 (batch) is not 1"
+        self.payload = payload
+        self.rewires = rewires
 
     @property
     def text(self) -> str:
         m = self.message
         return m if isinstance(m, str) else m()
+
+    def at(self, nid: int) -> "Match[P]":
+        """The same rewrite, rooted at ``nid`` (a member of a group that one match covers)."""
+        return Match(nid, self.writes, self.reads, self.message, self.note, self.payload, self.rewires)
 
 
 @dataclass(frozen=True)
@@ -79,7 +104,7 @@ class NoMatch:
     near: bool = True
 
 
-Result = Union[Match, NoMatch]
+Result = Union["Match[Any]", NoMatch]
 
 
 def not_applicable(reason: str) -> NoMatch:
@@ -90,10 +115,10 @@ def not_applicable(reason: str) -> NoMatch:
 
 # What produces a root's data input (``RewriteRule.after``): the op type of an ai.onnx node of
 # the root's scope, or one of these (no ai.onnx op type has a '<').
-FROM_INITIALIZER = "<initializer>"
-FROM_GRAPH_INPUT = "<graph input>"
-FROM_OUTER_SCOPE = "<outer scope>"  # an enclosing scope's tensor (or no tensor at all)
-FROM_CUSTOM = "<custom>"  # a node of another domain or of an unknown version
+FROM_INITIALIZER = _fast.FROM_INITIALIZER
+FROM_GRAPH_INPUT = _fast.FROM_GRAPH_INPUT
+FROM_OUTER_SCOPE = _fast.FROM_OUTER_SCOPE  # an enclosing scope's tensor (or no tensor at all)
+FROM_CUSTOM = _fast.FROM_CUSTOM  # a node of another domain or of an unknown version
 
 
 class RewriteRule:
@@ -106,11 +131,14 @@ class RewriteRule:
     # Elsewhere its match would only say that it does not apply, so the manager does not ask
     # (most roots are not the end of any pattern).
     after: ClassVar[frozenset[str] | None] = None
+    # The engine reports where the rule fired (OptimizeResult.roots): set by the repairs of
+    # ``lint --fix``, whose driver then knows which findings went without judging the model again.
+    record_roots: ClassVar[bool] = False
 
     def match(self, ctx: "RoundContext", nid: int) -> Result:  # pragma: no cover - abstract
         raise NotImplementedError
 
-    def apply(self, ctx: "RoundContext", edit: "Editor", m: Match) -> None:  # pragma: no cover
+    def apply(self, ctx: "RoundContext", edit: "Editor", m: "Match[Any]") -> None:  # pragma: no cover
         raise NotImplementedError
 
     @classmethod
@@ -277,34 +305,18 @@ class RoundContext:
             return None  # a malformed node (no data input): nothing to rewrite through it
         return p
 
-    def chain(self, nid: int, op_type: str, limit: int = 16) -> list[int]:
+    def chain_plain(self, nid: int, op_type: str, limit: int = 16) -> list[int]:
         """The run of ``op_type`` nodes feeding ``nid`` through input 0, nearest first, each read
         only by the next (so the whole run can go once ``nid`` no longer needs it). The nearest one
         is included even when it has other readers. At most ``limit`` nodes: a longer run is
         taken over several rounds, and a match stays O(1)."""
-        # ``input_producer`` and ``only_reader`` written out: every Squeeze/Unsqueeze root asks.
-        nodes = self.graph.nodes
-        info = nodes[nid]
-        sid = info.scope
-        scope = self.graph.scopes[sid]
-        producer, consumers = scope.producer, scope.consumers
-        outputs = self._outputs.get(sid)
-        if outputs is None:
-            outputs = self.outputs(sid)
         out: list[int] = []
         cur = nid
         while len(out) < limit:
-            names = info.inputs
-            p = producer.get(names[0]) if names and names[0] else None
-            if p is None or p < 0 or p in out:
+            p = self.input_producer(cur, 0, op_type)
+            if p is None or p in out:
                 return out
-            info = nodes[p]
-            if (info.op_type != op_type or info.domain != "" or info.since_version is None
-                    or not info.inputs or not info.inputs[0]):
-                return out  # another op, or a malformed node (no data input) to rewrite through
-            name = info.outputs[0]
-            readers = consumers.get(name)
-            exclusive = readers is not None and len(readers) == 1 and readers[0] == cur and name not in outputs
+            exclusive = self.only_reader(self.sid(cur), self.output(p), cur)
             if out and not exclusive:
                 return out  # beyond the nearest, a node read elsewhere ends the run
             out.append(p)
@@ -312,6 +324,9 @@ class RoundContext:
                 return out
             cur = p
         return out
+
+    # What the rules call: ``chain_plain`` with its lookups written out (every root asks).
+    chain = _fast.chain
 
     def tensor(self, sid: int, name: str) -> TensorInfo | None:
         return self.inference.lookup(sid, name)

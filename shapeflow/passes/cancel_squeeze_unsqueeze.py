@@ -2,20 +2,26 @@
 
 from __future__ import annotations
 
-from ..axes import cancel_squeeze_unsqueeze, compose_squeeze
-from .base import (
-    IdentityPlan, Match, NoMatch, Result, RewriteRule, RoundContext, apply_identity, fmt_axes,
-    identity_match, not_applicable,
-)
-from .edit import Editor
-
-MAX_RUN = 16
-
-# Shared answers for roots the rule does not apply to (immutable).
-_NOT_AFTER_SQUEEZE = not_applicable("input is not produced by a Squeeze")
+from .. import codes
+from .base import NoMatch, RoundContext, fmt_axes
+from .pattern import IDENTITY, ChainRow, ChainRule, Found, squeezes_then_unsqueeze
 
 
-class CancelSqueezeUnsqueeze(RewriteRule):
+def _unproven(ctx: RoundContext, found: Found) -> NoMatch | str:
+    """A squeezed dim not known to be 1: cancelling removes the failure it would cause; --strict
+    does not."""
+    unproven = ctx.unproven_ones(found.run[-1], found.combined.run_axes)
+    if not unproven:
+        return ""
+    dims = ", ".join(unproven)
+    if ctx.strict:
+        pair = (f"{ctx.display_run(found.run)} {fmt_axes(found.combined.run_axes)} then "
+                f"{ctx.display(found.root)} {fmt_axes(found.root_axes)}")
+        return NoMatch(f"{pair}: --strict and squeezed {dims} not statically 1")
+    return f"removes a run-time failure when squeezed {dims} is not 1"
+
+
+class CancelSqueezeUnsqueeze(ChainRule):
     """U(a) after S(b) is the identity when a = b.
 
     ``S(b)`` removes positions ``b`` of a rank-r input and ``U(b)`` puts 1-dims back at the same
@@ -32,49 +38,10 @@ class CancelSqueezeUnsqueeze(RewriteRule):
     """
 
     name = "cancel-squeeze-unsqueeze"
-    code = "SF201"
-    roots = ("Unsqueeze",)
-    after = frozenset({"Squeeze"})
-
-    def match(self, ctx: RoundContext, nid: int) -> Result:
-        chain = ctx.chain(nid, "Squeeze", MAX_RUN)
-        if not chain:
-            return _NOT_AFTER_SQUEEZE
-        a = ctx.unsqueeze_axes(nid)
-        if isinstance(a, NoMatch):
-            return a
-        axes: list[tuple[int, ...]] = []
-        for s in chain:
-            b = ctx.squeeze_axes(s)
-            if isinstance(b, NoMatch):
-                if not axes:
-                    return b
-                break
-            axes.append(b)
-        for depth in range(len(axes), 0, -1):
-            b = axes[depth - 1]
-            for j in range(depth - 2, -1, -1):
-                b = compose_squeeze(b, axes[j])
-            if cancel_squeeze_unsqueeze(b, a):
-                break
-        else:
-            return NoMatch(f"{ctx.display(chain[0])} {fmt_axes(axes[0])} then {ctx.display(nid)} "
-                           f"{fmt_axes(a)}: the positions differ")
-        run = chain[:depth]
-
-        def pair() -> str:
-            names = ctx.display_run(run)
-            return f"{names} {fmt_axes(b)} then {ctx.display(nid)} {fmt_axes(a)}"  # type: ignore[arg-type]
-
-        unproven = ctx.unproven_ones(run[-1], b)
-        note = ""
-        if unproven:
-            dims = ", ".join(unproven)
-            if ctx.strict:
-                return NoMatch(f"{pair()}: --strict and squeezed {dims} not statically 1")
-            note = f"removes a run-time failure when squeezed {dims} is not 1"
-        return identity_match(ctx, run, nid, lambda: f"{pair()} cancel", note)
-
-    def apply(self, ctx: RoundContext, edit: Editor, m: Match) -> None:
-        assert isinstance(m.payload, IdentityPlan)
-        apply_identity(edit, m.payload)
+    code = codes.CANCELLING_PAIR.code
+    row = ChainRow(
+        root="Unsqueeze", run="Squeeze", combine=squeezes_then_unsqueeze,
+        why_not="{first} {first_axes} then {root} {root_axes}: the positions differ",
+        says={IDENTITY: "{names} {run_axes} then {root} {root_axes} cancel"},
+        check=_unproven,
+    )

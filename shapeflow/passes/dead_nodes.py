@@ -15,12 +15,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from .. import codes
 from ..graph import GRAPH_INPUT, INITIALIZER
 
 if TYPE_CHECKING:
     from .edit import Editor
 
-NAME = "dead-nodes"
+NAME = codes.DEAD_NODES.name  # the sweep's code is SF205 (codes.py); it is no rule of its own
 
 
 def sweep(edit: "Editor") -> None:

@@ -35,7 +35,7 @@ _REUSE_MAX_ELEMS = 64
 TensorProto = onnx.TensorProto
 
 
-def _int64_tensor(values: tuple[int, ...], name: str) -> TensorProto:
+def int64_tensor(values: tuple[int, ...], name: str) -> TensorProto:
     """An int64 vector as numpy writes it (raw data). numpy is imported here, on the first rewrite:
     lint imports this module and needs neither numpy nor onnx's helpers."""
     import numpy as np
@@ -124,6 +124,7 @@ class Editor:
     _made: set[tuple[int, str]] = field(default_factory=set)  # tensors (re)produced by this round's edits
     _gone: dict[int, set[str]] = field(default_factory=dict)  # tensors that no longer exist, per scope
     _dropped_inits: dict[int, set[str]] = field(default_factory=dict)
+    _stale_info: dict[int, set[str]] = field(default_factory=dict)  # value_info to drop, per scope
     _int_index: dict[int, dict[tuple[int, ...], str]] = field(default_factory=dict)
     _modified: set[int] = field(default_factory=set)  # nodes whose proto an edit changed
 
@@ -252,6 +253,21 @@ class Editor:
             self._add_read(sid, name)
         self.changed = True
 
+    def make_identity(self, nid: int) -> None:
+        """Turn node ``nid`` into an Identity of its first input, keeping its name and outputs
+        (the inputs after the first, such as an axes tensor, are no longer read)."""
+        node = self._edit(nid)
+        sid = self.g.nodes[nid].scope
+        rest = [n for n in node.input[1:] if n and n != node.input[0]]
+        node.op_type = "Identity"
+        node.domain = ""
+        del node.input[1:]
+        del node.attribute[:]
+        for n in dict.fromkeys(rest):
+            self.count(sid, n)
+            self._drop_read(sid, n)
+        self.changed = True
+
     def set_output(self, nid: int, index: int, name: str) -> None:
         """Make node ``nid`` produce ``name`` (a tensor whose previous producer this round deletes)."""
         node = self._edit(nid)
@@ -353,6 +369,12 @@ class Editor:
         self.changed = True
 
     # -- tensors ---------------------------------------------------------------------------------
+    def forget_value_info(self, sid: int, name: str) -> None:
+        """Drop the value_info of ``name``, a tensor whose value a repair changes (``lint --fix``):
+        it described the shape of the broken node's output (inference works out the new one)."""
+        self._stale_info.setdefault(sid, set()).add(name)
+        self.changed = True
+
     def can_add_initializers(self, sid: int) -> bool:
         """Graph bodies take initializers; functions do not, and below IR 4 every initializer
         would also have to be a graph input."""
@@ -412,11 +434,11 @@ class Editor:
             name = index.get(vals)
             if name is None:
                 name = self.names.fresh(self.g, base, suffix)
-                self.add_initializer(sid, _int64_tensor(vals, name))
+                self.add_initializer(sid, int64_tensor(vals, name))
                 index[vals] = name
             return name
         name = self.names.fresh(self.g, base, suffix)
-        tensor = _int64_tensor(vals, name)
+        tensor = int64_tensor(vals, name)
         self.new_node(sid, anchor, "Constant", [], [name], self.names.fresh(self.g, name, "const"), value=tensor)
         return name
 
@@ -485,6 +507,7 @@ class Editor:
             if dropped and isinstance(body, onnx.GraphProto):
                 _drop_entries(body.initializer, dropped)
             gone = {n for n in self._gone.get(sid, ()) if (sid, n) not in self._made}
+            gone |= self._stale_info.get(sid, set())
             if gone and hasattr(body, "value_info"):
                 _drop_entries(body.value_info, gone)
 

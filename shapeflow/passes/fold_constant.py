@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from .. import codes
 from .._onnx import onnx
 from ..axes import squeeze_shape, unsqueeze_shape
 from ..graph import INITIALIZER
@@ -111,7 +112,7 @@ class FoldConstant(RewriteRule):
     """
 
     name = "fold-constant"
-    code = "SF203"
+    code = codes.FOLDABLE_CONSTANT.code
     roots = ("Squeeze", "Unsqueeze")
     after = frozenset({"Constant", FROM_INITIALIZER, FROM_OUTER_SCOPE})
 
@@ -193,9 +194,8 @@ class FoldConstant(RewriteRule):
         return Match(nid, members, reads, message, "", _Fold(source, mine, members, name, in_place),
                      tuple(rewires))
 
-    def apply(self, ctx: RoundContext, edit: Editor, m: Match) -> None:
+    def apply(self, ctx: RoundContext, edit: Editor, m: Match[_Fold]) -> None:
         plan = m.payload
-        assert isinstance(plan, _Fold)
         source = plan.source
         sid = ctx.sid(m.nid)
         name = plan.name or edit.names.fresh(ctx.graph, source.name, "folded")

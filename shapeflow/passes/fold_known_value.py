@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from .. import codes
 from .._onnx import onnx
 from ..graph import INITIALIZER
 from .base import INT_RANGES, Match, NoMatch, Result, RewriteRule, RoundContext, not_applicable
@@ -43,7 +44,7 @@ class FoldKnownValue(RewriteRule):
     """
 
     name = "fold-known-value"
-    code = "SF203"
+    code = codes.FOLDABLE_CONSTANT.code
     roots = ("Squeeze", "Unsqueeze")
 
     def match(self, ctx: RoundContext, nid: int) -> Result:
@@ -99,9 +100,8 @@ class FoldKnownValue(RewriteRule):
         readers = tuple(ctx.readers(sid, z))
         return Match(nid, (nid,), readers, message, "", value)
 
-    def apply(self, ctx: RoundContext, edit: Editor, m: Match) -> None:
+    def apply(self, ctx: RoundContext, edit: Editor, m: Match[_Value]) -> None:
         value = m.payload
-        assert isinstance(value, _Value)
         sid = ctx.sid(m.nid)
         z = ctx.output(m.nid)
         import numpy as np  # here, not at the top: lint imports this module and needs no numpy

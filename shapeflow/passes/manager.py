@@ -13,8 +13,10 @@ changed nothing a rule could see differently is the last one: the confirming rou
 nothing (``_may_continue``). ``full_inference=True`` does it the slow way, re-inferring every round
 and always confirming; the tests check that both give the same bytes.
 
-The first round also runs the lint rules: a model with an error-level finding is refused, never
-"repaired" on the way (``OptimizeRefused``, exit 1).
+The engine judges nothing: the caller (``shapeflow.optimizer``, ``shapeflow.linter``) hands in its
+own index and inference for the first round, and the nodes not to touch (those with error-level
+findings) as data; refusing a model with errors is the driver's decision. ``run_passes`` runs
+several such passes one after the other, as onnx-ir's PassManager does, and says what changed.
 """
 
 from __future__ import annotations
@@ -22,26 +24,30 @@ from __future__ import annotations
 import gc
 import time
 from dataclasses import dataclass, field, replace
-from typing import Callable, Collection, Iterable, Mapping, NamedTuple, Sequence
+from typing import Callable, Collection, Iterable, NamedTuple, Sequence
 
 from .._onnx import onnx
 from .._version import __version__
-from ..analysis import analyze
-from ..diagnostics import Diagnostic, Severity
 from ..dims import Bound
 from ..results import SCHEMA, OptimizeJSON
-from ..errors import EXIT_FINDINGS, LimitExceeded, ShapeflowError
+from ..errors import LimitExceeded, ShapeflowError
 from ..facts import AxisNode
 from ..graph import INITIALIZER, ModelGraph, build_graph
 from ..inference import Inference, infer
 from ..io import LoadedModel, refuse_unsafe_external_data
 from ..limits import DEFAULT_LIMITS, Limits
 from ..opsets import MAX_KNOWN_OPSET, canonical_domain
-from ..rules import LintContext, select_rules
 from .base import (
-    FROM_CUSTOM, FROM_GRAPH_INPUT, FROM_INITIALIZER, FROM_OUTER_SCOPE, Match, NoMatch, RewriteRule,
+    FROM_CUSTOM,
+    FROM_GRAPH_INPUT,
+    FROM_INITIALIZER,
+    FROM_OUTER_SCOPE,
+    Match,
+    NoMatch,
+    RewriteRule,
     RoundContext,
 )
+from . import _fast
 from .dead_nodes import NAME as DEAD_NODES
 from .edit import Editor, NameRegistry
 from .registry import resolve_rules
@@ -56,7 +62,7 @@ MAX_ROUNDS = 1000
 
 
 class Candidate(NamedTuple):
-    """A rewrite a rule would make (what SF201-SF203 report). A named tuple: lint builds one per
+    """A rewrite a rule would make (what SF201-SF204 report). A named tuple: lint builds one per
     finding, and it is several times cheaper to build than a frozen dataclass."""
 
     rule: str
@@ -77,6 +83,9 @@ class OptimizeResult:
     after: dict[str, int]
     rounds: int = 0
     notes: list[str] = field(default_factory=list)  # rewrites that remove a run-time failure
+    # (code, graph path, node) of the roots that rules with ``record_roots`` rewrote (the repairs of
+    # ``lint --fix``: the driver learns which findings went without judging the model again)
+    roots: list[tuple[str, str, str]] = field(default_factory=list)
     assumptions: Mapping[str, Bound] = field(default_factory=dict)  # --assume, in force throughout
 
     def to_json(self) -> OptimizeJSON:
@@ -87,14 +96,9 @@ class OptimizeResult:
                 "rewrites": dict(self.rewrites), "rounds": self.rounds}
 
 
-class OptimizeRefused(ShapeflowError):
-    """The model has error-level findings: optimizing would silently "repair" it (exit 1)."""
-
-    exit_code = EXIT_FINDINGS
-
-    def __init__(self, message: str, diagnostics: list[Diagnostic], **kw: object) -> None:
-        super().__init__(message, **kw)  # type: ignore[arg-type]
-        self.diagnostics = diagnostics
+# Where a node is, as findings name it: (graph path, node display id). Blocked nodes come as these,
+# because node ids are those of one round's index and the caller's findings know only names.
+Place = tuple[str, str]
 
 
 def count_ops(graph: ModelGraph) -> dict[str, int]:
@@ -125,76 +129,62 @@ class _Dispatch:
                                              if op in r.roots and (r.after is None or kind in r.after)]
         return found
 
-    def plan(self, ctx: RoundContext, latest_first: bool = True) -> list[tuple[int, list[RewriteRule]]]:
-        """The round's roots (``_roots``) that some rule may fire on, each with those rules. One
-        loop with its lookups written out: it visits every Squeeze/Unsqueeze of the model."""
-        graph = ctx.graph
-        nodes = graph.nodes
-        producers = [scope.producer for scope in graph.scopes]
-        table = self._table
+    def plan_plain(self, ctx: RoundContext, latest_first: bool = True) -> list[tuple[int, list[RewriteRule]]]:
+        """The round's roots (``_roots``) that some rule may fire on, each with those rules."""
         out: list[tuple[int, list[RewriteRule]]] = []
         for nid in _roots(ctx, latest_first):
-            info = nodes[nid]
-            if info.domain != "" or info.since_version is None:
+            if not ctx.is_standard(nid):
                 continue
-            p = producers[info.scope].get(info.inputs[0])
-            if p is None:
-                kind = FROM_OUTER_SCOPE
-            elif p < 0:
-                kind = FROM_INITIALIZER if p == INITIALIZER else FROM_GRAPH_INPUT
-            else:
-                pinfo = nodes[p]
-                kind = pinfo.op_type if pinfo.domain == "" and pinfo.since_version is not None else FROM_CUSTOM
-            found = table.get((info.op_type, kind))
-            if found is None:
-                found = self.rules_for(info.op_type, kind)
+            found = self.rules_for(ctx.info(nid).op_type, input_kind(ctx, nid))
             if found:
                 out.append((nid, found))
         return out
 
+    def plan(self, ctx: RoundContext, latest_first: bool = True) -> list[tuple[int, list[RewriteRule]]]:
+        """``plan_plain`` with its lookups written out (``_fast.plan``): it visits every
+        Squeeze/Unsqueeze of the model."""
+        return _fast.plan(self, ctx, _roots(ctx, latest_first))
 
-def _error_nodes(graph: ModelGraph, inference: Inference,
-                 reported: Mapping[str, Sequence[Diagnostic]] | None = None) -> set[int]:
-    """Nodes with an error-level axis finding: never rewritten. ``reported`` holds the diagnostics
-    that lint already has from some rules, by code: those rules are not run a second time."""
-    rules = [r for r in select_rules() if r.severity == Severity.ERROR]
-    known = reported or {}
-    ctx: LintContext | None = None
-    places: set[tuple[str, str]] = set()
-    for rule in rules:
-        found = known.get(rule.code)
-        if found is None:
-            ctx = ctx or LintContext(graph.path, graph, inference)
-            found = list(rule.diagnostics(ctx))
-        for d in found:
-            if d.severity == Severity.ERROR:
-                places.add((d.location.graph, d.location.node or ""))
+
+def input_kind(ctx: RoundContext, nid: int) -> str:
+    """What produces the data input of ``nid`` (``RewriteRule.after``): the op type of an ai.onnx
+    node of its scope, or a ``FROM_*``."""
+    p = ctx.graph.scopes[ctx.sid(nid)].producer.get(ctx.inputs(nid)[0])
+    if p is None:
+        return FROM_OUTER_SCOPE
+    if p < 0:
+        return FROM_INITIALIZER if p == INITIALIZER else FROM_GRAPH_INPUT
+    return ctx.info(p).op_type if ctx.is_standard(p) else FROM_CUSTOM
+
+
+def resolve_places(inference: Inference, places: Collection[Place]) -> set[int]:
+    """The node ids of this round's index at ``places`` (Squeeze/Unsqueeze nodes only: every
+    rewrite is rooted at one, and the facts know their names without reading a proto)."""
     if not places:
         return set()
-    where = {(a.graph, a.node): a.nid for a in inference.axis_nodes}
-    return {where[p] for p in places if p in where}
+    wanted = places if isinstance(places, (set, frozenset)) else set(places)
+    return {a.nid for a in inference.axis_nodes if (a.graph, a.node) in wanted}
 
 
 def find_candidates(graph: ModelGraph, inference: Inference, *, strict: bool = False,
                     rules: Sequence[str] | None = None, codes: Collection[str] | None = None,
-                    reported: Mapping[str, Sequence[Diagnostic]] | None = None) -> list[Candidate]:
+                    blocked: Collection[Place] = ()) -> list[Candidate]:
     """What the rules would rewrite in this model, one candidate per root node (the rule that
-    would fire first there), in scope and file order. Nodes with error-level findings are left
-    out. Nothing is changed.
+    would fire first there), in scope and file order. Nothing is changed.
 
     ``codes`` keeps only the candidates of rules with those lint codes (rules after the last such
-    rule on a root are not tried). ``reported`` is what lint has already found, by code (see
-    ``_error_nodes``)."""
+    rule on a root are not tried). Roots at ``blocked`` places (the caller's nodes with
+    error-level findings) are left out."""
     ctx = RoundContext.build(graph, inference, strict)
     chosen = resolve_rules(rules)
     if codes is not None:
         chosen = chosen[:max((k + 1 for k, r in enumerate(chosen) if r.code in codes), default=0)]
     dispatch = _Dispatch(chosen)
-    blocked = _error_nodes(graph, inference, reported)
+    blocked_ids = resolve_places(inference, blocked)
     out: list[Candidate] = []
     facts = ctx.facts
     for nid, tried in dispatch.plan(ctx, latest_first=False):
-        if nid in blocked:
+        if nid in blocked_ids:
             continue
         for rule in tried:
             r = rule.match(ctx, nid)
@@ -207,7 +197,7 @@ def find_candidates(graph: ModelGraph, inference: Inference, *, strict: bool = F
     return out
 
 
-def _preflight(loaded: LoadedModel) -> None:
+def preflight(loaded: LoadedModel) -> None:
     """What ``optimize`` refuses before looking at a node (RELIABILITY.md rows 11 and 37)."""
     model = loaded.proto
     if model.ir_version > onnx.IR_VERSION:
@@ -230,7 +220,7 @@ def _preflight(loaded: LoadedModel) -> None:
     refuse_unsafe_external_data(loaded)
 
 
-def _check_known_ops(graph: ModelGraph) -> None:
+def check_known_ops(graph: ModelGraph) -> None:
     """An unknown op in ai.onnx (a typo such as ``Sqeeze``) has unknown semantics: refuse (row 14)."""
     for nid, info in enumerate(graph.nodes):
         if info.domain != "" or info.since_version is not None:
@@ -250,6 +240,7 @@ class _Round:
     notes: list[str] = field(default_factory=list)
     skipped: list[tuple[int, str]] = field(default_factory=list)  # (root, why a rule did not fire)
     deferred: list[int] = field(default_factory=list)  # roots left for the next round: a node was taken
+    roots: list[tuple[str, str, str]] = field(default_factory=list)  # see OptimizeResult.roots
     written: set[int] = field(default_factory=set)
 
 
@@ -331,12 +322,16 @@ def _counts_after(graph: ModelGraph, edit: Editor) -> dict[str, int]:
     return counts
 
 
-def _run_round(ctx: RoundContext, edit: Editor, dispatch: _Dispatch, explain: bool = True) -> _Round:
+def _run_round(ctx: RoundContext, edit: Editor, dispatch: _Dispatch, explain: bool = True,
+               blocked: set[int] | None = None) -> _Round:
     out = _Round()
     written = out.written
     read: set[int] = set()
     rewired: set[int] = set()
+    facts = ctx.facts
     for nid, tried in dispatch.plan(ctx):
+        if blocked and nid in blocked:
+            continue
         for rule in tried:
             r = rule.match(ctx, nid)
             if isinstance(r, NoMatch):
@@ -352,6 +347,10 @@ def _run_round(ctx: RoundContext, edit: Editor, dispatch: _Dispatch, explain: bo
             read.update(r.reads)
             rewired.update(r.rewires)
             out.fired[rule.name] = out.fired.get(rule.name, 0) + 1
+            if rule.record_roots:
+                fact = facts.get(nid)
+                if fact is not None:
+                    out.roots.append((rule.code or "", fact.graph, fact.node))
             if explain or r.note:
                 line = f"{rule.name}: {r.text}"
                 if r.note:
@@ -363,24 +362,38 @@ def _run_round(ctx: RoundContext, edit: Editor, dispatch: _Dispatch, explain: bo
     return out
 
 
-def optimize_model(loaded: LoadedModel, *, rules: Sequence[str] | None = None, strict: bool = False,
-                   limits: Limits = DEFAULT_LIMITS, progress: Progress | None = None,
-                   explain: bool = True, full_inference: bool = False,
-                   assumptions: Mapping[str, Bound] | None = None) -> OptimizeResult:
-    """Rewrite ``loaded.proto`` in place until no rule fires.
+def rewrite_model(loaded: LoadedModel, rules: Sequence[RewriteRule] | Sequence[str] | None = None, *,
+                  graph: ModelGraph | None = None, inference: Inference | None = None,
+                  blocked: Collection[Place] = (), strict: bool = False, limits: Limits = DEFAULT_LIMITS,
+                  progress: Progress | None = None, explain: bool = True,
+                  full_inference: bool = False, names: NameRegistry | None = None,
+                  assumptions: Mapping[str, Bound] | None = None) -> OptimizeResult:
+    """Rewrite ``loaded.proto`` in place with ``rules`` (instances, or names for
+    ``resolve_rules``; all the optimize rules by default) until none fires.
 
-    Raises ``OptimizeRefused`` (exit 1) for a model with error-level findings, and
-    ``ShapeflowError`` (exit 2) for one that cannot be optimized safely (invalid graph, unknown
-    operator, unsupported opset, unsafe external data, a limit). ``rules`` selects rules by name
-    (all by default); ``strict`` cancels Squeeze→Unsqueeze only over dims statically 1.
-    ``explain=False`` leaves ``log`` empty (building one line per rewrite costs time on large
-    models; ``notes`` and ``skipped`` are kept). ``full_inference`` re-infers the whole model every
-    round instead of carrying the previous round's inference over (``reinfer``); the result is the
-    same, only slower. ``assumptions`` (``--assume``) are the only ranges a rewrite may rely on
-    beyond what the model itself proves.
+    ``graph`` and ``inference`` are the caller's index and inference of ``loaded`` (its analysis):
+    the first round uses them instead of building its own. Roots at ``blocked`` places are never
+    rewritten. Judging the model (refusing one with errors) is the caller's business; this raises
+    ``ShapeflowError`` only for a limit. ``strict`` cancels Squeeze→Unsqueeze only over dims
+    statically 1. ``explain=False`` leaves ``log`` empty (building one line per rewrite costs time
+    on large models; ``notes`` and ``skipped`` are kept). ``full_inference`` re-infers the whole
+    model every round instead of carrying the previous round's inference over (``reinfer``); the
+    result is the same, only slower. ``names`` carries the generated names over from an
+    earlier pass on the same model. ``assumptions`` (``--assume``; by default those of the given
+    ``inference``) are the only ranges a rewrite may rely on beyond what the model proves.
     """
-    dispatch = _Dispatch(resolve_rules(rules))
-    _preflight(loaded)
+    chosen: list[RewriteRule] = []
+    names_given: list[str] = []
+    for r in rules if rules is not None else ():
+        if isinstance(r, str):
+            names_given.append(r)
+        else:
+            chosen.append(r)
+    if names_given and chosen:
+        raise TypeError("rewrite_model takes rule names or rule instances, not both")
+    if rules is None or names_given:
+        chosen = resolve_rules(names_given if rules is not None else None)
+    dispatch = _Dispatch(chosen)
     started = time.monotonic()
     # The index and inference allocate millions of small objects per round and free them all at
     # its end; the cyclic collector only adds super-linear time here (it is restored below).
@@ -388,10 +401,58 @@ def optimize_model(loaded: LoadedModel, *, rules: Sequence[str] | None = None, s
     gc.disable()
     try:
         return _fixpoint(loaded, dispatch, strict, limits, progress, started, explain, full_inference,
-                         dict(assumptions or {}))
+                         graph, inference, blocked, names or NameRegistry(),
+                         dict(assumptions if assumptions is not None
+                              else inference.assumptions if inference is not None else {}))
     finally:
         if gc_was_enabled:
             gc.enable()
+
+
+@dataclass(frozen=True)
+class Pass:
+    """One step of ``run_passes``: rewrite rules run to their fixpoint, with the places they must
+    not touch."""
+
+    name: str
+    rules: tuple[RewriteRule, ...]
+    blocked: frozenset[Place] = frozenset()
+
+
+@dataclass
+class PassesResult:
+    """What ``run_passes`` did: the model (edited in place), whether it changed, and each pass's
+    own result, in order."""
+
+    model: onnx.ModelProto
+    changed: bool
+    results: list[tuple[str, OptimizeResult]]
+
+    @property
+    def rewrites(self) -> dict[str, int]:
+        total: dict[str, int] = {}
+        for _, r in self.results:
+            for name, n in r.rewrites.items():
+                total[name] = total.get(name, 0) + n
+        return total
+
+
+def run_passes(loaded: LoadedModel, passes: Sequence[Pass], *, graph: ModelGraph | None = None,
+               inference: Inference | None = None, limits: Limits = DEFAULT_LIMITS,
+               explain: bool = True) -> PassesResult:
+    """Run ``passes`` in order on ``loaded.proto`` (edited in place). The first pass starts from the
+    caller's ``graph`` and ``inference``; a pass after one that changed the model indexes it anew."""
+    results: list[tuple[str, OptimizeResult]] = []
+    changed = False
+    names = NameRegistry()  # one for the model: a later pass must not reuse a name an earlier one made
+    for p in passes:
+        r = rewrite_model(loaded, p.rules, graph=graph, inference=inference, blocked=p.blocked,
+                          limits=limits, explain=explain, names=names)
+        results.append((p.name, r))
+        if r.changed:
+            changed = True
+            graph = inference = None
+    return PassesResult(loaded.proto, changed, results)
 
 
 def _rewrote_function_bodies(graph: ModelGraph, edit: Editor, written: Iterable[int]) -> bool:
@@ -404,11 +465,13 @@ def _rewrote_function_bodies(graph: ModelGraph, edit: Editor, written: Iterable[
 
 def _fixpoint(loaded: LoadedModel, dispatch: _Dispatch, strict: bool, limits: Limits,
               progress: Progress | None, started: float, explain: bool, full_inference: bool,
+              given_graph: ModelGraph | None, given_inference: Inference | None,
+              blocked_places: Collection[Place], names: NameRegistry,
               assumptions: dict[str, Bound]) -> OptimizeResult:
-    names = NameRegistry()
     fired: dict[str, int] = {}
     log: list[str] = []
     notes: list[str] = []
+    roots: list[tuple[str, str, str]] = []
     before: dict[str, int] = {}
     changed = False
     rounds = 0
@@ -419,38 +482,29 @@ def _fixpoint(loaded: LoadedModel, dispatch: _Dispatch, strict: bool, limits: Li
         if remaining <= 0:
             raise LimitExceeded("timeout", f"{limits.timeout:g} s", "--timeout", file=loaded.path)
         round_limits = replace(limits, timeout=remaining)
-        if rounds == 1:
-            # Only error-level findings refuse a model, and no rule raises a finding above its
-            # default severity: the warning and info rules need not run (SF201-SF203 would only run
-            # the rewrite rules a second time).
-            judges = [r for r in select_rules() if r.severity == Severity.ERROR]
-            analysis = analyze(loaded, limits=round_limits, rules=judges, progress=progress,
-                               assumptions=assumptions)
-            _check_known_ops(analysis.graph)  # exit 2 for optimize, before the lint verdict (exit 1)
-            errors = [d for d in analysis.diagnostics if d.severity == Severity.ERROR]
-            if errors:
-                raise OptimizeRefused(
-                    f"refusing to optimize: {len(errors)} error-level finding"
-                    f"{'' if len(errors) == 1 else 's'} (fix the model first)", errors, file=loaded.path)
-            graph, inference = analysis.graph, analysis.inference
-            del analysis
-            before = count_ops(graph)
+        if rounds == 1 and given_graph is not None and given_inference is not None:
+            graph, inference = given_graph, given_inference  # the caller's analysis: not redone
+            given_graph = given_inference = None
+        elif rounds == 1 or carried is None:
+            graph = build_graph(loaded, round_limits)
+            inference = infer(graph, None, round_limits, progress, assumptions)
         else:
             graph = build_graph(loaded, round_limits)
-            if carried is None:
-                inference = infer(graph, None, round_limits, progress, assumptions)
-            else:
-                inference = carry_inference(graph, carried[0], carried[1])
-            carried = None
+            inference = carry_inference(graph, carried[0], carried[1])
+        carried = None
+        if rounds == 1:
+            before = count_ops(graph)
+        # Node ids are the round's: blocked places are looked up again each round.
+        blocked = resolve_places(inference, blocked_places) if blocked_places else None
         ctx = RoundContext.build(graph, inference, strict)
         edit = Editor(ctx, names, explain=explain)
         with inference.domain():  # rewrites decide dims in the domain inference proved them in
-            result = _run_round(ctx, edit, dispatch, explain)
+            result = _run_round(ctx, edit, dispatch, explain, blocked)
         ctx.release()
         if not edit.changed:
             after = count_ops(graph)
             return OptimizeResult(loaded.proto, changed, fired, log, [t for _, t in result.skipped],
-                                  before, after, rounds, notes, assumptions)
+                                  before, after, rounds, notes, roots, assumptions)
         edit.finish()
         # A deferred root that the sweep removed has nothing left to do either.
         deferred = [n for n in result.deferred if n not in edit.deleted]
@@ -462,6 +516,7 @@ def _fixpoint(loaded: LoadedModel, dispatch: _Dispatch, strict: bool, limits: Li
         changed = True
         for name, n in result.fired.items():
             fired[name] = fired.get(name, 0) + n
+        roots.extend(result.roots)
         if edit.dead_count:
             fired[DEAD_NODES] = fired.get(DEAD_NODES, 0) + edit.dead_count
         if explain:
@@ -476,7 +531,7 @@ def _fixpoint(loaded: LoadedModel, dispatch: _Dispatch, strict: bool, limits: Li
             gone = edit.deleted | result.written
             skipped = [t for nid, t in result.skipped if nid not in gone]
             return OptimizeResult(loaded.proto, changed, fired, log, skipped, before,
-                                  _counts_after(graph, edit), rounds, notes, assumptions)
+                                  _counts_after(graph, edit), rounds, notes, roots, assumptions)
         if not full_inference and not bodies:
             carried = (inference, edit.made)
         # Drop this round's index before building the next one: peak memory is one round's.

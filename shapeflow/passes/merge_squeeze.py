@@ -2,17 +2,30 @@
 
 from __future__ import annotations
 
-from ..axes import compose_squeeze
-from .base import Match, NoMatch, Result, RewriteRule, RoundContext, fmt_axes, not_applicable
-from .edit import Editor
-
-MAX_RUN = 16
-
-# Shared answers for roots the rule does not apply to (immutable).
-_NOT_AFTER_SQUEEZE = not_applicable("input is not produced by a Squeeze")
+from .. import codes
+from .base import Match, NoMatch, Result, RoundContext
+from .pattern import DROP_ROOT, REPLACE_RUN, ChainPlan, ChainRow, ChainRule, Found, squeezes_merged
 
 
-class MergeSqueeze(RewriteRule):
+def _both_without_axes(ctx: RoundContext, nid: int, chain: list[int]) -> Result | None:
+    """S() after S(): after the first no dim is 1, so the second removes nothing."""
+    first = chain[0]
+    if not (ctx.squeezes_all(first) and ctx.squeezes_all(nid)
+            and ctx.axes_problem(first) is None and ctx.axes_problem(nid) is None):
+        return None
+    pair = f"{ctx.display(first)} then {ctx.display(nid)}, both without axes"
+    if not ctx.only_reader(ctx.sid(nid), ctx.output(first), nid):
+        return NoMatch(f"{pair}: the first output has other readers or is a graph output")
+    return Match(nid, (nid, first), (), f"{pair}: the second removes nothing", "", ChainPlan(DROP_ROOT, (first,), ()))
+
+
+def _removes_a_dim(ctx: RoundContext, found: Found) -> NoMatch | str:
+    if found.combined.rest:
+        return ""
+    return NoMatch(f"{ctx.display_run(found.run)} then {ctx.display(found.root)}: none removes a dim")
+
+
+class MergeSqueeze(ChainRule):
     """S(b2) after S(b1) is S(b1 ∪ {lift(b1, q) : q ∈ b2}); S() after S() is S().
 
     ``b2`` names positions of the first Squeeze's output; ``lift(b1, q)`` is the same dim's
@@ -27,56 +40,11 @@ class MergeSqueeze(RewriteRule):
     """
 
     name = "merge-squeeze"
-    code = "SF202"
-    roots = ("Squeeze",)
-    after = frozenset({"Squeeze"})
-
-    def match(self, ctx: RoundContext, nid: int) -> Result:
-        chain = ctx.chain(nid, "Squeeze", MAX_RUN)
-        if not chain:
-            return _NOT_AFTER_SQUEEZE
-        first = chain[0]
-        exclusive = ctx.only_reader(ctx.sid(nid), ctx.output(first), nid)
-        if (ctx.squeezes_all(first) and ctx.squeezes_all(nid)
-                and ctx.axes_problem(first) is None and ctx.axes_problem(nid) is None):
-            pair = f"{ctx.display(first)} then {ctx.display(nid)}, both without axes"
-            if not exclusive:
-                return NoMatch(f"{pair}: the first output has other readers or is a graph output")
-            return Match(nid, (nid, first), (), f"{pair}: the second removes nothing", "", None)
-        b = ctx.squeeze_axes(nid)
-        if isinstance(b, NoMatch):
-            return b
-        run: list[int] = []
-        merged = b
-        for s in chain:
-            b1 = ctx.squeeze_axes(s)
-            if isinstance(b1, NoMatch):
-                if not run:
-                    return b1
-                break
-            run.append(s)
-            merged = compose_squeeze(b1, merged)
-        def names() -> str:
-            return ctx.display_run(run)
-
-        if not exclusive:
-            return NoMatch(f"{names()} then {ctx.display(nid)}: the first output has other readers or is "
-                           "a graph output")
-        if not merged:
-            return NoMatch(f"{names()} then {ctx.display(nid)}: none removes a dim")
-        return Match(nid, (nid, *run), (), lambda: f"{names()} then {ctx.display(nid)} {fmt_axes(b)} merge "  # type: ignore[arg-type]
-                     f"to {fmt_axes(merged)}", "", (tuple(run), merged))
-
-    def apply(self, ctx: RoundContext, edit: Editor, m: Match) -> None:
-        if m.payload is None:
-            # S() after S(): the first keeps removing every 1-dim and takes over the output name.
-            first = m.writes[1]
-            z = ctx.output(m.nid)
-            edit.delete_node(m.nid)
-            edit.set_output(first, 0, z)
-            return
-        run, merged = m.payload  # type: ignore[misc]
-        edit.set_input(m.nid, 0, ctx.inputs(run[-1])[0])
-        edit.set_axes(m.nid, merged)
-        for s in run:
-            edit.delete_node(s)
+    code = codes.MERGEABLE_CHAIN.code
+    row = ChainRow(
+        root="Squeeze", run="Squeeze", combine=squeezes_merged,
+        why_not="",  # (a run of Squeezes always merges)
+        says={REPLACE_RUN: "{names} then {root} {root_axes} merge to {rest}"},
+        only_reader="{names} then {root}: the first output has other readers or is a graph output",
+        check=_removes_a_dim, before=_both_without_axes,
+    )

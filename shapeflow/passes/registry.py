@@ -1,8 +1,8 @@
-"""The rewrite rules in the order they are tried on each root node, and selection by name."""
+"""The rewrite rules in the order they are tried on each root node, and selection by name or code."""
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Collection, Sequence
 
 from ..errors import UsageError
 from .base import RewriteRule
@@ -14,6 +14,7 @@ from .fold_known_value import FoldKnownValue
 from .merge_squeeze import MergeSqueeze
 from .merge_unsqueeze import MergeUnsqueeze
 from .shape_slice import ShapeSlice
+from .squeeze_non_unit import SqueezeNonUnitFix
 
 # Priority on one root: folds first (they remove the most: a fold of the last node of a chain
 # takes the whole chain with it), then cancels (which remove two nodes), merges, and shape slicing
@@ -29,6 +30,16 @@ ALL_RULES: tuple[type[RewriteRule], ...] = (
 )
 
 RULE_NAMES: tuple[str, ...] = tuple(r.name for r in ALL_RULES)
+
+# Repairs of error-level findings: ``lint --fix`` runs them before the rewrites; ``optimize`` never
+# does (it refuses a model with errors rather than repair it on the way).
+FIX_RULES: tuple[type[RewriteRule], ...] = (SqueezeNonUnitFix,)
+
+
+def rules_for_codes(wanted: Collection[str], *, repairs: bool = False) -> list[RewriteRule]:
+    """The rewrite rules (or, with ``repairs``, the repairs) whose lint code is in ``wanted``, in
+    priority order: what ``lint --fix`` runs for the codes the user's selection allows."""
+    return [r() for r in (FIX_RULES if repairs else ALL_RULES) if r.code in wanted]
 
 
 def resolve_rules(names: Sequence[str] | None = None) -> list[RewriteRule]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .. import codes
 from .base import Match, NoMatch, Result, RewriteRule, RoundContext, fmt_axes, not_applicable
 from .edit import Editor
 
@@ -38,7 +39,7 @@ class ShapeSlice(RewriteRule):
     """
 
     name = "shape-slice"
-    code = None
+    code = codes.SHAPE_SLICE.code
     roots = ("Unsqueeze",)
     after = frozenset({"Gather"})
 
@@ -108,9 +109,8 @@ class ShapeSlice(RewriteRule):
         return Match(nid, (nid,), (gather, shape_node), message, "",
                      _Plan(x, k, ctx.output(shape_node), rel, form))
 
-    def apply(self, ctx: RoundContext, edit: Editor, m: Match) -> None:
+    def apply(self, ctx: RoundContext, edit: Editor, m: Match[_Plan]) -> None:
         plan = m.payload
-        assert isinstance(plan, _Plan)
         if plan.form == "shape":
             edit.replace_node(m.nid, "Shape", [plan.x], "shape", start=plan.k, end=plan.k + 1)
             return

@@ -1,8 +1,8 @@
 """The lint rules, one per file, and the registry that selects them.
 
-Codes are fixed (SPEC.md section 2): a code is never renumbered; new rules take new codes. The
-hundreds group them: SF0xx the file and its graph, SF1xx axes and shapes, SF2xx what ``optimize``
-would rewrite.
+Each rule's code, name, default severity and fixable flag are in ``shapeflow/codes.py`` (the one
+code table); a rule class holds its check and its docstring (the docs). The hundreds group the
+codes: SF0xx the file and its graph, SF1xx axes and shapes, SF2xx what ``optimize`` would rewrite.
 """
 
 from __future__ import annotations
@@ -42,6 +42,7 @@ from .sf117_invalid_attribute import InvalidAttribute
 from .sf201_cancelling_pair import CancellingPair
 from .sf202_mergeable_chain import MergeableChain
 from .sf203_foldable_constant import FoldableConstant
+from .sf204_shape_slice import ShapeSlice
 
 ALL_RULES: tuple[type[Rule], ...] = tuple(
     sorted(
@@ -52,7 +53,7 @@ ALL_RULES: tuple[type[Rule], ...] = tuple(
             SqueezeRankUnknowable, NegativeAxesOpset1, AxesFormMismatch, AxesBadTensor, AxesNotConstant,
             UnsqueezeEmptyAxes, ShapeConflict, SqueezeEmptyAxes, InvalidDimValue, RankAbove64,
             ControlFlowSignature, InvalidAttribute,
-            CancellingPair, MergeableChain, FoldableConstant,
+            CancellingPair, MergeableChain, FoldableConstant, ShapeSlice,
         ),
         key=lambda r: r.code,
     )

@@ -11,8 +11,13 @@ import inspect
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, ClassVar, Iterable, Iterator
 
+from .. import codes
 from ..diagnostics import Diagnostic, Location, Severity
-from ..facts import AxisNode
+from ..facts import AxisNode, axes_rank
+
+__all__ = [
+    "Finding", "LintContext", "Rule", "axes_rank", "describe_repeat", "in_range", "repeated_axes",
+]
 
 if TYPE_CHECKING:
     from ..graph import ModelGraph
@@ -27,7 +32,7 @@ class LintContext:
     graph: "ModelGraph"
     inference: "Inference"
     options: dict[str, object] = field(default_factory=dict)
-    # Work shared by several rules of one run (e.g. the rewrite candidates SF201-SF203 all read),
+    # Work shared by several rules of one run (e.g. the rewrite candidates SF201-SF204 all read),
     # computed by the first rule that needs it. Per context, so nothing outlives one model.
     cache: dict[str, object] = field(default_factory=dict)
     # axis nodes by op type, filtered once: a dozen rules each walk every Squeeze or Unsqueeze
@@ -59,6 +64,9 @@ class Finding:
 
 
 class Rule:
+    """A lint rule. A subclass sets ``code``; its name, default severity and fixable flag come from
+    the one code table, ``shapeflow/codes.py``."""
+
     code: ClassVar[str]
     name: ClassVar[str]
     severity: ClassVar[Severity]
@@ -66,6 +74,12 @@ class Rule:
     # The rule judges the Squeeze/Unsqueeze facts alone (``ctx.axis_nodes()``), so it can also
     # judge the facts of a function body run at one call site (``rules/calls.py``).
     per_call: ClassVar[bool] = False
+
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        super().__init_subclass__(**kwargs)
+        if "code" in cls.__dict__:  # (abstract bases such as RewriteHint set none)
+            entry = codes.lookup(cls.code)
+            cls.name, cls.severity, cls.fixable = entry.name, entry.severity, entry.fixable
 
     def check(self, ctx: LintContext) -> Iterable[Finding]:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -101,17 +115,6 @@ class Rule:
                 code=self.code, name=self.name, severity=f.severity or self.severity, file=ctx.file,
                 message=f.message, hint=f.hint, fixable=self.fixable, location=f.location,
             )
-
-
-def axes_rank(a: AxisNode) -> int | None:
-    """The rank the axes of ``a`` are relative to: the input's for Squeeze, the output's for Unsqueeze."""
-    if a.input_shape is None:
-        return None
-    if a.op_type == "Unsqueeze":
-        if a.axes.values is None:
-            return None
-        return len(a.input_shape) + len(a.axes.values)
-    return len(a.input_shape)
 
 
 def in_range(axes: Iterable[int], rank: int) -> list[int]:

@@ -1,52 +1,61 @@
-"""What ``shapeflow optimize`` would rewrite, for the info rules SF201-SF203.
+"""What the rewrite engine would do, as lint findings: the info rules SF201-SF204.
 
-The rewrite rules live in ``shapeflow.passes``; lint asks them for their candidates on the graph and
-inference it already has (no second inference), so lint and optimize cannot disagree.
+The rules judge nothing themselves and import no rewrite code: the lint driver
+(``analysis.analyze``) asks the engine (``shapeflow.passes.find_candidates``) for its candidates on
+the graph and inference it already has, and leaves them in the context under ``CANDIDATES``. So
+lint's SF2xx findings are exactly what ``optimize`` and ``lint --fix`` would rewrite.
 """
 
 from __future__ import annotations
 
-from typing import Iterator
+from typing import TYPE_CHECKING, Iterator, Protocol, Sequence
 
+from .. import codes
 from ..diagnostics import Diagnostic, Location
 from .base import Finding, LintContext, Rule
 
-_KEY = "rewrite_candidates"
+if TYPE_CHECKING:
+    from ..facts import AxisNode
+
+# ctx.cache key of the engine's candidates, put there by the driver before the SF2xx rules run
+CANDIDATES = "rewrite_candidates"
 _BY_CODE = "rewrite_candidates_by_code"
-# ctx.cache key of {code: diagnostics} of the rules ``analysis.analyze`` has run on the context:
-# the candidate search leaves out nodes with error-level findings, and need not find them again.
-REPORTED = "reported"
-CODES = frozenset({"SF201", "SF202", "SF203"})  # the rewrite rules' codes that lint reports
+# The codes whose findings are rewrite candidates (SF205 dead-nodes has none of its own: the sweep
+# only removes what the other rewrites leave unread).
+CODES = frozenset(c for c in codes.REWRITE_CODES if c != codes.DEAD_NODES.code)
 HINT = "`shapeflow optimize` or `shapeflow lint --fix` rewrites it"
 
 
-def candidates(ctx: LintContext) -> list:
-    """The rewrite candidates of this model, computed once per context. Empty when the passes
-    module is not available (a build without it rewrites nothing, so there is nothing to report)."""
-    if _KEY not in ctx.cache:
-        try:
-            from ..passes import find_candidates
-        except ImportError:
-            ctx.cache[_KEY] = []
-        else:
-            reported = ctx.cache.get(REPORTED)
-            ctx.cache[_KEY] = find_candidates(ctx.graph, ctx.inference, codes=CODES,
-                                              reported=reported)  # type: ignore[arg-type]
-    return ctx.cache[_KEY]  # type: ignore[return-value]
+class CandidateLike(Protocol):
+    """What a rewrite candidate (``passes.Candidate``) tells lint."""
+
+    @property
+    def code(self) -> str | None: ...
+    @property
+    def nid(self) -> int: ...
+    @property
+    def message(self) -> str: ...
+    @property
+    def fact(self) -> "AxisNode | None": ...
 
 
-def _by_code(ctx: LintContext, code: str) -> list:
-    """The candidates of one code, in search order (split once for the three rules)."""
+def candidates(ctx: LintContext) -> Sequence[CandidateLike]:
+    """The engine's candidates for this model (none when the driver asked for none)."""
+    return ctx.cache.get(CANDIDATES, ())  # type: ignore[return-value]
+
+
+def _by_code(ctx: LintContext, code: str) -> list[CandidateLike]:
+    """The candidates of one code, in search order (split once for the rules)."""
     split = ctx.cache.get(_BY_CODE)
     if split is None:
-        split = {}
+        table: dict[str | None, list[CandidateLike]] = {}
         for c in candidates(ctx):
-            split.setdefault(c.code, []).append(c)
-        ctx.cache[_BY_CODE] = split
-    return split.get(code, [])  # type: ignore[union-attr]
+            table.setdefault(c.code, []).append(c)
+        ctx.cache[_BY_CODE] = split = table
+    return split.get(code, [])  # type: ignore[attr-defined, no-any-return]
 
 
-def _location(ctx: LintContext, c) -> Location:  # type: ignore[no-untyped-def]
+def _location(ctx: LintContext, c: CandidateLike) -> Location:
     # Every candidate is rooted at a Squeeze/Unsqueeze, whose facts hold its location: cheaper
     # than ``location_of``, which reads the node's proto (at a hundred thousand findings, that counts).
     fact = c.fact
@@ -59,7 +68,7 @@ def findings(ctx: LintContext, code: str) -> Iterator[Finding]:
 
 
 class RewriteHint(Rule):
-    """Base of SF201-SF203: each reports the rewrite candidates of its code."""
+    """Base of SF201-SF204: each reports the rewrite candidates of its code."""
 
     def check(self, ctx: LintContext) -> Iterator[Finding]:
         return findings(ctx, self.code)

@@ -38,8 +38,6 @@ class ModelUnreadable(Rule):
     """
 
     code = "SF001"
-    name = "model-unreadable"
-    severity = Severity.ERROR
 
     def check(self, ctx: LintContext) -> Iterator[Finding]:
         # io owns the filesystem; it only stats data files, never opens them.

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from ..diagnostics import Diagnostic, Location, Severity
+from ..diagnostics import Diagnostic, Location
 from ..errors import ShapeflowError
 from .base import Finding, LintContext, Rule
 
@@ -30,8 +30,6 @@ class GraphInvalid(Rule):
     """
 
     code = "SF002"
-    name = "graph-invalid"
-    severity = Severity.ERROR
 
     def check(self, ctx: LintContext) -> list[Finding]:
         # Building the graph index is what detects these; a model that reached the rules has none.

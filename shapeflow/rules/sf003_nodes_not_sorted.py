@@ -2,7 +2,6 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from ..diagnostics import Severity
 from .base import Finding, LintContext, Rule
 
 
@@ -28,8 +27,6 @@ class NodesNotSorted(Rule):
     """
 
     code = "SF003"
-    name = "nodes-not-sorted"
-    severity = Severity.WARNING
 
     def check(self, ctx: LintContext) -> Iterator[Finding]:
         g = ctx.graph

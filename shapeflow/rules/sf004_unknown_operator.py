@@ -4,7 +4,6 @@ from functools import lru_cache
 from typing import Iterator
 
 from .. import opsets
-from ..diagnostics import Severity
 from .base import Finding, LintContext, Rule
 
 # Domains whose every operator onnx has a schema for; elsewhere an op we do not know is a custom op.
@@ -40,8 +39,6 @@ class UnknownOperator(Rule):
     """
 
     code = "SF004"
-    name = "unknown-operator"
-    severity = Severity.ERROR
 
     def check(self, ctx: LintContext) -> Iterator[Finding]:
         g = ctx.graph

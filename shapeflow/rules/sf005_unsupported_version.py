@@ -4,7 +4,7 @@ from typing import Iterator
 
 from .._onnx import onnx
 
-from ..diagnostics import Location, Severity
+from ..diagnostics import Location
 from ..opsets import MAX_KNOWN_OPSET, canonical_domain
 from .base import Finding, LintContext, Rule
 
@@ -30,8 +30,6 @@ class UnsupportedVersion(Rule):
     """
 
     code = "SF005"
-    name = "unsupported-version"
-    severity = Severity.WARNING
 
     def check(self, ctx: LintContext) -> Iterator[Finding]:
         model = ctx.graph.model

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from ..diagnostics import Diagnostic, Location, Severity
+from ..diagnostics import Diagnostic, Location
 from ..errors import ShapeflowError
 from .base import Finding, LintContext, Rule
 
@@ -29,8 +29,6 @@ class LimitExceeded(Rule):
     """
 
     code = "SF006"
-    name = "limit-exceeded"
-    severity = Severity.ERROR
 
     def check(self, ctx: LintContext) -> list[Finding]:
         # Limits stop the processing of a file before the rules run; nothing to find afterwards.

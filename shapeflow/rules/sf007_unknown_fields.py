@@ -6,7 +6,7 @@ from .._onnx import onnx
 from google.protobuf.message import Message
 from google.protobuf.unknown_fields import UnknownFieldSet
 
-from ..diagnostics import Location, Severity
+from ..diagnostics import Location
 from .base import Finding, LintContext, Rule
 
 
@@ -35,8 +35,6 @@ class UnknownFields(Rule):
     """
 
     code = "SF007"
-    name = "unknown-fields"
-    severity = Severity.WARNING
 
     def check(self, ctx: LintContext) -> Iterator[Finding]:
         model = ctx.graph.model

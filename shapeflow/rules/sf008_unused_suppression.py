@@ -2,7 +2,6 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from ..diagnostics import Severity
 from .base import Finding, LintContext, Rule
 
 
@@ -26,8 +25,6 @@ class UnusedSuppression(Rule):
     """
 
     code = "SF008"
-    name = "unused-suppression"
-    severity = Severity.INFO
 
     def check(self, ctx: LintContext) -> Iterator[Finding]:
         # The verdicts come from the suppression step after every rule has run (shapeflow/suppress.py).

@@ -2,7 +2,6 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from ..diagnostics import Severity
 from .base import Finding, LintContext, Rule, axes_rank
 
 
@@ -26,8 +25,6 @@ class AxesOutOfRange(Rule):
     """
 
     code = "SF101"
-    name = "axes-out-of-range"
-    severity = Severity.ERROR
     per_call = True
 
     def check(self, ctx: LintContext) -> Iterator[Finding]:

@@ -2,7 +2,6 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from ..diagnostics import Severity
 from .base import Finding, LintContext, Rule, axes_rank, describe_repeat, repeated_axes
 
 
@@ -26,8 +25,6 @@ class DuplicateAxes(Rule):
     """
 
     code = "SF102"
-    name = "duplicate-axes"
-    severity = Severity.ERROR
     per_call = True
 
     def check(self, ctx: LintContext) -> Iterator[Finding]:

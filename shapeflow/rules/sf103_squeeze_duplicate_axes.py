@@ -2,7 +2,6 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from ..diagnostics import Severity
 from .base import Finding, LintContext, Rule, axes_rank, describe_repeat, repeated_axes
 
 
@@ -24,8 +23,6 @@ class SqueezeDuplicateAxes(Rule):
     """
 
     code = "SF103"
-    name = "squeeze-duplicate-axes"
-    severity = Severity.WARNING
     per_call = True
 
     def check(self, ctx: LintContext) -> Iterator[Finding]:

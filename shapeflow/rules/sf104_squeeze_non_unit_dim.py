@@ -2,41 +2,11 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from ..diagnostics import Severity
-from ..dims import Dim, dim_is_one
-from ..facts import AxisNode
-from .base import Finding, LintContext, Rule, axes_rank
+from ..dims import Dim
+from ..facts import kept_axes, non_unit_axes
+from .base import Finding, LintContext, Rule
 
-
-def non_unit_axes(a: AxisNode) -> list[tuple[int, int, Dim]]:
-    """``[(axis as written, position, dim)]`` for each axis of Squeeze ``a`` whose dim is known not
-    to be 1 (an integer other than 1, or an expression such as ``seq + 2``, or ``seq`` under
-    ``--assume seq>=2``), once per position. Shared by SF104, the fix that drops those axes, and
-    SF112 (which must not blame declared shapes for the output of a node that cannot run)."""
-    if a.op_type != "Squeeze" or a.axes.values is None or a.input_shape is None:
-        return []
-    r = axes_rank(a)
-    if r is None:
-        return []
-    out: list[tuple[int, int, Dim]] = []
-    seen: set[int] = set()
-    for ax in a.axes.values:
-        if not -r <= ax < r:
-            continue  # SF101's
-        p = ax % r
-        d = a.input_shape[p]
-        if (d != 1 if type(d) is int else dim_is_one(d) is False) and p not in seen:
-            seen.add(p)
-            out.append((ax, p, d))
-    return out
-
-
-def kept_axes(a: AxisNode) -> tuple[int, ...]:
-    """The axes as written, minus those on a dim known != 1: what Paddle's ``squeeze`` acts on."""
-    bad = {p for _, p, _ in non_unit_axes(a)}
-    r = axes_rank(a) or 0
-    assert a.axes.values is not None
-    return tuple(ax for ax in a.axes.values if not (-r <= ax < r and ax % r in bad))
+__all__ = ["SqueezeNonUnitDim", "kept_axes", "non_unit_axes"]
 
 
 def _shown(d: Dim) -> str:
@@ -71,10 +41,7 @@ class SqueezeNonUnitDim(Rule):
     """
 
     code = "SF104"
-    name = "squeeze-non-unit-dim"
-    severity = Severity.ERROR
     per_call = True
-    fixable = True
 
     def check(self, ctx: LintContext) -> Iterator[Finding]:
         for a in ctx.axis_nodes("Squeeze"):

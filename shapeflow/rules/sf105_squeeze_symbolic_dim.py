@@ -2,7 +2,6 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from ..diagnostics import Severity
 from ..dims import dim_is_one, dim_to_json
 from .base import Finding, LintContext, Rule, axes_rank, in_range
 
@@ -27,8 +26,6 @@ class SqueezeSymbolicDim(Rule):
     """
 
     code = "SF105"
-    name = "squeeze-symbolic-dim"
-    severity = Severity.WARNING
     per_call = True
 
     def check(self, ctx: LintContext) -> Iterator[Finding]:

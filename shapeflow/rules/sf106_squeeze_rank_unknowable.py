@@ -2,7 +2,6 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from ..diagnostics import Severity
 from ..dims import format_shape
 from ..facts import AXES_ABSENT
 from .base import Finding, LintContext, Rule
@@ -29,8 +28,6 @@ class SqueezeRankUnknowable(Rule):
     """
 
     code = "SF106"
-    name = "squeeze-rank-unknowable"
-    severity = Severity.WARNING
     per_call = True
 
     def check(self, ctx: LintContext) -> Iterator[Finding]:

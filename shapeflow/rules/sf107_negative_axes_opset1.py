@@ -2,7 +2,6 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from ..diagnostics import Severity
 from .base import Finding, LintContext, Rule
 
 
@@ -26,8 +25,6 @@ class NegativeAxesOpset1(Rule):
     """
 
     code = "SF107"
-    name = "negative-axes-opset1"
-    severity = Severity.WARNING
     per_call = True
 
     def check(self, ctx: LintContext) -> Iterator[Finding]:

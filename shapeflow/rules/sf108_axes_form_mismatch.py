@@ -2,7 +2,6 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from ..diagnostics import Severity
 from ..facts import AXES_ABSENT
 from .base import Finding, LintContext, Rule
 
@@ -31,8 +30,6 @@ class AxesFormMismatch(Rule):
     """
 
     code = "SF108"
-    name = "axes-form-mismatch"
-    severity = Severity.ERROR
     per_call = True
 
     def check(self, ctx: LintContext) -> Iterator[Finding]:

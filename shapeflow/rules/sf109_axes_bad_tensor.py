@@ -32,8 +32,6 @@ class AxesBadTensor(Rule):
     """
 
     code = "SF109"
-    name = "axes-bad-tensor"
-    severity = Severity.ERROR
     per_call = True
 
     def check(self, ctx: LintContext) -> Iterator[Finding]:

@@ -2,7 +2,6 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from ..diagnostics import Severity
 from ..facts import AXES_EXTERNAL, AXES_RUNTIME
 from .base import Finding, LintContext, Rule
 
@@ -27,8 +26,6 @@ class AxesNotConstant(Rule):
     """
 
     code = "SF110"
-    name = "axes-not-constant"
-    severity = Severity.INFO
     per_call = True
 
     def check(self, ctx: LintContext) -> Iterator[Finding]:

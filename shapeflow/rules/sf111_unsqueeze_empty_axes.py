@@ -2,7 +2,6 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from ..diagnostics import Severity
 from .base import Finding, LintContext, Rule
 
 
@@ -24,8 +23,6 @@ class UnsqueezeEmptyAxes(Rule):
     """
 
     code = "SF111"
-    name = "unsqueeze-empty-axes"
-    severity = Severity.WARNING
     per_call = True
 
     def check(self, ctx: LintContext) -> Iterator[Finding]:

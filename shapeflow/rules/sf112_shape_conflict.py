@@ -4,7 +4,7 @@ from typing import Iterator, Sequence
 
 from .._onnx import onnx
 
-from ..diagnostics import Location, Severity
+from ..diagnostics import Location
 from ..dims import Dim, Shape, format_shape
 from .base import Finding, LintContext, Rule
 from .sf104_squeeze_non_unit_dim import non_unit_axes
@@ -68,8 +68,6 @@ class ShapeConflict(Rule):
     """
 
     code = "SF112"
-    name = "shape-conflict"
-    severity = Severity.ERROR
 
     def check(self, ctx: LintContext) -> Iterator[Finding]:
         g = ctx.graph

@@ -2,7 +2,6 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from ..diagnostics import Severity
 from ..facts import AXES_ATTRIBUTE
 from .base import Finding, LintContext, Rule
 
@@ -28,8 +27,6 @@ class SqueezeEmptyAxes(Rule):
     """
 
     code = "SF113"
-    name = "squeeze-empty-axes"
-    severity = Severity.WARNING
     per_call = True
 
     def check(self, ctx: LintContext) -> Iterator[Finding]:

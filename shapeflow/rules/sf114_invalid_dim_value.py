@@ -35,8 +35,6 @@ class InvalidDimValue(Rule):
     """
 
     code = "SF114"
-    name = "invalid-dim-value"
-    severity = Severity.ERROR
 
     def check(self, ctx: LintContext) -> Iterator[Finding]:
         for scope in ctx.graph.scopes:

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from ..diagnostics import Location, Severity
+from ..diagnostics import Location
 from .base import Finding, LintContext, Rule
 
 # Well above any real tensor (vision and language models stay under 8); a rank this high is almost
@@ -30,8 +30,6 @@ class RankAbove64(Rule):
     """
 
     code = "SF115"
-    name = "rank-above-64"
-    severity = Severity.WARNING
 
     def check(self, ctx: LintContext) -> Iterator[Finding]:
         for scope, table in zip(ctx.graph.scopes, ctx.inference.tensors):

@@ -2,7 +2,6 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from ..diagnostics import Severity
 from .base import Finding, LintContext, Rule
 
 
@@ -33,8 +32,6 @@ class ControlFlowSignature(Rule):
     """
 
     code = "SF116"
-    name = "control-flow-signature"
-    severity = Severity.ERROR
 
     def check(self, ctx: LintContext) -> Iterator[Finding]:
         g = ctx.graph

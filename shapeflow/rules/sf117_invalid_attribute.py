@@ -4,7 +4,6 @@ from typing import Iterator
 
 from .._onnx import onnx
 
-from ..diagnostics import Severity
 from .base import Finding, LintContext, Rule
 
 AXES_INPUT_SINCE = 13
@@ -34,8 +33,6 @@ class InvalidAttribute(Rule):
     """
 
     code = "SF117"
-    name = "invalid-attribute"
-    severity = Severity.ERROR
 
     def check(self, ctx: LintContext) -> Iterator[Finding]:
         for a in ctx.axis_nodes():

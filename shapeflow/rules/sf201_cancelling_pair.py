@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-from ..diagnostics import Severity
 from .rewrites import RewriteHint
 
 
@@ -29,6 +28,3 @@ class CancellingPair(RewriteHint):
     """
 
     code = "SF201"
-    name = "cancelling-pair"
-    severity = Severity.INFO
-    fixable = True

@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-from ..diagnostics import Severity
 from .rewrites import RewriteHint
 
 
@@ -26,6 +25,3 @@ class MergeableChain(RewriteHint):
     """
 
     code = "SF202"
-    name = "mergeable-chain"
-    severity = Severity.INFO
-    fixable = True

@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-from ..diagnostics import Severity
 from .rewrites import RewriteHint
 
 
@@ -24,6 +23,3 @@ class FoldableConstant(RewriteHint):
     """
 
     code = "SF203"
-    name = "foldable-constant"
-    severity = Severity.INFO
-    fixable = True

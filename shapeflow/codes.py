@@ -1,0 +1,75 @@
+"""Every rule code in one table: its kebab-case name, default severity and whether ``--fix`` acts
+on it (as mypy's ``errorcodes.py`` does for its codes).
+
+The lint rules (``shapeflow/rules/``) and the rewrite rules (``shapeflow/passes/``) take their
+identity from here; a rule class keeps only its docstring (the docs) and its check. Codes are
+fixed (SPEC.md section 2): a code is never renumbered, new rules take new codes. The hundreds
+group them: SF0xx the file and its graph, SF1xx axes and shapes, SF2xx what ``optimize`` (and
+``lint --fix``) would rewrite. Ranges reserved for work in progress: SF206-SF219.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .diagnostics import Severity
+
+
+@dataclass(frozen=True)
+class Code:
+    code: str  # "SF104"
+    name: str  # "squeeze-non-unit-dim"
+    severity: Severity  # the default; --severity and the config file may change it
+    fixable: bool = False  # ``lint --fix`` has a rewrite for it
+
+
+ERROR, WARNING, INFO = Severity.ERROR, Severity.WARNING, Severity.INFO
+
+MODEL_UNREADABLE = Code("SF001", "model-unreadable", ERROR)
+GRAPH_INVALID = Code("SF002", "graph-invalid", ERROR)
+NODES_NOT_SORTED = Code("SF003", "nodes-not-sorted", WARNING)
+UNKNOWN_OPERATOR = Code("SF004", "unknown-operator", ERROR)
+UNSUPPORTED_VERSION = Code("SF005", "unsupported-version", WARNING)
+LIMIT_EXCEEDED = Code("SF006", "limit-exceeded", ERROR)
+UNKNOWN_FIELDS = Code("SF007", "unknown-fields", WARNING)
+UNUSED_SUPPRESSION = Code("SF008", "unused-suppression", INFO)
+
+AXES_OUT_OF_RANGE = Code("SF101", "axes-out-of-range", ERROR)
+DUPLICATE_AXES = Code("SF102", "duplicate-axes", ERROR)
+SQUEEZE_DUPLICATE_AXES = Code("SF103", "squeeze-duplicate-axes", WARNING)
+SQUEEZE_NON_UNIT_DIM = Code("SF104", "squeeze-non-unit-dim", ERROR, fixable=True)
+SQUEEZE_SYMBOLIC_DIM = Code("SF105", "squeeze-symbolic-dim", WARNING)
+SQUEEZE_RANK_UNKNOWABLE = Code("SF106", "squeeze-rank-unknowable", WARNING)
+NEGATIVE_AXES_OPSET1 = Code("SF107", "negative-axes-opset1", WARNING)
+AXES_FORM_MISMATCH = Code("SF108", "axes-form-mismatch", ERROR)
+AXES_BAD_TENSOR = Code("SF109", "axes-bad-tensor", ERROR)
+AXES_NOT_CONSTANT = Code("SF110", "axes-not-constant", INFO)
+UNSQUEEZE_EMPTY_AXES = Code("SF111", "unsqueeze-empty-axes", WARNING)
+SHAPE_CONFLICT = Code("SF112", "shape-conflict", ERROR)
+SQUEEZE_EMPTY_AXES = Code("SF113", "squeeze-empty-axes", WARNING)
+INVALID_DIM_VALUE = Code("SF114", "invalid-dim-value", ERROR)
+RANK_ABOVE_64 = Code("SF115", "rank-above-64", WARNING)
+CONTROL_FLOW_SIGNATURE = Code("SF116", "control-flow-signature", ERROR)
+INVALID_ATTRIBUTE = Code("SF117", "invalid-attribute", ERROR)
+
+# One code per kind of rewrite: lint's info findings are exactly what the rewrite engine would do.
+CANCELLING_PAIR = Code("SF201", "cancelling-pair", INFO, fixable=True)
+MERGEABLE_CHAIN = Code("SF202", "mergeable-chain", INFO, fixable=True)
+FOLDABLE_CONSTANT = Code("SF203", "foldable-constant", INFO, fixable=True)
+SHAPE_SLICE = Code("SF204", "shape-slice", INFO, fixable=True)
+DEAD_NODES = Code("SF205", "dead-nodes", INFO, fixable=True)
+
+ALL_CODES: tuple[Code, ...] = tuple(v for v in list(globals().values()) if isinstance(v, Code))
+BY_CODE: dict[str, Code] = {c.code: c for c in ALL_CODES}
+BY_NAME: dict[str, Code] = {c.name: c for c in ALL_CODES}
+
+# The rewrite codes: what ``--select SF2`` / ``--ignore`` choose for ``lint --fix``.
+REWRITE_CODES: frozenset[str] = frozenset(c.code for c in ALL_CODES if c.code.startswith("SF2"))
+
+
+def lookup(code: str) -> Code:
+    """The entry of ``code``; a KeyError names a code missing from the table."""
+    try:
+        return BY_CODE[code]
+    except KeyError:
+        raise KeyError(f"rule code {code} is not in shapeflow/codes.py") from None

@@ -1,0 +1,84 @@
+"""Hand-tuned twins of plain functions on the rewrite engine's hot paths.
+
+Each function here computes exactly what its plain twin computes (named in its docstring, and
+checked equal by tests/test_fast_paths.py), with the lookups written out: they run once per
+Squeeze/Unsqueeze of a model, hundreds of thousands of times on a large one. Read the plain twin
+to learn what the engine does; change both together.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..graph import INITIALIZER
+
+if TYPE_CHECKING:
+    from .base import RewriteRule, RoundContext
+    from .manager import _Dispatch
+
+# What produces a root's data input, besides an op type (``RewriteRule.after``; ``base`` exports
+# them: they live here because base imports this module)
+FROM_INITIALIZER = "<initializer>"
+FROM_GRAPH_INPUT = "<graph input>"
+FROM_OUTER_SCOPE = "<outer scope>"
+FROM_CUSTOM = "<custom>"
+
+
+def chain(self: "RoundContext", nid: int, op_type: str, limit: int = 16) -> list[int]:
+    """``RoundContext.chain_plain`` with ``input_producer`` and ``only_reader`` written out."""
+    nodes = self.graph.nodes
+    info = nodes[nid]
+    sid = info.scope
+    scope = self.graph.scopes[sid]
+    producer, consumers = scope.producer, scope.consumers
+    outputs = self._outputs.get(sid)
+    if outputs is None:
+        outputs = self.outputs(sid)
+    out: list[int] = []
+    cur = nid
+    while len(out) < limit:
+        names = info.inputs
+        p = producer.get(names[0]) if names and names[0] else None
+        if p is None or p < 0 or p in out:
+            return out
+        info = nodes[p]
+        if (info.op_type != op_type or info.domain != "" or info.since_version is None
+                or not info.inputs or not info.inputs[0]):
+            return out  # another op, or a malformed node (no data input) to rewrite through
+        name = info.outputs[0]
+        readers = consumers.get(name)
+        exclusive = readers is not None and len(readers) == 1 and readers[0] == cur and name not in outputs
+        if out and not exclusive:
+            return out  # beyond the nearest, a node read elsewhere ends the run
+        out.append(p)
+        if not exclusive:
+            return out
+        cur = p
+    return out
+
+
+def plan(dispatch: "_Dispatch", ctx: "RoundContext", roots: list[int]) -> list[tuple[int, list["RewriteRule"]]]:
+    """``_Dispatch.plan_plain`` over ``roots``, with ``is_standard`` and ``input_kind`` written out."""
+    graph = ctx.graph
+    nodes = graph.nodes
+    producers = [scope.producer for scope in graph.scopes]
+    table = dispatch._table
+    out: list[tuple[int, list[RewriteRule]]] = []
+    for nid in roots:
+        info = nodes[nid]
+        if info.domain != "" or info.since_version is None:
+            continue
+        p = producers[info.scope].get(info.inputs[0])
+        if p is None:
+            kind = FROM_OUTER_SCOPE
+        elif p < 0:
+            kind = FROM_INITIALIZER if p == INITIALIZER else FROM_GRAPH_INPUT
+        else:
+            pinfo = nodes[p]
+            kind = pinfo.op_type if pinfo.domain == "" and pinfo.since_version is not None else FROM_CUSTOM
+        found = table.get((info.op_type, kind))
+        if found is None:
+            found = dispatch.rules_for(info.op_type, kind)
+        if found:
+            out.append((nid, found))
+    return out
