@@ -47,6 +47,7 @@ __all__ = [
     "monomial_symbols",
     "plain_symbol",
     "prove_at_least",
+    "require_at_least",
     "dim_add",
     "dim_bounds",
     "dim_compare",
@@ -634,6 +635,50 @@ def prove_at_least(name: str, k: int) -> bool:
     return True
 
 
+def _monotone(s: Sym) -> bool:
+    """Whether ``s`` never decreases as any symbol grows: non-negative coefficients (the constant
+    term aside) over names, floor and min/max atoms of such expressions (mod is not monotone)."""
+    for mono, c in s._terms:
+        if not mono:
+            continue
+        if c < 0:
+            return False
+        for atom in mono:
+            if atom.kind == _MOD:
+                return False
+            if atom.expr is not None and not _monotone(atom.expr):
+                return False
+            if type(atom.other) is Sym and not _monotone(atom.other):
+                return False
+    return True
+
+
+def require_at_least(d: Dim, k: int) -> bool:
+    """Record (:func:`prove_at_least`) what ``d >= k`` says about its one symbol, where the model
+    runs only if ``d >= k`` (a Conv refuses a window longer than its padded input): for ``d``
+    monotone in one symbol ``x``, the least ``x`` with ``d >= k``. Returns whether a fact was
+    recorded."""
+    if type(d) is not Sym or not _monotone(d):
+        return False
+    names = d.symbols()
+    if len(names) != 1:
+        return False
+    (name,) = names
+    lo, _ = dim_bounds(d)
+    if lo is not None and lo >= k:
+        return False
+    low, high = 0, MAX_DIM
+    if substitute(d, {name: high}) < k:  # type: ignore[operator]
+        return False
+    while low < high:  # the least x with d(x) >= k
+        mid = (low + high) // 2
+        if substitute(d, {name: mid}) >= k:  # type: ignore[operator]
+            high = mid
+        else:
+            low = mid + 1
+    return prove_at_least(name, low) if low > 0 else False
+
+
 def plain_symbol(d: Dim) -> Optional[str]:
     """The name when ``d`` is one named symbol (``seq``, not ``seq + 1``), else None."""
     if type(d) is Sym and len(d._terms) == 1:
@@ -881,7 +926,25 @@ def broadcast_dim(a: Dim, b: Dim) -> Dim:
         name = plain_symbol(y)
         if name is not None and substitute(x, {name: 1}) == 1:
             return y
+        if _min_of(x, y):
+            return y
     return None
+
+
+def _min_of(x: Union[int, Sym], y: Union[int, Sym]) -> bool:
+    """Whether ``x`` is ``min(c, y)`` with ``c >= 1``: where ``y`` is 1 so is ``x`` (a position
+    table sliced to a computed length, ``pos[:T]``, against ``T``)."""
+    if type(x) is not Sym or len(x._terms) != 1:
+        return False
+    mono, c = x._terms[0]
+    if c != 1 or len(mono) != 1 or mono[0].kind != _MIN:
+        return False
+    atom = mono[0]
+    for this, other in ((atom.expr, atom.other), (atom.other, atom.expr)):
+        if this == y:
+            lo, _ = dim_bounds(other)
+            return lo is not None and lo >= 1
+    return False
 
 
 def dim_is_one(d: Dim) -> Optional[bool]:

@@ -104,11 +104,22 @@ def infer(graph: ModelGraph, bindings: Mapping[str, int] | None = None,
           assumptions: Mapping[str, Bound] | None = None) -> Inference:
     """Infer every tensor of ``graph``. ``bindings`` substitutes symbols (``{"batch": 1}``);
     ``assumptions`` are the ranges the user stated (``{"seq": (3, None)}``, ``--assume seq>=3``)."""
+    user = dict(assumptions or {})
+    result = _run(graph, bindings, limits, progress, user, user)
+    if result.ranges != user:
+        # The run proved facts (a -1 Reshape makes seq >= 1 wherever the model runs). Nodes
+        # before the one that proved them did not know them: one more run starts from them.
+        result = _run(graph, bindings, limits, progress, user, result.ranges)
+    return result
+
+
+def _run(graph: ModelGraph, bindings: Mapping[str, int] | None, limits: Limits, progress: Progress | None,
+         user: dict[str, Bound], start: Mapping[str, Bound]) -> Inference:
     result = Inference(graph, dict(bindings or {}), limits)
-    result.assumptions = dict(assumptions or {})
+    result.assumptions = user
     result.tensors = [dict() for _ in graph.scopes]
     runner = _Runner(result, progress)
-    with assuming(result.assumptions):
+    with assuming(start):
         runner.run_scope(graph.scopes[0])
         for sid in graph.functions.values():
             runner.run_scope(graph.scopes[sid])

@@ -14,7 +14,7 @@ import pytest
 
 import shapeflow
 from shapeflow.io import load_model
-from shapeflow.passes import optimize_model
+from shapeflow.optimizer import optimize_model
 from shapeflow.rewritediff import optimize_diff
 
 from test_netx import CORPUS_MODELS

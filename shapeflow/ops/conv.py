@@ -20,7 +20,7 @@ dilation, ``pb``/``pe`` the pads at the two ends and ``dk = d*(k-1) + 1``:
 from __future__ import annotations
 
 from .._onnx import onnx
-from ..dims import Dim, Shape, dim_add, dim_floordiv, dim_max, dim_min, dim_mul, dim_sub
+from ..dims import Dim, Shape, dim_add, dim_floordiv, dim_max, dim_min, dim_mul, dim_sub, require_at_least
 from ..tensorinfo import TensorInfo
 from .base import OpCall, register
 
@@ -130,7 +130,25 @@ def conv(call: OpCall) -> list[TensorInfo | None]:
         k = ws[2:]
         kernel = list(k) if all(type(d) is int for d in k) else None  # type: ignore[arg-type]
     lead = (xs[0] if xs else None, channels)
+    if call.scope == 0 and kernel is not None:
+        _prove_window_fits(call, xs, kernel)
     return [TensorInfo(dtype, _window_shape(call, xs, kernel, lead, False, False))]
+
+
+def _prove_window_fits(call: OpCall, x: tuple[Dim, ...], kernel: list[int]) -> None:
+    """onnxruntime refuses a Conv whose dilated kernel is longer than the padded input, so
+    wherever the model runs (a main-graph node always runs) each spatial length is at least that:
+    a fact about the length's symbol (``samples >= 10``) that keeps later dims exact."""
+    n = len(x) - 2
+    if n != len(kernel) or _auto_pad(call) not in (_NOTSET, _VALID):
+        return
+    dilations = _spatial_attr(call, "dilations", n, 1)
+    pads = _spatial_attr(call, "pads", 2 * n, 0) if _auto_pad(call) == _NOTSET else [0] * (2 * n)
+    if dilations is None or pads is None:
+        return
+    for i in range(n):
+        extent = dilations[i] * (kernel[i] - 1) + 1
+        require_at_least(dim_add(x[2 + i], pads[i] + pads[n + i]), extent)
 
 
 @register("ConvTranspose")

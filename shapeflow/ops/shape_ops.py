@@ -160,6 +160,12 @@ def slice_(call: OpCall) -> list[TensorInfo | None]:
         if call.has_input(3) and axes is None or call.has_input(4) and steps is None:
             return [TensorInfo(data.dtype, (None,) * rank)]
     if starts is None or ends is None or len(starts) != len(ends):
+        if axes is not None:  # the axes it slices are unknown, the others are kept
+            try:
+                sliced = {normalize_axis(a, rank) for a in axes}
+            except AxisError:
+                return [None]
+            return [TensorInfo(data.dtype, tuple(None if k in sliced else d for k, d in enumerate(data.shape)))]
         return [TensorInfo(data.dtype, (None,) * rank)]
     if axes is None:
         axes = list(range(len(starts)))
@@ -274,14 +280,14 @@ def _target_dim(t: Dim, k: int, in_shape: Shape, allowzero: int) -> tuple[Dim, b
     A target that may be negative may be -1 at run time, which onnxruntime infers: unknown. With
     ``allowzero=0`` a target that is 0 at run time copies the input's dim instead: ``t`` is the
     answer when it cannot be 0, or when the input's dim is the same expression."""
+    if in_shape is not None and k < len(in_shape) and dims_equal(t, in_shape[k]) is True:
+        return t, True  # the input's own dim: a real dim, never -1, and a 0 copies itself
     lo, _ = dim_bounds(t)
     if lo is None or lo < 0:
         return None, True  # a computed -1 asks onnxruntime to infer the dim: not t
     if allowzero:
         return t, True
     if lo >= 1:
-        return t, True
-    if in_shape is not None and k < len(in_shape) and dims_equal(t, in_shape[k]) is True:
         return t, True
     if in_shape is not None and k >= len(in_shape):
         return t, True  # a 0 here has no input dim to copy: onnxruntime fails, so t is not 0
