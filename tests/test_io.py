@@ -18,7 +18,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import shapeflow.io as sfio
-from shapeflow.errors import EXIT_REJECTED, ModelUnreadable, UsageError, WriteError
+from shapeflow.errors import EXIT_REJECTED, ModelUnreadableError, UsageError, WriteError
 from shapeflow.io import (
     ExternalDataProblem,
     LoadedModel,
@@ -80,8 +80,8 @@ def fingerprint(path: Path) -> tuple[str, int, int]:
     return hashlib.sha256(path.read_bytes()).hexdigest(), st.st_mtime_ns, st.st_ino
 
 
-def unreadable(fn, *args, **kw) -> ModelUnreadable:  # type: ignore[no-untyped-def]
-    with pytest.raises(ModelUnreadable) as info:
+def unreadable(fn, *args, **kw) -> ModelUnreadableError:  # type: ignore[no-untyped-def]
+    with pytest.raises(ModelUnreadableError) as info:
         fn(*args, **kw)
     err = info.value
     assert err.code == "SF001"
@@ -207,7 +207,7 @@ def test_fifo_rejected_without_blocking(tmp_path: Path) -> None:
     assert not worker.is_alive(), "load_model blocked on a FIFO"
     assert time.monotonic() - start < 5
     exc = outcome["exc"]
-    assert isinstance(exc, ModelUnreadable)
+    assert isinstance(exc, ModelUnreadableError)
     assert exc.message == "not a regular file (FIFO)"
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from .._onnx import onnx
 
-from ..errors import LimitExceeded
+from ..errors import LimitExceededError
 from ..facts import (
     AXES_ABSENT, AXES_ATTRIBUTE, AXES_COMPUTED, AXES_CONSTANT, AXES_EXTERNAL, AXES_INITIALIZER,
     AXES_RUNTIME, AxesInfo,
@@ -107,7 +107,7 @@ def _read_input(call: OpCall, attr_present: bool, limit: int) -> AxesInfo:
                     dtype, rank, count)
 
 
-def _limit(call: OpCall, value: int) -> LimitExceeded:
+def _limit(call: OpCall, value: int) -> LimitExceededError:
     g = call.engine.graph
-    return LimitExceeded("max-axes-elems", value, "--max-axes-elems", file=g.path,
+    return LimitExceededError("max-axes-elems", value, "--max-axes-elems", file=g.path,
                          node=g.display(call.nid))

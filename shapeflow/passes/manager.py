@@ -27,7 +27,7 @@ from typing import Callable, Collection, Iterable, Mapping, NamedTuple, Sequence
 from .._onnx import onnx
 from ..analysis import analyze
 from ..diagnostics import Diagnostic, Severity
-from ..errors import EXIT_FINDINGS, LimitExceeded, ShapeflowError
+from ..errors import EXIT_FINDINGS, LimitExceededError, ShapeflowError
 from ..facts import AxisNode
 from ..graph import INITIALIZER, ModelGraph, build_graph
 from ..inference import Inference, infer
@@ -402,7 +402,7 @@ def _fixpoint(loaded: LoadedModel, dispatch: _Dispatch, strict: bool, limits: Li
         rounds += 1
         remaining = limits.timeout - (time.monotonic() - started)
         if remaining <= 0:
-            raise LimitExceeded("timeout", f"{limits.timeout:g} s", "--timeout", file=loaded.path)
+            raise LimitExceededError("timeout", f"{limits.timeout:g} s", "--timeout", file=loaded.path)
         round_limits = replace(limits, timeout=remaining)
         if rounds == 1:
             # Only error-level findings refuse a model, and no rule raises a finding above its

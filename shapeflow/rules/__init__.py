@@ -10,8 +10,8 @@ from __future__ import annotations
 from typing import Iterable, Sequence
 
 from ..diagnostics import Diagnostic
-from ..errors import GraphInvalid as GraphInvalidError
-from ..errors import LimitExceeded as LimitExceededError
+from ..errors import GraphInvalidError
+from ..errors import LimitExceededError
 from ..errors import ShapeflowError
 from .base import Finding, LintContext, Rule
 from .sf001_model_unreadable import ModelUnreadable
