@@ -22,9 +22,9 @@ from typing import Sequence
 from ._onnx import onnx
 from .graph import ModelGraph
 from .inference import Inference
+from .opsets import AXES_INPUT_SINCE
 from .rules.sf104_squeeze_non_unit_dim import kept_axes, non_unit_axes
 
-AXES_INPUT_SINCE = 13
 
 
 @dataclass(frozen=True)

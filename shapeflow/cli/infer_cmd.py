@@ -11,6 +11,7 @@ from ..annotate import annotate
 from ..errors import EXIT_CLEAN, EXIT_FINDINGS, display_path
 from ..io import load_model, refuse_unsafe_external_data, save_model
 from ..render import count_by_severity, infer_text, summary_line
+from ..render.json import infer_json_chunks
 from .options import clear_progress, dim_option, limit_options, limits_from, parse_dims, progress_printer
 
 
@@ -60,7 +61,7 @@ def infer(model: str, all_tensors: bool, fmt: str, output: str | None, force: bo
         if fmt == "json":
             # All pieces first (an error while rendering prints nothing), then written piece by
             # piece: the document of a 500k-node model is 200 MB, not worth joining and encoding whole.
-            chunks = list(result.json_chunks())
+            chunks = list(infer_json_chunks(result))
             for chunk in chunks:
                 click.echo(chunk, nl=False)
             click.echo()

@@ -9,10 +9,11 @@ import click
 
 from ..config import LintConfig, load_config, merge, parse_severities, split_selectors
 from ..errors import display_path
-from ..github import annotation, escape_data, escape_property, safe
+from ..render.github import annotation, escape_data, escape_property, safe
 from ..linter import FileResult, LintOptions, find_repo_root, lint_paths, run_exit_code
-from ..render import lint_json, lint_summary, lint_text
-from ..sarif import relative_path, sarif_log
+from ..render import lint_summary, lint_text
+from ..render.json import lint_json
+from ..render.sarif import relative_path, sarif_log
 from .options import dim_option, limit_options, limits_from, parse_dims
 
 FORMATS = ("text", "json", "sarif", "github")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import textwrap
 import time
@@ -13,10 +12,9 @@ from ..errors import EXIT_CLEAN, EXIT_FINDINGS, UsageError, display_path
 from ..io import load_model, save_model
 from ..passes import RULE_NAMES, OptimizeRefused, OptimizeResult, optimize_model
 from ..render import format_diagnostic
+from ..render.json import OPTIMIZE_COUNTS as COUNTS
+from ..render.json import dumps, optimize_json, optimize_refused_json
 from .options import clear_progress, limit_options, limits_from, progress_printer
-
-COUNTS = ("nodes", "Squeeze", "Unsqueeze")
-
 
 @click.command("optimize", epilog=f"""\b
 Examples:
@@ -139,8 +137,7 @@ def _check_output(model: str, output: str, force: bool) -> None:
 
 def _refused(model: str, exc: OptimizeRefused, fmt: str) -> None:
     if fmt == "json":
-        click.echo(json.dumps({"model": model, "output": None, "refused": exc.message,
-                               "diagnostics": [d.to_json() for d in exc.diagnostics]}, indent=2))
+        click.echo(dumps(optimize_refused_json(model, exc.message, exc.diagnostics)))
         return
     for d in exc.diagnostics:
         click.echo(format_diagnostic(d), err=True)
@@ -150,19 +147,9 @@ def _refused(model: str, exc: OptimizeRefused, fmt: str) -> None:
 def _report(model: str, output: str | None, result: OptimizeResult, fmt: str, verbose: int,
             verified: bool | None, verify_text: str, check: bool, dry_run: bool) -> None:
     if fmt == "json":
-        doc: dict[str, object] = {
-            "model": model,
-            "output": output,
-            "before": {k: result.before.get(k, 0) for k in COUNTS},
-            "after": {k: result.after.get(k, 0) for k in COUNTS},
-            "rewrites": dict(result.rewrites),
-            "verified": verified,
-        }
-        if verbose:
-            doc["log"] = list(result.log)
-        if verbose > 1:
-            doc["skipped"] = list(result.skipped)
-        click.echo(json.dumps(doc, indent=2))
+        click.echo(dumps(optimize_json(model, output, result.before, result.after, result.rewrites, verified,
+                                       log=result.log if verbose else None,
+                                       skipped=result.skipped if verbose > 1 else None)))
         return
     # the real names are in the JSON document above; the text is for a terminal
     lines = [f"{display_path(model)} -> {display_path(output)}" if output else display_path(model)]

@@ -15,10 +15,9 @@ from ..facts import (
     AXES_RUNTIME, AxesInfo,
 )
 from ..graph import INITIALIZER
+from ..opsets import AXES_INPUT_SINCE
 from .base import OpCall, numel
 from .constants import flat_values
-
-AXES_INPUT_SINCE = 13
 
 
 def read_axes(call: OpCall) -> AxesInfo:

@@ -30,6 +30,7 @@ from ..facts import (
 )
 from ..graph import GRAPH_INPUT, INITIALIZER, ModelGraph, NodeInfo, Scope
 from ..inference import Inference
+from ..opsets import AXES_INPUT_SINCE
 from ..tensorinfo import TensorInfo
 
 if TYPE_CHECKING:
@@ -37,8 +38,6 @@ if TYPE_CHECKING:
 
 TensorProto = onnx.TensorProto
 
-# Squeeze and Unsqueeze take their axes as an input from this version of the op on.
-AXES_INPUT_SINCE = 13
 
 
 class Match(NamedTuple):

@@ -4,9 +4,8 @@ from typing import Iterator
 
 from ..diagnostics import Severity
 from ..facts import AXES_ABSENT
+from ..opsets import AXES_INPUT_SINCE
 from .base import Finding, LintContext, Rule
-
-AXES_INPUT_SINCE = 13
 
 
 class AxesFormMismatch(Rule):

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from typing import Iterable, Sequence
 
-from .analysis import Analysis, dtype_name
-from .diagnostics import Diagnostic, Severity
-from .dims import format_shape
-from .errors import display_path
+from ..analysis import Analysis, dtype_name
+from ..diagnostics import Diagnostic, Severity
+from ..dims import format_shape
+from ..errors import display_path
 
 
 def format_diagnostic(d: Diagnostic) -> str:
@@ -156,11 +156,6 @@ def lint_text(diags: Iterable[Diagnostic]) -> str:
     """Findings one per line (plus a hint line), like a compiler's: ``lint``'s output, and
     ``infer``'s after its table."""
     return "\n".join([format_diagnostic(d) for d in diags])
-
-
-def lint_json(n_files: int, diags: Sequence[Diagnostic]) -> dict[str, object]:
-    """The ``lint --format json`` object of SPEC.md section 3."""
-    return {"files": n_files, "diagnostics": [d.to_json() for d in diags], "summary": count_by_severity(diags)}
 
 
 def lint_summary(n_files: int, diags: Sequence[Diagnostic], *, rejected: int = 0, failed: int = 0,
