@@ -860,7 +860,8 @@ def test_save_failure_fsync_leaves_nothing(tmp_path: Path, monkeypatch: pytest.M
     monkeypatch.setattr(sfio.os, "fsync", no_space)
     with pytest.raises(WriteError) as info:
         save_model(b"data", tmp_path / "out.onnx", input_path=tmp_path / "in.onnx")
-    assert info.value.message == "write failed: no space left on device"
+    # the errno by name and the output path (issue 11)
+    assert info.value.message == f"write failed: no space left on device (ENOSPC) writing '{tmp_path / 'out.onnx'}'"
     assert info.value.file == str(tmp_path / "in.onnx")
     assert info.value.exit_code == EXIT_REJECTED
     assert listing(tmp_path) == []
@@ -873,7 +874,7 @@ def test_save_failure_replace_keeps_previous_output(tmp_path: Path, monkeypatch:
         raise OSError(errno.EIO, os.strerror(errno.EIO))
 
     monkeypatch.setattr(sfio.os, "replace", broken_replace)
-    with pytest.raises(WriteError, match="^.*write failed: input/output error$"):
+    with pytest.raises(WriteError, match=r"^.*write failed: input/output error \(EIO\) writing '.*out\.onnx'$"):
         save_model(b"new", out, force=True)
     assert out.read_bytes() == b"previous"
     assert listing(tmp_path) == ["out.onnx"]

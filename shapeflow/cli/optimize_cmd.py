@@ -2,23 +2,23 @@
 
 from __future__ import annotations
 
-import os
 import textwrap
 import time
 
 import click
 
 from ..errors import EXIT_CLEAN, EXIT_FINDINGS, UsageError, display_path
-from ..io import load_model, save_model
+from ..io import STDOUT, check_output_path, load_model, save_model, write_to_stdout
 from ..passes import RULE_NAMES, OptimizeRefused, OptimizeResult, optimize_model
 from ..render import format_diagnostic
 from ..render.json import OPTIMIZE_COUNTS as COUNTS
 from ..render.json import dumps, optimize_json, optimize_refused_json
-from .options import clear_progress, limit_options, limits_from, progress_printer
+from .options import check_stdout_output, clear_progress, limit_options, limits_from, progress_printer
 
 @click.command("optimize", epilog=f"""\b
 Examples:
   shapeflow optimize model.onnx -o model.opt.onnx
+  shapeflow optimize model.onnx -o - > model.opt.onnx   (the model on stdout, the report on stderr)
   shapeflow optimize model.onnx --in-place --verify
   shapeflow optimize model.onnx --check            (exit 1 if anything would change)
   shapeflow optimize model.onnx --dry-run -v       (list the rewrites, write nothing)
@@ -33,8 +33,9 @@ Exit codes: 0 done (or nothing to do), 1 error-level findings in the model (refu
 --verify, or --check found something to rewrite; 2 rejected input or usage error; 3 internal
 error. Nothing is written unless the exit code is 0.""")
 @click.argument("model", type=click.Path(dir_okay=True, allow_dash=False))
-@click.option("-o", "--output", type=click.Path(dir_okay=False),
-              help="Write the optimized model here (required unless --in-place, --check or --dry-run).")
+@click.option("-o", "--output", type=click.Path(allow_dash=True),
+              help="Write the optimized model here (required unless --in-place, --check or --dry-run); "
+                   "'-' writes it to stdout (not a terminal) and the report to stderr.")
 @click.option("--in-place", is_flag=True, help="Overwrite MODEL (atomically).")
 @click.option("--force", is_flag=True, help="Overwrite OUTPUT if it exists.")
 @click.option("--check", is_flag=True, help="Write nothing; exit 1 if any rewrite applies.")
@@ -65,8 +66,11 @@ def command(model: str, output: str | None, in_place: bool, force: bool, check: 
         raise UsageError("give either -o OUTPUT or --in-place, not both")
     if writes and output is None and not in_place:
         raise UsageError("-o OUTPUT is required (or --in-place, --check, --dry-run)")
-    if writes and output is not None:
-        _check_output(model, output, force)
+    to_stdout = writes and output == STDOUT
+    if to_stdout:
+        check_stdout_output(model, in_place)
+    elif writes and output is not None:
+        check_output_path(output, input_path=model, force=force)
     rules = [r for r in rule_names.split(",") if r.strip()] if rule_names is not None else None
     started = time.perf_counter()
     loaded = load_model(model, limits)
@@ -96,14 +100,18 @@ def command(model: str, output: str | None, in_place: bool, force: bool, check: 
     target = model if in_place else output
     written = False
     if writes and verified is not False:
-        if result.changed:
+        if to_stdout:
+            write_to_stdout(result.model if result.changed else loaded.raw, input_path=model)
+            written = True
+        elif result.changed:
             save_model(result.model, target, input_path=model, in_place=in_place, force=force)  # type: ignore[arg-type]
             written = True
         elif not in_place:
             save_model(loaded.raw, target, input_path=model, force=force)  # type: ignore[arg-type]
             written = True
 
-    _report(model, target if writes else None, result, fmt, verbose, verified, verify_text, check, dry_run)
+    _report(model, target if writes else None, result, fmt, verbose, verified, verify_text, check, dry_run,
+            err=to_stdout)
     elapsed = time.perf_counter() - started
     if fmt == "text":
         b, a = result.before, result.after
@@ -123,18 +131,6 @@ def _exit(code: int) -> int:
     return code  # pragma: no cover - exit() raises
 
 
-def _check_output(model: str, output: str, force: bool) -> None:
-    """Refuse a bad OUTPUT before the work, not after (save_model checks again when writing)."""
-    try:
-        same = os.path.exists(output) and os.path.samefile(model, output)
-    except OSError:
-        same = False
-    if same or os.path.abspath(model) == os.path.abspath(output):
-        raise UsageError(f"refusing to overwrite input '{model}'; use --in-place", file=model)
-    if os.path.lexists(output) and not force:
-        raise UsageError(f"output '{output}' exists; use --force", file=model)
-
-
 def _refused(model: str, exc: OptimizeRefused, fmt: str) -> None:
     if fmt == "json":
         click.echo(dumps(optimize_refused_json(model, exc.message, exc.diagnostics)))
@@ -145,11 +141,11 @@ def _refused(model: str, exc: OptimizeRefused, fmt: str) -> None:
 
 
 def _report(model: str, output: str | None, result: OptimizeResult, fmt: str, verbose: int,
-            verified: bool | None, verify_text: str, check: bool, dry_run: bool) -> None:
+            verified: bool | None, verify_text: str, check: bool, dry_run: bool, err: bool = False) -> None:
     if fmt == "json":
         click.echo(dumps(optimize_json(model, output, result.before, result.after, result.rewrites, verified,
                                        log=result.log if verbose else None,
-                                       skipped=result.skipped if verbose > 1 else None)))
+                                       skipped=result.skipped if verbose > 1 else None)), err=err)
         return
     # the real names are in the JSON document above; the text is for a terminal
     lines = [f"{display_path(model)} -> {display_path(output)}" if output else display_path(model)]
@@ -174,4 +170,4 @@ def _report(model: str, output: str | None, result: OptimizeResult, fmt: str, ve
     if verbose > 1 and result.skipped:
         lines.append("not fired:")
         lines.extend(f"  {line}" for line in result.skipped)
-    click.echo("\n".join(lines))
+    click.echo("\n".join(lines), err=err)

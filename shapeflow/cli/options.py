@@ -7,6 +7,7 @@ from typing import Callable, TypeVar
 
 import click
 
+from ..errors import UsageError
 from ..limits import DEFAULT_LIMITS, Limits
 
 F = TypeVar("F", bound=Callable[..., object])
@@ -28,6 +29,16 @@ def parse_dims(values: tuple[str, ...]) -> dict[str, int]:
             raise click.BadParameter(f"a dim cannot be negative (in '{item}')", param_hint="--dim")
         out[name] = n
     return out
+
+
+def check_stdout_output(model: str, in_place: bool) -> None:
+    """``-o -`` before any work: the binary model goes to stdout, so stdout must not be a
+    terminal, and --in-place names another target."""
+    if in_place:
+        raise UsageError("give either -o OUTPUT or --in-place, not both", file=model)
+    if sys.stdout.isatty():
+        raise UsageError("refusing to write a binary model to a terminal; redirect stdout or give -o FILE",
+                         file=model)
 
 
 def dim_option(fn: F) -> F:

@@ -17,7 +17,15 @@ from __future__ import annotations
 from .external import external_data_problems, refuse_unsafe_external_data
 from .load import PROTOBUF_MAX_BYTES, load_model, load_model_bytes
 from .model import STORAGE_FIELDS, ExternalDataProblem, LoadedModel
-from .save import EXTERNAL_DATA_ALIGNMENT, EXTERNAL_MIN_TENSOR_BYTES, MAX_INLINE_MODEL_BYTES, save_model
+from .save import (
+    EXTERNAL_DATA_ALIGNMENT,
+    EXTERNAL_MIN_TENSOR_BYTES,
+    MAX_INLINE_MODEL_BYTES,
+    STDOUT,
+    check_output_path,
+    save_model,
+    write_to_stdout,
+)
 from .wire import _explain_decode_failure  # noqa: F401  (tests name it through the package)
 
 # Modules the tests patch through the package (``shapeflow.io.os.fsync`` and the like).
@@ -26,6 +34,6 @@ import tempfile  # noqa: E402,F401
 
 __all__ = [
     "EXTERNAL_DATA_ALIGNMENT", "EXTERNAL_MIN_TENSOR_BYTES", "MAX_INLINE_MODEL_BYTES", "PROTOBUF_MAX_BYTES",
-    "STORAGE_FIELDS", "ExternalDataProblem", "LoadedModel", "external_data_problems", "load_model",
-    "load_model_bytes", "refuse_unsafe_external_data", "save_model",
+    "STDOUT", "STORAGE_FIELDS", "ExternalDataProblem", "check_output_path", "LoadedModel", "external_data_problems", "load_model",
+    "load_model_bytes", "refuse_unsafe_external_data", "save_model", "write_to_stdout",
 ]

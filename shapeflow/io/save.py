@@ -6,6 +6,7 @@ from __future__ import annotations
 import errno
 import os
 import stat
+import sys
 import tempfile
 
 from google.protobuf.message import DecodeError
@@ -13,7 +14,10 @@ from google.protobuf.message import DecodeError
 from .._onnx import onnx
 from ..errors import UsageError, WriteError
 from .load import PROTOBUF_MAX_BYTES
-from .model import _is_external, _iter_tensors, _q
+from .model import _file_kind, _is_external, _iter_tensors, _q
+
+# ``-o -``: the model goes to standard output.
+STDOUT = "-"
 
 # save_model switches to external data above this serialized size. A module constant rather
 # than a literal so tests can exercise the mechanism without writing 2 GiB.
@@ -61,8 +65,10 @@ def _same_file(a: str, b: str) -> bool:
     return (sa.st_dev, sa.st_ino) == (sb.st_dev, sb.st_ino)
 
 
-def _write_error(exc: OSError, directory: str, shown: str) -> WriteError:
+def _write_error(exc: OSError, directory: str, shown: str, out: str) -> WriteError:
+    """One line for a failed write: what failed, the errno by name, and the output path."""
     code = exc.errno
+    name = f" ({errno.errorcode[code]})" if code in errno.errorcode else ""
     if code in (errno.EACCES, errno.EPERM):
         msg = f"cannot write to {directory}: permission denied"
     elif code == errno.EROFS:
@@ -70,13 +76,88 @@ def _write_error(exc: OSError, directory: str, shown: str) -> WriteError:
     elif code in (errno.ENOENT, errno.ENOTDIR):
         msg = f"cannot write to {directory}: no such directory"
     elif code == errno.ENOSPC:
-        msg = "write failed: no space left on device"
+        msg = f"write failed: no space left on device{name} writing {_q(out)}"
     elif code == errno.EDQUOT:
-        msg = "write failed: disk quota exceeded"
+        msg = f"write failed: disk quota exceeded{name} writing {_q(out)}"
     else:
         reason = (os.strerror(code) if code else str(exc)).lower()
-        msg = f"write failed: {reason}"
+        msg = f"write failed: {reason}{name} writing {_q(out)}"
     return WriteError(msg, file=shown)
+
+
+def check_output_path(
+    out: str, *, input_path: str | None = None, in_place: bool = False, force: bool = False
+) -> bool:
+    """Refuse an output path before any work (UsageError, exit 2); whether it replaces a file.
+
+    An existing path that is not a regular file (a device such as /dev/null, a FIFO, a socket,
+    a directory, or a link to one) is refused with or without --force: the atomic rename would
+    swap the node itself out for a regular file, and as root that replaces /dev/null.
+    """
+    shown = input_path if input_path is not None else out
+    if input_path is not None and _same_file(input_path, out) and not in_place:
+        raise UsageError(f"refusing to overwrite input {_q(input_path)}; use --in-place", file=shown)
+    if not os.path.lexists(out):
+        return False
+    kind = _special_kind(out)
+    if kind is not None:
+        raise UsageError(f"output {_q(out)} is {kind}; refusing to replace it", file=shown)
+    if not (force or in_place):
+        raise UsageError(f"output {_q(out)} exists; use --force", file=shown)
+    return True
+
+
+# Kernel file systems: a name there (``/dev/stdout``, ``/proc/self/fd/1``) stands for a stream or a
+# device even when what it resolves to right now is a regular file, and replacing it as root
+# replaces the system's node.
+_KERNEL_DIRS = ("/dev", "/proc", "/sys")
+
+
+def _special_kind(path: str) -> str | None:
+    """Why ``path`` (or the file a link there points at) is not a regular file to replace, e.g.
+    "a FIFO, not a regular file"; None for a regular file, a dangling link or a path that is gone."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    if not stat.S_ISREG(st.st_mode):
+        return f"a {_file_kind(st.st_mode)}, not a regular file"
+    where = [os.path.dirname(os.path.abspath(path))]
+    if os.path.islink(path):
+        where.append(os.path.join(where[0], os.readlink(path)))
+    for place in where:
+        for root in _KERNEL_DIRS:
+            if place == root or place.startswith(root + "/"):
+                return f"in {root}, not a regular file (use -o - for stdout)"
+    return None
+
+
+def write_to_stdout(model: onnx.ModelProto | bytes, *, input_path: str | None = None) -> None:
+    """``-o -``: the serialized model on standard output, which must not be a terminal.
+
+    A model with external data is refused: its data references are relative to a folder, and
+    a stream has none.
+    """
+    shown = input_path if input_path is not None else "<stdout>"
+    if os.isatty(1):
+        raise UsageError("refusing to write a binary model to a terminal; redirect stdout or give -o FILE", file=shown)
+    proto = model if isinstance(model, onnx.ModelProto) else None
+    if proto is not None:
+        if _external_locations(proto):
+            raise UsageError("model has external data; -o - cannot carry it, write to a file", file=shown)
+        if proto.ByteSize() > PROTOBUF_MAX_BYTES:
+            raise UsageError("model is over 2 GiB and needs external data; -o - cannot carry it", file=shown)
+    payload = model if isinstance(model, bytes) else proto.SerializeToString()  # type: ignore[union-attr]
+    sys.stdout.flush()
+    view = memoryview(payload)
+    try:
+        while view:
+            done = os.write(1, view[: 1 << 24])
+            view = view[done:]
+    except OSError as exc:
+        if exc.errno == errno.EPIPE:
+            raise BrokenPipeError(exc.errno, exc.strerror) from None
+        raise _write_error(exc, "<stdout>", shown, "<stdout>") from None
 
 
 def _external_locations(model: onnx.ModelProto) -> list[str]:
@@ -137,6 +218,10 @@ def _install(tmp: str, dest: str, overwrite: bool, exists_message: str, shown: s
     checked, so a concurrent file is never clobbered (the O_EXCL of RELIABILITY row 47).
     """
     if overwrite:
+        # checked again at the last moment: a device node put here since must not be swapped out
+        kind = _special_kind(dest)
+        if kind is not None:
+            raise UsageError(f"output {_q(dest)} is {kind}; refusing to replace it", file=shown)
         os.replace(tmp, dest)
         return
     try:
@@ -176,15 +261,7 @@ def save_model(
     out_abs = os.path.abspath(out)
     out_dir = os.path.dirname(out_abs)
 
-    if inp is not None and _same_file(inp, out) and not in_place:
-        raise UsageError(f"refusing to overwrite input {_q(inp)}; use --in-place", file=shown)
-    overwrite = False
-    if os.path.lexists(out):
-        if os.path.isdir(out):
-            raise UsageError(f"output {_q(out)} is a directory", file=shown)
-        if not (force or in_place):
-            raise UsageError(f"output {_q(out)} exists; use --force", file=shown)
-        overwrite = True
+    overwrite = check_output_path(out, input_path=inp, in_place=in_place, force=force)
 
     proto: onnx.ModelProto | None
     if isinstance(model, onnx.ModelProto):
@@ -241,7 +318,7 @@ def save_model(
         tmp = None
         _fsync_dir(out_dir)
     except OSError as exc:
-        raise _write_error(exc, out_dir, shown) from None
+        raise _write_error(exc, out_dir, shown, out) from None
     finally:
         if tmp is not None:
             _remove_quietly(tmp)
@@ -326,7 +403,7 @@ def _save_with_external_data(
             if path is not None:
                 _remove_quietly(path)
         if isinstance(exc, OSError):
-            raise _write_error(exc, out_dir, shown) from None
+            raise _write_error(exc, out_dir, shown, out) from None
         raise
 
 
