@@ -21,6 +21,8 @@ from .sf004_unknown_operator import UnknownOperator
 from .sf005_unsupported_version import UnsupportedVersion
 from .sf006_limit_exceeded import LimitExceeded
 from .sf007_unknown_fields import UnknownFields
+from .sf009_duplicate_attribute import DuplicateAttribute
+from .sf010_empty_output_name import EmptyOutputName
 from .sf101_axes_out_of_range import AxesOutOfRange
 from .sf102_duplicate_axes import DuplicateAxes
 from .sf103_squeeze_duplicate_axes import SqueezeDuplicateAxes
@@ -38,6 +40,8 @@ from .sf114_invalid_dim_value import InvalidDimValue
 from .sf115_rank_above_64 import RankAbove64
 from .sf116_control_flow_signature import ControlFlowSignature
 from .sf117_invalid_attribute import InvalidAttribute
+from .sf118_attribute_ref_type import AttributeRefType
+from .sf119_attribute_ref_missing import AttributeRefMissing
 from .sf201_cancelling_pair import CancellingPair
 from .sf202_mergeable_chain import MergeableChain
 from .sf203_foldable_constant import FoldableConstant
@@ -50,6 +54,7 @@ ALL_RULES: tuple[type[Rule], ...] = tuple(
             SqueezeRankUnknowable, NegativeAxesOpset1, AxesFormMismatch, AxesBadTensor, AxesNotConstant,
             UnsqueezeEmptyAxes, ShapeConflict, SqueezeEmptyAxes, InvalidDimValue, RankAbove64,
             ControlFlowSignature, InvalidAttribute,
+            DuplicateAttribute, EmptyOutputName, AttributeRefType, AttributeRefMissing,
             CancellingPair, MergeableChain, FoldableConstant,
         ),
         key=lambda r: r.code,
