@@ -169,6 +169,11 @@ class ModelGraph:
         self.scopes: list[Scope] = []
         self.nodes: list[NodeInfo] = []
         self.functions: dict[tuple[str, str], int] = {}  # (domain, name) -> scope id
+        # (node id, its attribute names) for nodes that give an attribute twice (SF009): found while
+        # indexing, which reads every attribute list anyway
+        self.duplicate_attributes: list[tuple[int, list[str]]] = []
+        # nodes with an output named "" (an optional output left out, or SF010)
+        self.empty_outputs: list[int] = []
 
     @property
     def dag(self) -> "nx.DiGraph":
@@ -333,7 +338,13 @@ def _index_scope(g: ModelGraph, scope: Scope, limits: Limits, pending: deque) ->
                     raise GraphInvalidError(_dup_message(g, scope, name, producer[name], nid), file=file,
                                        node=g.display(nid), tensor=name)
                 producer[name] = nid
+            elif not g.empty_outputs or g.empty_outputs[-1] != nid:
+                g.empty_outputs.append(nid)
         if attrs:
+            if len(attrs) > 1:
+                names = [attr.name for attr in attrs]
+                if len(set(names)) < len(names):
+                    g.duplicate_attributes.append((nid, names))
             for attr in attrs:
                 kind = attr.type
                 if kind == graph_attr:

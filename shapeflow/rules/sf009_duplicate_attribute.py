@@ -31,16 +31,7 @@ class DuplicateAttribute(Rule):
     severity = Severity.ERROR
 
     def check(self, ctx: LintContext) -> Iterator[Finding]:
-        g = ctx.graph
-        for nid, info in enumerate(g.nodes):
-            if not info.has_attrs:
-                continue
-            attrs = info.peek().attribute
-            if len(attrs) < 2:
-                continue
-            names = [a.name for a in attrs]
-            if len(set(names)) == len(names):
-                continue
+        for nid, names in ctx.graph.duplicate_attributes:
             counts: dict[str, int] = {}
             for name in names:
                 counts[name] = counts.get(name, 0) + 1

@@ -45,9 +45,10 @@ class EmptyOutputName(Rule):
     def check(self, ctx: LintContext) -> Iterator[Finding]:
         g = ctx.graph
         cache: dict[tuple[str, str, int], tuple[bool, ...] | None] = {}
-        for nid, info in enumerate(g.nodes):
+        for nid in g.empty_outputs:
+            info = g.nodes[nid]
             outputs = info.outputs
-            if "" not in outputs or info.since_version is None:
+            if info.since_version is None:
                 continue
             opset = g.scopes[info.scope].opsets.get(info.domain)
             if opset is None:
