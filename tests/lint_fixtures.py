@@ -287,7 +287,7 @@ g (float[1, 3] x) => (float[1, 3] y, float[1, 3] d)
 }
 """, frozenset({("SF010", "unnamed")})),
     F("sf118_attribute_ref_type", "SF118", """
-<ir_version: 8, opset_import: ["" : 13, "local" : 1]>
+<ir_version: 8, opset_import: ["" : 11, "local" : 1]>
 g (float[1, 3] x) => (float[3] y, float[3] z)
 {
     [wrong] y = local.F <axes = 0> (x)
@@ -300,7 +300,7 @@ F <axes> (fx) => (fy)
 }
 """, frozenset({("SF118", "wrong")})),
     F("sf119_attribute_ref_missing", "SF119", """
-<ir_version: 8, opset_import: ["" : 13, "local" : 1]>
+<ir_version: 8, opset_import: ["" : 11, "local" : 1]>
 g (float[3] x) => (float[1, 3] w, float[1, 3] v, float[3] s)
 {
     [missing] w = local.G (x)
@@ -318,6 +318,31 @@ H <axes> (hx) => (hy)
     hy = Squeeze <axes: ints = @axes> (hx)
 }
 """, frozenset({("SF119", "missing")})),
+    F("sf120_function_opset_mismatch", "SF120", """
+<ir_version: 8, opset_import: ["" : 13, "local" : 1]>
+g (float[1, 3] x) => (float[3] y, float[1, 3] z, float[3] w)
+{
+    [call_old] y = local.Old (x)
+    [call_relu] z = local.R (x)
+    [call_same] w = local.Same (x)
+}
+<domain: "local", opset_import: ["" : 11]>
+Old (fx) => (fy)
+{
+    [old_sq] fy = Squeeze <axes = [0]> (fx)
+}
+<domain: "local", opset_import: ["" : 11]>
+R (rx) => (ry)
+{
+    [relu] ry = Relu (rx)
+}
+<domain: "local", opset_import: ["" : 13]>
+Same (sx) => (sy)
+{
+    sax = Constant <value = int64[1] {0}> ()
+    [same_sq] sy = Squeeze (sx, sax)
+}
+""", frozenset({("SF120", "old_sq"), ("SF120", "relu")})),
 ]
 
 

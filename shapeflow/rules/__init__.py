@@ -42,6 +42,7 @@ from .sf116_control_flow_signature import ControlFlowSignature
 from .sf117_invalid_attribute import InvalidAttribute
 from .sf118_attribute_ref_type import AttributeRefType
 from .sf119_attribute_ref_missing import AttributeRefMissing
+from .sf120_function_opset_mismatch import FunctionOpsetMismatch
 from .sf201_cancelling_pair import CancellingPair
 from .sf202_mergeable_chain import MergeableChain
 from .sf203_foldable_constant import FoldableConstant
@@ -54,7 +55,7 @@ ALL_RULES: tuple[type[Rule], ...] = tuple(
             SqueezeRankUnknowable, NegativeAxesOpset1, AxesFormMismatch, AxesBadTensor, AxesNotConstant,
             UnsqueezeEmptyAxes, ShapeConflict, SqueezeEmptyAxes, InvalidDimValue, RankAbove64,
             ControlFlowSignature, InvalidAttribute,
-            DuplicateAttribute, EmptyOutputName, AttributeRefType, AttributeRefMissing,
+            DuplicateAttribute, EmptyOutputName, AttributeRefType, AttributeRefMissing, FunctionOpsetMismatch,
             CancellingPair, MergeableChain, FoldableConstant,
         ),
         key=lambda r: r.code,
