@@ -60,6 +60,8 @@ def infer(model: str, all_tensors: bool, fmt: str, output: str | None, force: bo
         output = model
     if output is not None:
         annotate(result.graph, result.inference)
+        # the file's bytes are not needed any more: serializing while holding them costs their size
+        loaded.raw = b""
         if to_stdout:
             write_to_stdout(loaded.proto, input_path=model)
         else:

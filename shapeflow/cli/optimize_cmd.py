@@ -99,6 +99,9 @@ def command(model: str, output: str | None, in_place: bool, force: bool, check: 
 
     target = model if in_place else output
     written = False
+    if result.changed:
+        # the input's bytes are written only when nothing changed: free them before serializing
+        loaded.raw = b""
     if writes and verified is not False:
         if to_stdout:
             write_to_stdout(result.model if result.changed else loaded.raw, input_path=model)

@@ -46,6 +46,27 @@ def dim_option(fn: F) -> F:
                         help="Bind a symbolic dim everywhere (repeatable), e.g. --dim batch=1.")(fn)
 
 
+class MemorySize(click.ParamType):
+    """A size in bytes: ``3000000000``, ``512M``, ``4G`` (powers of 1024)."""
+
+    name = "size"
+    _UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+
+    def convert(self, value: object, param: click.Parameter | None, ctx: click.Context | None) -> int:
+        if isinstance(value, int):
+            return value
+        text = str(value).strip().upper().removesuffix("B").removesuffix("I")
+        unit = text[-1:] if text[-1:] in self._UNITS and text[-1:] else ""
+        number = text[: len(text) - len(unit)]
+        try:
+            size = int(float(number) * self._UNITS[unit])
+        except ValueError:
+            self.fail(f"'{value}' is not a size (bytes, or a number with K, M or G)", param, ctx)
+        if size < 1:
+            self.fail(f"'{value}' is not a positive size", param, ctx)
+        return size
+
+
 def limit_options(fn: F) -> F:
     """--max-bytes, --max-nodes, ... (RELIABILITY.md section 1.1)."""
     d = DEFAULT_LIMITS
@@ -62,6 +83,9 @@ def limit_options(fn: F) -> F:
                      show_default=True, help="Refuse symbolic dims with more terms."),
         click.option("--timeout", type=click.FloatRange(min=0.001), default=d.timeout, show_default=True,
                      help="Seconds allowed per file."),
+        click.option("--max-memory", type=MemorySize(), default=d.max_memory, show_default=True,
+                     help="Refuse (exit 2) a model whose processing would need more memory than this "
+                          "(bytes, or with K/M/G); default: 3/4 of physical memory."),
     ]
     for opt in reversed(opts):
         fn = opt(fn)
@@ -77,6 +101,7 @@ def limits_from(kwargs: dict[str, object]) -> Limits:
         max_axes_elems=int(kwargs.pop("max_axes_elems")),  # type: ignore[arg-type]
         max_expr_size=int(kwargs.pop("max_expr_size")),  # type: ignore[arg-type]
         timeout=float(kwargs.pop("timeout")),  # type: ignore[arg-type]
+        max_memory=int(kwargs.pop("max_memory")),  # type: ignore[arg-type]
     )
 
 

@@ -17,7 +17,7 @@ from .._onnx import onnx
 from ..errors import LimitExceededError, ModelUnreadableError
 from ..limits import DEFAULT_LIMITS, Limits
 from .model import LoadedModel, _file_kind, _is_external, _is_within, _iter_tensors, _q, _tensor_size_problem
-from .wire import _explain_decode_failure, _non_utf8_problem, _utf8_checking_model
+from .wire import _explain_decode_failure, _non_utf8_problem, _utf8_checking_model, preflight
 
 # Protobuf cannot hold a message of 2 GiB or more; this is also the default --max-bytes.
 PROTOBUF_MAX_BYTES = 2**31 - 1
@@ -130,10 +130,59 @@ def _open_error(exc: OSError, path: str) -> str:
     return f"cannot open: {exc.strerror or exc}"
 
 
+# Memory a model costs while it is processed, per byte of file: the bytes read and the parsed
+# model (about as large; a string- or weight-heavy model a little less), at the peak of a
+# parse; bench_memory.py measures the real factors. Plus a margin for what is not the file.
+MEMORY_PER_BYTE = 2
+MEMORY_MARGIN = 64 << 20
+
+
+def _memory_in_use() -> tuple[int, int]:
+    """(resident, address space) of this process in bytes, from /proc (0, 0 where unreadable)."""
+    rss = vsz = 0
+    try:
+        with open("/proc/self/status", encoding="ascii", errors="replace") as fh:
+            for line in fh:
+                if line.startswith("VmRSS:"):
+                    rss = int(line.split()[1]) * 1024
+                elif line.startswith("VmSize:"):
+                    vsz = int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return rss, vsz
+
+
+def _check_memory(size: int, limits: Limits, shown: str) -> None:
+    """Refuse, before reading it, a file whose processing would not fit: in ``--max-memory`` (on
+    top of what the process holds) or in the address-space limit (``ulimit -v``), where running
+    out would otherwise end in a MemoryError deep in protobuf, or worse, a crash."""
+    need = size * MEMORY_PER_BYTE + MEMORY_MARGIN
+    rss, vsz = _memory_in_use()
+    if rss + need > limits.max_memory:
+        raise LimitExceededError("max-memory", rss + need, Limits.FLAGS["max_memory"], file=shown)
+    try:
+        import resource
+
+        soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+    except (ImportError, OSError, ValueError):
+        return
+    if soft != resource.RLIM_INFINITY and vsz + need > soft:
+        raise LimitExceededError("max-memory", vsz + need, f"{Limits.FLAGS['max_memory']} and ulimit -v",
+                                 file=shown)
+
+
 def _read_exact(fd: int, size: int) -> bytes | None:
-    """Read exactly ``size`` bytes from ``fd``; None if the file changed size meanwhile."""
-    chunks: list[bytes] = []
-    remaining = size
+    """Read exactly ``size`` bytes from ``fd``; None if the file changed size meanwhile.
+
+    One read when the kernel gives the whole file at once (a regular file under 2 GiB): reading in
+    pieces and joining them would hold the file twice at the peak."""
+    first = os.read(fd, size)
+    if len(first) == size:
+        return None if os.read(fd, 1) else first
+    if not first:
+        return None
+    chunks: list[bytes] = [first]
+    remaining = size - len(first)
     while remaining:
         chunk = os.read(fd, min(remaining, 1 << 26))
         if not chunk:
@@ -188,7 +237,15 @@ def load_model(
             raise ModelUnreadableError("empty file (0 bytes); not an ONNX model", file=shown)
         if st.st_size > limits.max_bytes:
             raise ModelUnreadableError(_size_limit_message(st.st_size, limits), file=shown)
+        _check_memory(st.st_size, limits, shown)
         try:
+            head = os.pread(fd, len(_LFS_PREFIX), 0)
+            if head == _LFS_PREFIX:
+                raise ModelUnreadableError("git-lfs pointer, run `git lfs pull`", file=shown)
+            # before the read: a file that cannot parse is refused without being held in memory
+            problem = preflight(fd, st.st_size)
+            if problem is not None:
+                raise ModelUnreadableError(problem, file=shown)
             data = _read_exact(fd, st.st_size)
         except OSError as exc:
             raise ModelUnreadableError(f"read failed: {exc.strerror or exc}", file=shown) from None

@@ -7,6 +7,7 @@ line that tells a foreign file from a truncated, too-deep or mis-encoded one.
 from __future__ import annotations
 
 import functools
+import os
 from typing import Any
 
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
@@ -278,3 +279,190 @@ def _non_utf8_problem(model: onnx.ModelProto) -> str | None:
                 children.append(child)
         stack.extend(reversed(children))
     return None
+
+
+# --------------------------------------------------------------------------------------------
+# Streaming preflight: reject what cannot parse without reading it whole
+# --------------------------------------------------------------------------------------------
+
+# Files from this size on also get their top-level messages (the graph, the functions) walked
+# field by field before the read: a valid header in front of a large block of garbage must not
+# cost the garbage's size in memory either. Below it the read is cheap and the parse decides.
+PREFLIGHT_DEEP_BYTES = 64 << 20
+# Fields the preflight walks at most; past that it has seen enough structure to let the parse decide.
+_PREFLIGHT_MAX_FIELDS = 2_000_000
+_BLOCK = 1 << 20
+
+
+class _FileView:
+    """Bytes of a file descriptor by position, through one cached block (``os.pread``)."""
+
+    def __init__(self, fd: int, size: int) -> None:
+        self.fd = fd
+        self.size = size
+        self.start = 0
+        self.block = b""
+
+    def byte(self, pos: int) -> int:
+        off = pos - self.start
+        if not 0 <= off < len(self.block):
+            self.start = pos
+            self.block = os.pread(self.fd, _BLOCK, pos)
+            if not self.block:
+                raise _Overrun
+            off = 0
+        return self.block[off]
+
+    def varint(self, pos: int, end: int) -> tuple[int, int]:
+        result = 0
+        shift = 0
+        while True:
+            if pos >= end:
+                raise _Overrun
+            b = self.byte(pos)
+            pos += 1
+            result |= (b & 0x7F) << shift
+            if b < 0x80:
+                return result, pos
+            shift += 7
+            if shift >= 70:
+                raise _Malformed("varint longer than 10 bytes")
+
+
+class _Undecided(Exception):
+    """The preflight cannot tell (groups, or its field budget spent): the parse decides."""
+
+
+def preflight(fd: int, size: int) -> str | None:
+    """Why the file open on ``fd`` cannot be an ONNX model, found by walking its wire format from
+    disk in 1 MiB blocks, or None when it may be one (the parse decides).
+
+    It rejects only what protobuf's parser rejects too (field number 0, wire types 6 and 7, a
+    varint over 10 bytes, a field running past its end), in the words ``_explain_decode_failure``
+    would use, so a file of zeros or a truncated download is refused without being read into
+    memory. Large files get their top-level messages walked as well (``PREFLIGHT_DEEP_BYTES``).
+    """
+    view = _FileView(fd, size)
+    budget = [_PREFLIGHT_MAX_FIELDS]
+    model_desc = onnx.ModelProto.DESCRIPTOR
+    children: list[tuple[int, int, Descriptor, str]] = []
+    pos = start = 0
+    known_seen = 0
+    field_name = ""
+    first_odd: str | None = None  # what the explanation would say first: an unknown top-level field
+    try:
+        while pos < size:
+            budget[0] -= 1
+            if budget[0] < 0:
+                return None
+            start = pos
+            tag, pos = view.varint(pos, size)
+            number, wire = tag >> 3, tag & 7
+            if number == 0 or wire in (6, 7):
+                where = f"at byte {start}: unexpected field {number} with wire type {wire}"
+                if first_odd is not None:
+                    return first_odd
+                if known_seen == 0:
+                    return f"not an ONNX protobuf (parse failed {where})"
+                return f"truncated or corrupt protobuf (parse failed {where})"
+            if wire in (3, 4):
+                return None
+            fd_ = model_desc.fields_by_number.get(number)
+            if fd_ is None or not _wire_ok(fd_, wire):
+                if first_odd is None:
+                    where = f"at byte {start}: unexpected field {number} with wire type {wire}"
+                    first_odd = (f"not an ONNX protobuf (parse failed {where})" if known_seen == 0
+                                 else f"truncated or corrupt protobuf (parse failed {where})")
+            else:
+                known_seen += 1
+                field_name = fd_.name
+            vstart, pos = _skip_in_file(view, pos, size, wire)
+            if fd_ is not None and fd_.message_type is not None and wire == 2 and first_odd is None:
+                children.append((vstart, pos, fd_.message_type, fd_.name))
+    except _Overrun:
+        if first_odd is not None:
+            return first_odd
+        if known_seen == 0:
+            return "not an ONNX protobuf (parse failed at byte 0)"
+        return f"truncated or corrupt protobuf (file ends inside field '{field_name}' starting at byte {start})"
+    except _Malformed as exc:
+        if first_odd is not None:
+            return first_odd
+        if known_seen == 0:
+            return f"not an ONNX protobuf (parse failed at byte {start}: {exc})"
+        return f"truncated or corrupt protobuf (parse failed at byte {start}: {exc})"
+    if size < PREFLIGHT_DEEP_BYTES or first_odd is not None:
+        return None
+    try:
+        for vstart, end, _desc, name in children:
+            problem = _preflight_message(view, vstart, end, name, budget)
+            if problem is not None:
+                return problem
+    except _Undecided:
+        return None
+    return None
+
+
+def _skip_in_file(view: _FileView, pos: int, end: int, wire: int) -> tuple[int, int]:
+    if wire == 0:
+        _, nxt = view.varint(pos, end)
+        return pos, nxt
+    if wire == 1:
+        nxt = pos + 8
+    elif wire == 5:
+        nxt = pos + 4
+    else:  # 2; groups and bad wire types are handled by the callers
+        length, pos = view.varint(pos, end)
+        nxt = pos + length
+    if nxt > end:
+        raise _Overrun
+    return pos, nxt
+
+
+def _preflight_message(view: _FileView, pos: int, end: int, path: str, budget: list[int]) -> str | None:
+    """The first structural problem among the fields of one top-level message (one level deep,
+    as the explanation's walk words it), or None."""
+    start = pos
+    try:
+        while pos < end:
+            budget[0] -= 1
+            if budget[0] < 0:
+                raise _Undecided
+            start = pos
+            tag, pos = view.varint(pos, end)
+            number, wire = tag >> 3, tag & 7
+            if number == 0:
+                raise _Malformed("field number 0")
+            if wire in (3, 4):
+                raise _Undecided
+            if wire in (6, 7):
+                raise _Malformed(f"wire type {wire}")
+            _, pos = _skip_in_file(view, pos, end, wire)
+    except _Overrun:
+        return f"truncated or corrupt protobuf (a field inside {path} runs past its end)"
+    except _Malformed as exc:
+        return f"truncated or corrupt protobuf (bad data inside {path} at byte {start}: {exc})"
+    return None
+
+
+def top_level_unknown_fields(data: bytes) -> list[int] | None:
+    """The numbers of the unknown fields at the top level of a serialized ModelProto, found by
+    skipping over the field values (no copy of them, unlike ``UnknownFieldSet``, which copies every
+    unknown field's bytes: a 1 GiB one would cost 1 GiB more). None when the bytes do not walk."""
+    known = onnx.ModelProto.DESCRIPTOR.fields_by_number
+    found: set[int] = set()
+    n = len(data)
+    pos = 0
+    try:
+        while pos < n:
+            tag, pos = _read_varint(data, pos, n)
+            number, wire = tag >> 3, tag & 7
+            if number == 0 or wire in (3, 4, 6, 7):
+                return None
+            fd = known.get(number)
+            if fd is None or not _wire_ok(fd, wire):
+                found.add(number)  # (a known number with another wire type is kept as unknown too)
+            _, pos = _skip_value(data, pos, n, wire)
+    except (_Overrun, _Malformed):
+        return None
+    return sorted(found)
