@@ -63,9 +63,10 @@ def infer(model: str, all_tensors: bool, fmt: str, output: str | None, force: bo
         # the file's bytes are not needed any more: serializing while holding them costs their size
         loaded.raw = b""
         if to_stdout:
-            write_to_stdout(loaded.proto, input_path=model)
+            write_to_stdout(loaded.proto, input_path=model, max_memory=limits.max_memory)
         else:
-            save_model(loaded.proto, output, input_path=model, force=force, in_place=in_place)
+            save_model(loaded.proto, output, input_path=model, force=force, in_place=in_place,
+                       max_memory=limits.max_memory)
     # Rendering a large model allocates a container per row; none forms a cycle, and collecting
     # would mean traversing the whole analysis again.
     with gc_paused():

@@ -104,10 +104,12 @@ def command(model: str, output: str | None, in_place: bool, force: bool, check: 
         loaded.raw = b""
     if writes and verified is not False:
         if to_stdout:
-            write_to_stdout(result.model if result.changed else loaded.raw, input_path=model)
+            write_to_stdout(result.model if result.changed else loaded.raw, input_path=model,
+                            max_memory=limits.max_memory)
             written = True
         elif result.changed:
-            save_model(result.model, target, input_path=model, in_place=in_place, force=force)  # type: ignore[arg-type]
+            save_model(result.model, target, input_path=model, in_place=in_place, force=force,  # type: ignore[arg-type]
+                       max_memory=limits.max_memory)
             written = True
         elif not in_place:
             save_model(loaded.raw, target, input_path=model, force=force)  # type: ignore[arg-type]

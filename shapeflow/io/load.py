@@ -16,6 +16,7 @@ from google.protobuf.message import DecodeError
 from .._onnx import onnx
 from ..errors import LimitExceededError, ModelUnreadableError
 from ..limits import DEFAULT_LIMITS, Limits
+from .memory import require_memory
 from .model import LoadedModel, _file_kind, _is_external, _is_within, _iter_tensors, _q, _tensor_size_problem
 from .wire import _explain_decode_failure, _non_utf8_problem, _utf8_checking_model, preflight
 
@@ -137,40 +138,6 @@ MEMORY_PER_BYTE = 2
 MEMORY_MARGIN = 64 << 20
 
 
-def _memory_in_use() -> tuple[int, int]:
-    """(resident, address space) of this process in bytes, from /proc (0, 0 where unreadable)."""
-    rss = vsz = 0
-    try:
-        with open("/proc/self/status", encoding="ascii", errors="replace") as fh:
-            for line in fh:
-                if line.startswith("VmRSS:"):
-                    rss = int(line.split()[1]) * 1024
-                elif line.startswith("VmSize:"):
-                    vsz = int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    return rss, vsz
-
-
-def _check_memory(size: int, limits: Limits, shown: str) -> None:
-    """Refuse, before reading it, a file whose processing would not fit: in ``--max-memory`` (on
-    top of what the process holds) or in the address-space limit (``ulimit -v``), where running
-    out would otherwise end in a MemoryError deep in protobuf, or worse, a crash."""
-    need = size * MEMORY_PER_BYTE + MEMORY_MARGIN
-    rss, vsz = _memory_in_use()
-    if rss + need > limits.max_memory:
-        raise LimitExceededError("max-memory", rss + need, Limits.FLAGS["max_memory"], file=shown)
-    try:
-        import resource
-
-        soft, _ = resource.getrlimit(resource.RLIMIT_AS)
-    except (ImportError, OSError, ValueError):
-        return
-    if soft != resource.RLIM_INFINITY and vsz + need > soft:
-        raise LimitExceededError("max-memory", vsz + need, f"{Limits.FLAGS['max_memory']} and ulimit -v",
-                                 file=shown)
-
-
 def _read_exact(fd: int, size: int) -> bytes | None:
     """Read exactly ``size`` bytes from ``fd``; None if the file changed size meanwhile.
 
@@ -237,7 +204,6 @@ def load_model(
             raise ModelUnreadableError("empty file (0 bytes); not an ONNX model", file=shown)
         if st.st_size > limits.max_bytes:
             raise ModelUnreadableError(_size_limit_message(st.st_size, limits), file=shown)
-        _check_memory(st.st_size, limits, shown)
         try:
             head = os.pread(fd, len(_LFS_PREFIX), 0)
             if head == _LFS_PREFIX:
@@ -246,6 +212,7 @@ def load_model(
             problem = preflight(fd, st.st_size)
             if problem is not None:
                 raise ModelUnreadableError(problem, file=shown)
+            require_memory(st.st_size * MEMORY_PER_BYTE + MEMORY_MARGIN, limits.max_memory, shown)
             data = _read_exact(fd, st.st_size)
         except OSError as exc:
             raise ModelUnreadableError(f"read failed: {exc.strerror or exc}", file=shown) from None

@@ -9,11 +9,13 @@ import stat
 import sys
 import tempfile
 
-from google.protobuf.message import DecodeError
+from google.protobuf.message import DecodeError, EncodeError
 
 from .._onnx import onnx
-from ..errors import UsageError, WriteError
+from ..errors import LimitExceededError, UsageError, WriteError
+from ..limits import DEFAULT_LIMITS, Limits
 from .load import PROTOBUF_MAX_BYTES
+from .memory import require_memory
 from .model import _file_kind, _is_external, _iter_tensors, _q
 
 # ``-o -``: the model goes to standard output.
@@ -132,7 +134,32 @@ def _special_kind(path: str) -> str | None:
     return None
 
 
-def write_to_stdout(model: onnx.ModelProto | bytes, *, input_path: str | None = None) -> None:
+def _out_of_memory(shown: str) -> LimitExceededError:
+    return LimitExceededError("max-memory", "out of memory while serializing", Limits.FLAGS["max_memory"],
+                              file=shown)
+
+
+def _byte_size(model: onnx.ModelProto, shown: str) -> int:
+    """``model.ByteSize()``, which encodes the model to measure it: out of memory, protobuf says
+    ``EncodeError`` and nothing of memory."""
+    try:
+        return int(model.ByteSize())
+    except (EncodeError, MemoryError):
+        raise _out_of_memory(shown) from None
+
+
+def _serialize(model: onnx.ModelProto, max_memory: int, shown: str) -> bytes:
+    """``model.SerializeToString()`` once it is known to fit: the serializer holds the encoded
+    model twice at its peak (its buffer, then the bytes object)."""
+    require_memory(2 * _byte_size(model, shown), max_memory, shown)
+    try:
+        return model.SerializeToString()
+    except (EncodeError, MemoryError):
+        raise _out_of_memory(shown) from None
+
+
+def write_to_stdout(model: onnx.ModelProto | bytes, *, input_path: str | None = None,
+                    max_memory: int = DEFAULT_LIMITS.max_memory) -> None:
     """``-o -``: the serialized model on standard output, which must not be a terminal.
 
     A model with external data is refused: its data references are relative to a folder, and
@@ -145,9 +172,9 @@ def write_to_stdout(model: onnx.ModelProto | bytes, *, input_path: str | None = 
     if proto is not None:
         if _external_locations(proto):
             raise UsageError("model has external data; -o - cannot carry it, write to a file", file=shown)
-        if proto.ByteSize() > PROTOBUF_MAX_BYTES:
+        if _byte_size(proto, shown) > PROTOBUF_MAX_BYTES:
             raise UsageError("model is over 2 GiB and needs external data; -o - cannot carry it", file=shown)
-    payload = model if isinstance(model, bytes) else proto.SerializeToString()  # type: ignore[union-attr]
+    payload = model if isinstance(model, bytes) else _serialize(proto, max_memory, shown)  # type: ignore[arg-type]
     sys.stdout.flush()
     view = memoryview(payload)
     try:
@@ -246,6 +273,7 @@ def save_model(
     input_path: str | os.PathLike[str] | None = None,
     in_place: bool = False,
     force: bool = False,
+    max_memory: int = DEFAULT_LIMITS.max_memory,
 ) -> None:
     """Write ``model`` to ``out_path`` atomically, or raise UsageError / WriteError (exit 2)
     having written nothing.
@@ -306,11 +334,11 @@ def save_model(
         except OSError:
             pass
 
-    if isinstance(model, onnx.ModelProto) and model.ByteSize() > _max_inline_bytes():
-        _save_with_external_data(model, out_abs, out, overwrite, mode, shown)
+    if isinstance(model, onnx.ModelProto) and _byte_size(model, shown) > _max_inline_bytes():
+        _save_with_external_data(model, out_abs, out, overwrite, mode, shown, max_memory)
         return
 
-    payload = bytes(model) if not isinstance(model, onnx.ModelProto) else model.SerializeToString()
+    payload = bytes(model) if not isinstance(model, onnx.ModelProto) else _serialize(model, max_memory, shown)
     tmp = None
     try:
         tmp = _write_temp(out_dir, os.path.basename(out_abs), mode, payload)
@@ -334,7 +362,7 @@ def _new_file_mode() -> int:
 
 
 def _save_with_external_data(
-    model: onnx.ModelProto, out_abs: str, out: str, overwrite: bool, mode: int, shown: str
+    model: onnx.ModelProto, out_abs: str, out: str, overwrite: bool, mode: int, shown: str, max_memory: int
 ) -> None:
     out_dir = os.path.dirname(out_abs)
     data_name = os.path.basename(out_abs) + ".data"
@@ -375,14 +403,14 @@ def _save_with_external_data(
             for key, value in (("location", data_name), ("offset", str(off)), ("length", str(length))):
                 entry = t.external_data.add()
                 entry.key, entry.value = key, value
-        size = model.ByteSize()
+        size = _byte_size(model, shown)
         if size > _max_inline_bytes():
             raise WriteError(
                 f"model is still {size} bytes with its large initializers in external data; "
                 "protobuf cannot hold it",
                 file=shown,
             )
-        model_tmp = _write_temp(out_dir, os.path.basename(out_abs), mode, model.SerializeToString())
+        model_tmp = _write_temp(out_dir, os.path.basename(out_abs), mode, _serialize(model, max_memory, shown))
         # data first: a model file must never point at a data file that is not there yet
         _install(data_tmp, data_path, False, f"output data file {_q(data_path)} exists; remove it first", shown)
         data_tmp = None
