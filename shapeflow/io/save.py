@@ -148,10 +148,11 @@ def _byte_size(model: onnx.ModelProto, shown: str) -> int:
         raise _out_of_memory(shown) from None
 
 
-def _serialize(model: onnx.ModelProto, max_memory: int, shown: str) -> bytes:
+def _serialize(model: onnx.ModelProto, max_memory: int, shown: str, size: int | None = None) -> bytes:
     """``model.SerializeToString()`` once it is known to fit: the serializer holds the encoded
-    model twice at its peak (its buffer, then the bytes object)."""
-    require_memory(2 * _byte_size(model, shown), max_memory, shown)
+    model twice at its peak (its buffer, then the bytes object). ``size``: its ByteSize() when
+    the caller has it (measuring encodes the whole model)."""
+    require_memory(2 * (size if size is not None else _byte_size(model, shown)), max_memory, shown)
     try:
         return model.SerializeToString()
     except (EncodeError, MemoryError):
@@ -334,11 +335,12 @@ def save_model(
         except OSError:
             pass
 
-    if isinstance(model, onnx.ModelProto) and _byte_size(model, shown) > _max_inline_bytes():
+    size = _byte_size(model, shown) if isinstance(model, onnx.ModelProto) else len(model)
+    if isinstance(model, onnx.ModelProto) and size > _max_inline_bytes():
         _save_with_external_data(model, out_abs, out, overwrite, mode, shown, max_memory)
         return
 
-    payload = bytes(model) if not isinstance(model, onnx.ModelProto) else _serialize(model, max_memory, shown)
+    payload = bytes(model) if not isinstance(model, onnx.ModelProto) else _serialize(model, max_memory, shown, size)
     tmp = None
     try:
         tmp = _write_temp(out_dir, os.path.basename(out_abs), mode, payload)
@@ -410,7 +412,7 @@ def _save_with_external_data(
                 "protobuf cannot hold it",
                 file=shown,
             )
-        model_tmp = _write_temp(out_dir, os.path.basename(out_abs), mode, _serialize(model, max_memory, shown))
+        model_tmp = _write_temp(out_dir, os.path.basename(out_abs), mode, _serialize(model, max_memory, shown, size))
         # data first: a model file must never point at a data file that is not there yet
         _install(data_tmp, data_path, False, f"output data file {_q(data_path)} exists; remove it first", shown)
         data_tmp = None
