@@ -70,7 +70,7 @@ def _same_file(a: str, b: str) -> bool:
 def _write_error(exc: OSError, directory: str, shown: str, out: str) -> WriteError:
     """One line for a failed write: what failed, the errno by name, and the output path."""
     code = exc.errno
-    name = f" ({errno.errorcode[code]})" if code in errno.errorcode else ""
+    name = f" ({errno.errorcode[code]})" if code is not None and code in errno.errorcode else ""
     if code in (errno.EACCES, errno.EPERM):
         msg = f"cannot write to {directory}: permission denied"
     elif code == errno.EROFS:
