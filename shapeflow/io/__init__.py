@@ -14,6 +14,10 @@ clobber the input or any data file.
 
 from __future__ import annotations
 
+# Modules the tests patch through the package (``shapeflow.io.os.fsync`` and the like).
+import os  # noqa: F401
+import tempfile  # noqa: F401
+
 from .external import external_data_problems, refuse_unsafe_external_data
 from .load import PROTOBUF_MAX_BYTES, load_model, load_model_bytes
 from .model import STORAGE_FIELDS, ExternalDataProblem, LoadedModel
@@ -28,12 +32,9 @@ from .save import (
 )
 from .wire import _explain_decode_failure  # noqa: F401  (tests name it through the package)
 
-# Modules the tests patch through the package (``shapeflow.io.os.fsync`` and the like).
-import os  # noqa: E402,F401
-import tempfile  # noqa: E402,F401
-
 __all__ = [
     "EXTERNAL_DATA_ALIGNMENT", "EXTERNAL_MIN_TENSOR_BYTES", "MAX_INLINE_MODEL_BYTES", "PROTOBUF_MAX_BYTES",
-    "STDOUT", "STORAGE_FIELDS", "ExternalDataProblem", "check_output_path", "LoadedModel", "external_data_problems", "load_model",
-    "load_model_bytes", "refuse_unsafe_external_data", "save_model", "write_to_stdout",
+    "STDOUT", "STORAGE_FIELDS", "ExternalDataProblem", "LoadedModel", "check_output_path",
+    "external_data_problems", "load_model", "load_model_bytes", "refuse_unsafe_external_data", "save_model",
+    "write_to_stdout",
 ]

@@ -9,6 +9,7 @@ package.
 from __future__ import annotations
 
 from .text import (
+    _table,  # noqa: F401  (the fast-path tests compare it with the plain version)
     count_by_severity,
     format_diagnostic,
     infer_text,
@@ -17,7 +18,6 @@ from .text import (
     summary_line,
     table,
 )
-from .text import _table  # noqa: F401  (the fast-path tests compare it with the plain version)
 
 __all__ = ["count_by_severity", "format_diagnostic", "infer_text", "lint_summary", "lint_text", "summary_line",
            "table"]

@@ -11,9 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import onnx
-from onnx import helper, parser
-
 import pytest
+from onnx import helper, parser
 
 from .harness import E, Row, Setup, check_row, params
 from .models import vi, write

@@ -22,7 +22,18 @@ from pathlib import Path
 import onnx
 import pytest
 
-from .harness import E, Row, Setup, WRITERS, assert_untouched, check_row, cli_env, params, run_cli, snapshot
+from .harness import (
+    WRITERS,
+    E,
+    Row,
+    Setup,
+    assert_untouched,
+    check_row,
+    cli_env,
+    params,
+    run_cli,
+    snapshot,
+)
 from .models import cancelling_pair, write
 
 REFUSED = "not a regular file; refusing to replace it"
