@@ -110,6 +110,7 @@ def _shapeflow_stages(path: str, fmt: str, times: dict[str, float], start: float
     from shapeflow import analysis
     from shapeflow.io import load_model
     from shapeflow.render import infer_text
+    from shapeflow.render.json import infer_json_text
     from shapeflow.rules.base import Rule
 
     times["import"] = time.perf_counter() - start
@@ -144,7 +145,7 @@ def _shapeflow_stages(path: str, fmt: str, times: dict[str, float], start: float
     times["rules"] = time.perf_counter() - t - times["graph"] - times["infer"]
     t = time.perf_counter()
     with analysis.gc_paused():
-        text = result.json_text() if fmt == "json" else infer_text(result)
+        text = infer_json_text(result) if fmt == "json" else infer_text(result)
     times["render"] = time.perf_counter() - t
     return {"nodes": result.graph.node_count(), "axis_nodes": len(result.inference.axis_nodes),
             "diagnostics": len(result.diagnostics), "output_chars": len(text), "rule_times": rule_times}

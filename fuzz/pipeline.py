@@ -20,7 +20,7 @@ from shapeflow.io import load_model_bytes
 from shapeflow.limits import Limits
 from shapeflow.optimizer import optimize_model
 from shapeflow.render import format_diagnostic, infer_text
-from shapeflow.sarif import sarif_log
+from shapeflow.render.sarif import sarif_log
 
 # Smaller than the defaults so that one input cannot stall the fuzzer: a limit hit is a
 # ShapeflowError (fine), a hang is what libFuzzer's -timeout catches.

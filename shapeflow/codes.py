@@ -33,6 +33,8 @@ UNSUPPORTED_VERSION = Code("SF005", "unsupported-version", WARNING)
 LIMIT_EXCEEDED = Code("SF006", "limit-exceeded", ERROR)
 UNKNOWN_FIELDS = Code("SF007", "unknown-fields", WARNING)
 UNUSED_SUPPRESSION = Code("SF008", "unused-suppression", INFO)
+DUPLICATE_ATTRIBUTE = Code("SF009", "duplicate-attribute", ERROR)
+EMPTY_OUTPUT_NAME = Code("SF010", "empty-output-name", ERROR)
 
 AXES_OUT_OF_RANGE = Code("SF101", "axes-out-of-range", ERROR)
 DUPLICATE_AXES = Code("SF102", "duplicate-axes", ERROR)
@@ -51,6 +53,9 @@ INVALID_DIM_VALUE = Code("SF114", "invalid-dim-value", ERROR)
 RANK_ABOVE_64 = Code("SF115", "rank-above-64", WARNING)
 CONTROL_FLOW_SIGNATURE = Code("SF116", "control-flow-signature", ERROR)
 INVALID_ATTRIBUTE = Code("SF117", "invalid-attribute", ERROR)
+ATTRIBUTE_REF_TYPE = Code("SF118", "attribute-ref-type", ERROR)
+ATTRIBUTE_REF_MISSING = Code("SF119", "attribute-ref-missing", ERROR)
+FUNCTION_OPSET_MISMATCH = Code("SF120", "function-opset-mismatch", ERROR)
 
 # One code per kind of rewrite: lint's info findings are exactly what the rewrite engine would do.
 CANCELLING_PAIR = Code("SF201", "cancelling-pair", INFO, fixable=True)

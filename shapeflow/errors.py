@@ -84,7 +84,7 @@ class ShapeflowError(Exception):
         return f"{prefix}error: {self.message}"
 
 
-class ModelUnreadable(ShapeflowError):
+class ModelUnreadableError(ShapeflowError):
     """SF001: the file is not a model we can read (or is unsafe to read)."""
 
     def __init__(self, message: str, **kw: object) -> None:
@@ -92,7 +92,7 @@ class ModelUnreadable(ShapeflowError):
         super().__init__(message, **kw)  # type: ignore[arg-type]
 
 
-class GraphInvalid(ShapeflowError):
+class GraphInvalidError(ShapeflowError):
     """SF002: the model parses but its graph is not a valid dataflow graph."""
 
     def __init__(self, message: str, **kw: object) -> None:
@@ -100,7 +100,7 @@ class GraphInvalid(ShapeflowError):
         super().__init__(message, **kw)  # type: ignore[arg-type]
 
 
-class LimitExceeded(ShapeflowError):
+class LimitExceededError(ShapeflowError):
     """A resource limit was hit; the message names the flag that raises it."""
 
     def __init__(self, limit: str, value: object, flag: str, **kw: object) -> None:

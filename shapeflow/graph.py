@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Iterator, Union
 
 from ._onnx import onnx
 
-from .errors import GraphInvalid, LimitExceeded
+from .errors import GraphInvalidError, LimitExceededError
 from .io import LoadedModel
 from .limits import DEFAULT_LIMITS, Limits
 from .opsets import canonical_domain, opset_map, since_version
@@ -169,6 +169,11 @@ class ModelGraph:
         self.scopes: list[Scope] = []
         self.nodes: list[NodeInfo] = []
         self.functions: dict[tuple[str, str], int] = {}  # (domain, name) -> scope id
+        # (node id, its attribute names) for nodes that give an attribute twice (SF009): found while
+        # indexing, which reads every attribute list anyway
+        self.duplicate_attributes: list[tuple[int, list[str]]] = []
+        # nodes with an output named "" (an optional output left out, or SF010)
+        self.empty_outputs: list[int] = []
 
     @property
     def dag(self) -> "nx.DiGraph":
@@ -227,7 +232,7 @@ class ModelGraph:
 
 
 def build_graph(loaded: LoadedModel, limits: Limits = DEFAULT_LIMITS) -> ModelGraph:
-    """Index ``loaded`` and validate its structure; raises ``GraphInvalid`` (SF002) on the first
+    """Index ``loaded`` and validate its structure; raises ``GraphInvalidError`` (SF002) on the first
     structural problem, naming the node and the tensor."""
     g = ModelGraph(loaded)
     model = loaded.proto
@@ -276,7 +281,7 @@ def _index_scope(g: ModelGraph, scope: Scope, limits: Limits, pending: deque) ->
         for t in body.initializer:
             if t.name in scope.initializers:
                 # the same definition twice is what a file of two models back to back parses as
-                raise GraphInvalid(f"initializer '{t.name}' defined twice in graph {scope.path}{_CONCAT_HINT}",
+                raise GraphInvalidError(f"initializer '{t.name}' defined twice in graph {scope.path}{_CONCAT_HINT}",
                                    file=file, tensor=t.name)
             scope.initializers[t.name] = t
             producer[t.name] = INITIALIZER  # an input with the same name is its default (IR < 4)
@@ -307,7 +312,7 @@ def _index_scope(g: ModelGraph, scope: Scope, limits: Limits, pending: deque) ->
     graph_attr, graphs_attr = onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS
     for index, node in enumerate(node_list):
         if index >= room:
-            raise LimitExceeded("max-nodes", count_nodes(g.model), "--max-nodes", file=file)
+            raise LimitExceededError("max-nodes", count_nodes(g.model), "--max-nodes", file=file)
         nid = base + index
         op_type = node.op_type
         domain = node.domain
@@ -330,10 +335,16 @@ def _index_scope(g: ModelGraph, scope: Scope, limits: Limits, pending: deque) ->
         for name in outputs:
             if name:
                 if name in producer:
-                    raise GraphInvalid(_dup_message(g, scope, name, producer[name], nid), file=file,
+                    raise GraphInvalidError(_dup_message(g, scope, name, producer[name], nid), file=file,
                                        node=g.display(nid), tensor=name)
                 producer[name] = nid
+            elif not g.empty_outputs or g.empty_outputs[-1] != nid:
+                g.empty_outputs.append(nid)
         if attrs:
+            if len(attrs) > 1:
+                names = [attr.name for attr in attrs]
+                if len(set(names)) < len(names):
+                    g.duplicate_attributes.append((nid, names))
             for attr in attrs:
                 kind = attr.type
                 if kind == graph_attr:
@@ -382,7 +393,7 @@ def _define_inputs(scope: Scope, file: str) -> None:
     producer = scope.producer
     for name in scope.inputs:
         if name in producer:
-            raise GraphInvalid(f"'{name}' defined twice (graph input, graph input) in graph {scope.path}{_CONCAT_HINT}",
+            raise GraphInvalidError(f"'{name}' defined twice (graph input, graph input) in graph {scope.path}{_CONCAT_HINT}",
                                file=file, tensor=name)
         producer[name] = GRAPH_INPUT
 
@@ -416,7 +427,7 @@ def _check_definitions(g: ModelGraph) -> None:
             for name in scope.producer:
                 for s in outer:
                     if name in s.producer:
-                        raise GraphInvalid(
+                        raise GraphInvalidError(
                             f"'{name}' in {scope.path} shadows a tensor of {s.path}", file=file, tensor=name
                         )
         # Only names read before any definition here can be undefined (see _index_scope); they are
@@ -427,7 +438,7 @@ def _check_definitions(g: ModelGraph) -> None:
             if any(name in s.producer for s in outer):
                 continue
             info = g.nodes[nid]
-            raise GraphInvalid(
+            raise GraphInvalidError(
                 f"node '{g.display(nid)}' ({info.op_type}) in {scope.path} reads undefined tensor '{name}'",
                 file=file, node=g.display(nid), tensor=name,
             )
@@ -436,7 +447,7 @@ def _check_definitions(g: ModelGraph) -> None:
                 continue
             if name not in scope.producer and not any(name in s.producer for s in outer):
                 what = "function" if scope.kind == "function" else "graph"
-                raise GraphInvalid(f"{what} output '{name}' of {scope.path} is never produced",
+                raise GraphInvalidError(f"{what} output '{name}' of {scope.path} is never produced",
                                    file=file, tensor=name)
 
 
@@ -498,7 +509,7 @@ def _order_scope(g: ModelGraph, scope: Scope) -> None:
     except nx.NetworkXUnfeasible:
         cycle = nx.find_cycle(sub)
         names = [g.display(u) for u, _ in cycle] + [g.display(cycle[0][0])]
-        raise GraphInvalid(
+        raise GraphInvalidError(
             f"graph {scope.path} has a cycle: " + " → ".join(names), file=g.path, node=names[0]
         ) from None
 
@@ -526,4 +537,4 @@ def _check_function_cycles(g: ModelGraph) -> None:
     except nx.NetworkXNoCycle:
         return
     names = [f"{d}::{n}" for (d, n), _ in cycle] + [f"{cycle[0][0][0]}::{cycle[0][0][1]}"]
-    raise GraphInvalid("function cycle: " + " → ".join(names), file=g.path)
+    raise GraphInvalidError("function cycle: " + " → ".join(names), file=g.path)

@@ -23,7 +23,7 @@ from typing import Callable, ContextManager, Mapping
 from ._onnx import onnx
 
 from .dims import Bound, Dim, Shape, Sym, assuming, current_assumptions, substitute
-from .errors import LimitExceeded
+from .errors import LimitExceededError
 from .facts import AxisNode, CallFacts
 from .graph import ModelGraph, NodeInfo, Scope
 from .limits import DEFAULT_LIMITS, Limits
@@ -237,7 +237,7 @@ class _Runner:
                         outs = rule(OpCall(proto, since, ins, nid, sid, r, info))  # type: ignore[operator]
                         if type(outs) is not list:
                             outs = list(outs)  # type: ignore[arg-type]
-                    except LimitExceeded:
+                    except LimitExceededError:
                         raise
                     except Exception:  # a rule must never turn a strange model into a crash: unknown
                         outs = None
@@ -388,7 +388,7 @@ class _Runner:
             overridable = self.g.model.ir_version >= 4
             for name, t in scope.initializers.items():
                 if len(t.dims) > self.max_rank:
-                    raise LimitExceeded("max-rank", len(t.dims), "--max-rank", file=self.g.path, tensor=name)
+                    raise LimitExceededError("max-rank", len(t.dims), "--max-rank", file=self.g.path, tensor=name)
                 if overridable and name in table:
                     continue
                 table[name] = tensor_info_from_proto(t)
@@ -406,7 +406,7 @@ class _Runner:
             return TensorInfo(tt.elem_type, None)
         dims = tt.shape.dim
         if len(dims) > self.max_rank:
-            raise LimitExceeded("max-rank", len(dims), "--max-rank", file=self.g.path, tensor=name)
+            raise LimitExceededError("max-rank", len(dims), "--max-rank", file=self.g.path, tensor=name)
         shape: list[Dim] = []
         for d in dims:
             which = d.WhichOneof("value")
@@ -424,10 +424,10 @@ class _Runner:
             info = self.g.nodes[nid]
             where = info.peek().name or info.op_type
             if len(shape) > self.max_rank:
-                raise LimitExceeded("max-rank", len(shape), "--max-rank", file=self.g.path, node=where)
+                raise LimitExceededError("max-rank", len(shape), "--max-rank", file=self.g.path, node=where)
             for d in shape:
                 if type(d) is Sym and d.size() > self.max_expr:
-                    raise LimitExceeded("max-expr-size", d.size(), "--max-expr-size", file=self.g.path,
+                    raise LimitExceededError("max-expr-size", d.size(), "--max-expr-size", file=self.g.path,
                                         node=where)
 
     def _check_value(self, value: tuple, nid: int) -> None:
@@ -437,11 +437,11 @@ class _Runner:
         for v in value:
             if type(v) is Sym and v.size() > max_expr:
                 info = self.g.nodes[nid]
-                raise LimitExceeded("max-expr-size", v.size(), "--max-expr-size", file=self.g.path,
+                raise LimitExceededError("max-expr-size", v.size(), "--max-expr-size", file=self.g.path,
                                     node=info.peek().name or info.op_type)
 
     def _tick(self) -> None:
         if time.monotonic() > self.deadline:
-            raise LimitExceeded("timeout", f"{self.r.limits.timeout:g} s", "--timeout", file=self.g.path)
+            raise LimitExceededError("timeout", f"{self.r.limits.timeout:g} s", "--timeout", file=self.g.path)
         if self.progress is not None:
             self.progress(min(self.done, self.total), self.total)

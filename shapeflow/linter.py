@@ -26,7 +26,7 @@ from typing import Callable, Sequence
 from ._onnx import onnx  # (onnx.printer, for --diff, imports onnx when asked for)
 from .analysis import Analysis, analyze, error_findings
 from .diagnostics import Diagnostic, Severity
-from .errors import EXIT_CLEAN, EXIT_FINDINGS, EXIT_INTERNAL, LimitExceeded, ShapeflowError, display_path
+from .errors import EXIT_CLEAN, EXIT_FINDINGS, EXIT_INTERNAL, LimitExceededError, ShapeflowError, display_path
 from .graph import ModelGraph
 from .inference import Inference
 from .io import LoadedModel, load_model, save_model
@@ -104,7 +104,7 @@ class _Linter:
         try:
             self._lint(path, result)
         except ShapeflowError as exc:
-            result.diagnostics = [rejection_diagnostic(exc, path)] if exc.code or isinstance(exc, LimitExceeded) else []
+            result.diagnostics = [rejection_diagnostic(exc, path)] if exc.code or isinstance(exc, LimitExceededError) else []
             result.rejected = bool(result.diagnostics)
             result.error = None if result.rejected else str(exc)
             result.exit_code = exc.exit_code
@@ -229,7 +229,7 @@ class _Linter:
         try:
             return analyze(loaded, dims=self.dims, limits=self.options.limits,
                            rules=sorted(self.rules + judges, key=lambda r: r.code))
-        except LimitExceeded:
+        except LimitExceededError:
             raise  # a limit (the time limit above all) is hit by the input's size, not by a bug
         except ShapeflowError as exc:
             # The input passed; if the fixed model does not, the fix is wrong: a bug, never the

@@ -10,6 +10,22 @@ from ._onnx import onnx, onnx_dist_version_is
 
 DEFAULT_DOMAINS = ("", "ai.onnx")
 
+# -- Where an operator's form changes (the opset version of ai.onnx from which the new form holds) --
+# Squeeze and Unsqueeze (and ReduceSum) take their axes as an input, not an attribute.
+AXES_INPUT_SINCE = 13
+# The other Reduce* ops take their axes as an input.
+REDUCE_AXES_INPUT_SINCE = 18
+# Squeeze/Unsqueeze accept negative axes (counted from the end).
+NEGATIVE_AXES_SINCE = 11
+# Slice takes starts/ends/axes/steps as inputs.
+SLICE_INPUTS_SINCE = 10
+# Shape takes start/end attributes.
+SHAPE_SLICE_SINCE = 15
+# Reshape takes its shape as an input.
+RESHAPE_SHAPE_INPUT_SINCE = 5
+# Reshape has the allowzero attribute.
+RESHAPE_ALLOWZERO_SINCE = 14
+
 # The shipped table of operator versions (schema_table.py) when it was made from the installed
 # onnx, which spares the ``import onnx`` that asking onnx's registry costs; None otherwise.
 _TABLE = _schema_data.SINCE if onnx_dist_version_is(_schema_data.ONNX_VERSION) else None

@@ -267,6 +267,82 @@ g (float[2, 1] x) => (float[1, 2, 1] a, float[1, 2, 1] b, float[?] c, float[2] d
     [float_axes] d = Squeeze <axes = [1.0]> (x)
 }
 """, frozenset({("SF117", "extra"), ("SF117", "int_axes"), ("SF117", "float_axes")})),
+    F("sf009_duplicate_attribute", "SF009", """
+<ir_version: 8, opset_import: ["" : 11]>
+g (float[1, 3] x) => (float[3] a, float[3] b, float[1, 3] c)
+{
+    [dup] a = Squeeze <axes = [0], axes = [0]> (x)
+    [clean] b = Squeeze <axes = [0]> (x)
+    [dup_alpha] c = LeakyRelu <alpha = 0.1, alpha = 0.2> (x)
+}
+""", frozenset({("SF009", "dup"), ("SF009", "dup_alpha")})),
+    F("sf010_empty_output_name", "SF010", """
+<ir_version: 8, opset_import: ["" : 13]>
+g (float[1, 3] x) => (float[1, 3] y, float[1, 3] d)
+<int64[1] ax = {0}>
+{
+    [unnamed] "" = Unsqueeze (x, ax)
+    [reader] y = Squeeze ("", ax)
+    [optional_mask] d, "" = Dropout (x)
+}
+""", frozenset({("SF010", "unnamed")})),
+    F("sf118_attribute_ref_type", "SF118", """
+<ir_version: 8, opset_import: ["" : 11, "local" : 1]>
+g (float[1, 3] x) => (float[3] y, float[3] z)
+{
+    [wrong] y = local.F <axes = 0> (x)
+    [clean] z = local.F <axes = [0]> (x)
+}
+<domain: "local", opset_import: ["" : 11]>
+F <axes> (fx) => (fy)
+{
+    fy = Squeeze <axes: ints = @axes> (fx)
+}
+""", frozenset({("SF118", "wrong")})),
+    F("sf119_attribute_ref_missing", "SF119", """
+<ir_version: 8, opset_import: ["" : 11, "local" : 1]>
+g (float[3] x) => (float[1, 3] w, float[1, 3] v, float[3] s)
+{
+    [missing] w = local.G (x)
+    [clean] v = local.G <axes = [0]> (x)
+    [optional] s = local.H (x)
+}
+<domain: "local", opset_import: ["" : 11]>
+G <axes> (gx) => (gy)
+{
+    gy = Unsqueeze <axes: ints = @axes> (gx)
+}
+<domain: "local", opset_import: ["" : 11]>
+H <axes> (hx) => (hy)
+{
+    hy = Squeeze <axes: ints = @axes> (hx)
+}
+""", frozenset({("SF119", "missing")})),
+    F("sf120_function_opset_mismatch", "SF120", """
+<ir_version: 8, opset_import: ["" : 13, "local" : 1]>
+g (float[1, 3] x) => (float[3] y, float[1, 3] z, float[3] w)
+{
+    [call_old] y = local.Old (x)
+    [call_relu] z = local.R (x)
+    [call_same] w = local.Same (x)
+}
+<domain: "local", opset_import: ["" : 11]>
+Old (fx) => (fy)
+{
+    [old_sq] fy = Squeeze <axes = [0]> (fx)
+}
+<domain: "local", opset_import: ["" : 11]>
+R (rx) => (ry)
+{
+    [relu] ry = Relu (rx)
+}
+<domain: "local", opset_import: ["" : 13]>
+Same (sx) => (sy)
+{
+    sax = Constant <value = int64[1] {0}> ()
+    [same_sq] sy = Squeeze (sx, sax)
+}
+""", frozenset({("SF120", "old_sq"), ("SF120", "relu")})),
 ]
 
 

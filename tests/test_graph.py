@@ -6,7 +6,7 @@ import onnx
 import pytest
 from onnx import TensorProto, helper
 
-from shapeflow.errors import GraphInvalid
+from shapeflow.errors import GraphInvalidError
 from shapeflow.graph import build_graph
 from shapeflow.io import load_model_bytes
 
@@ -32,19 +32,19 @@ def test_cycle_is_reported_with_its_nodes() -> None:
         helper.make_node("Relu", ["a"], ["b"], name="B"),
         helper.make_node("Identity", ["a"], ["y"], name="C"),
     ])
-    with pytest.raises(GraphInvalid, match=r"cycle: (A → B → A|B → A → B)"):
+    with pytest.raises(GraphInvalidError, match=r"cycle: (A → B → A|B → A → B)"):
         _graph(m)
 
 
 def test_self_loop() -> None:
     m = _model([helper.make_node("Add", ["x", "y"], ["y"], name="A")])
-    with pytest.raises(GraphInvalid, match="cycle"):
+    with pytest.raises(GraphInvalidError, match="cycle"):
         _graph(m)
 
 
 def test_undefined_input_names_node_and_tensor() -> None:
     m = _model([helper.make_node("Add", ["x", "GHOST"], ["y"], name="n")])
-    with pytest.raises(GraphInvalid, match="node 'n' \\(Add\\) in main reads undefined tensor 'GHOST'") as e:
+    with pytest.raises(GraphInvalidError, match="node 'n' \\(Add\\) in main reads undefined tensor 'GHOST'") as e:
         _graph(m)
     assert e.value.code == "SF002" and e.value.exit_code == 2
 
@@ -54,7 +54,7 @@ def test_two_producers() -> None:
         helper.make_node("Relu", ["x"], ["y"], name="n1"),
         helper.make_node("Identity", ["x"], ["y"], name="n2"),
     ])
-    with pytest.raises(GraphInvalid, match="'y' defined twice \\(Relu 'n1', Identity 'n2'\\)"):
+    with pytest.raises(GraphInvalidError, match="'y' defined twice \\(Relu 'n1', Identity 'n2'\\)"):
         _graph(m)
 
 
@@ -63,20 +63,20 @@ def test_concatenated_models_hint() -> None:
         helper.make_node("Relu", ["x"], ["y"], name="n1"),
         helper.make_node("Relu", ["x"], ["y"], name="n1"),
     ])
-    with pytest.raises(GraphInvalid, match="concatenated"):
+    with pytest.raises(GraphInvalidError, match="concatenated"):
         _graph(m)
 
 
 def test_initializer_shadowing_node_output() -> None:
     m = _model([helper.make_node("Relu", ["x"], ["y"], name="n")],
                inits=[helper.make_tensor("y", TensorProto.FLOAT, [2], [0, 0])])
-    with pytest.raises(GraphInvalid, match="defined twice \\(initializer, Relu 'n'\\)"):
+    with pytest.raises(GraphInvalidError, match="defined twice \\(initializer, Relu 'n'\\)"):
         _graph(m)
 
 
 def test_graph_output_never_produced() -> None:
     m = _model([helper.make_node("Relu", ["x"], ["z"], name="n")], outputs=("y",))
-    with pytest.raises(GraphInvalid, match="graph output 'y' of main is never produced"):
+    with pytest.raises(GraphInvalidError, match="graph output 'y' of main is never produced"):
         _graph(m)
 
 
@@ -120,7 +120,7 @@ def test_subgraph_reading_undefined_outer_tensor() -> None:
         >
     }
     """)
-    with pytest.raises(GraphInvalid, match="reads undefined tensor 'GHOST'"):
+    with pytest.raises(GraphInvalidError, match="reads undefined tensor 'GHOST'"):
         _graph(m)
 
 
@@ -134,7 +134,7 @@ def test_subgraph_shadowing_outer_name() -> None:
         >
     }
     """)
-    with pytest.raises(GraphInvalid, match="shadows"):
+    with pytest.raises(GraphInvalidError, match="shadows"):
         _graph(m)
 
 
@@ -142,7 +142,7 @@ def test_recursive_function() -> None:
     f = helper.make_function("local", "F", ["a"], ["b"], [helper.make_node("F", ["a"], ["b"], domain="local")],
                              [helper.make_opsetid("", 13), helper.make_opsetid("local", 1)])
     m = _model([helper.make_node("F", ["x"], ["y"], domain="local", name="call")], functions=[f])
-    with pytest.raises(GraphInvalid, match="function cycle: local::F → local::F"):
+    with pytest.raises(GraphInvalidError, match="function cycle: local::F → local::F"):
         _graph(m)
 
 

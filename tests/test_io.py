@@ -18,7 +18,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import shapeflow.io as sfio
-from shapeflow.errors import EXIT_REJECTED, ModelUnreadable, UsageError, WriteError
+from shapeflow.errors import EXIT_REJECTED, ModelUnreadableError, UsageError, WriteError
 from shapeflow.io import (
     ExternalDataProblem,
     LoadedModel,
@@ -80,8 +80,8 @@ def fingerprint(path: Path) -> tuple[str, int, int]:
     return hashlib.sha256(path.read_bytes()).hexdigest(), st.st_mtime_ns, st.st_ino
 
 
-def unreadable(fn, *args, **kw) -> ModelUnreadable:  # type: ignore[no-untyped-def]
-    with pytest.raises(ModelUnreadable) as info:
+def unreadable(fn, *args, **kw) -> ModelUnreadableError:  # type: ignore[no-untyped-def]
+    with pytest.raises(ModelUnreadableError) as info:
         fn(*args, **kw)
     err = info.value
     assert err.code == "SF001"
@@ -207,7 +207,7 @@ def test_fifo_rejected_without_blocking(tmp_path: Path) -> None:
     assert not worker.is_alive(), "load_model blocked on a FIFO"
     assert time.monotonic() - start < 5
     exc = outcome["exc"]
-    assert isinstance(exc, ModelUnreadable)
+    assert isinstance(exc, ModelUnreadableError)
     assert exc.message == "not a regular file (FIFO)"
 
 
@@ -860,7 +860,8 @@ def test_save_failure_fsync_leaves_nothing(tmp_path: Path, monkeypatch: pytest.M
     monkeypatch.setattr(sfio.os, "fsync", no_space)
     with pytest.raises(WriteError) as info:
         save_model(b"data", tmp_path / "out.onnx", input_path=tmp_path / "in.onnx")
-    assert info.value.message == "write failed: no space left on device"
+    # the errno by name and the output path (issue 11)
+    assert info.value.message == f"write failed: no space left on device (ENOSPC) writing '{tmp_path / 'out.onnx'}'"
     assert info.value.file == str(tmp_path / "in.onnx")
     assert info.value.exit_code == EXIT_REJECTED
     assert listing(tmp_path) == []
@@ -873,7 +874,7 @@ def test_save_failure_replace_keeps_previous_output(tmp_path: Path, monkeypatch:
         raise OSError(errno.EIO, os.strerror(errno.EIO))
 
     monkeypatch.setattr(sfio.os, "replace", broken_replace)
-    with pytest.raises(WriteError, match="^.*write failed: input/output error$"):
+    with pytest.raises(WriteError, match=r"^.*write failed: input/output error \(EIO\) writing '.*out\.onnx'$"):
         save_model(b"new", out, force=True)
     assert out.read_bytes() == b"previous"
     assert listing(tmp_path) == ["out.onnx"]

@@ -11,10 +11,10 @@ import pytest
 
 from shapeflow.diagnostics import Diagnostic, Location, Severity
 from shapeflow.docs import plain, rule_markdown
-from shapeflow.github import annotation, escape_data, escape_property
+from shapeflow.render.github import annotation, escape_data, escape_property
 from shapeflow.linter import LintOptions, lint_paths
 from shapeflow.rules import ALL_RULES
-from shapeflow.sarif import artifact_uri, relative_path, sarif_log
+from shapeflow.render.sarif import artifact_uri, relative_path, sarif_log
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EXAMPLES = os.path.join(REPO, "examples")

@@ -89,6 +89,14 @@ def main(argv: list[str] | None = None) -> None:
     except ShapeflowError as exc:
         click.echo(str(exc), err=True)
         code = exc.exit_code
+    except MemoryError:
+        # an allocation failed (``--max-memory`` is checked up front; this is what it did not foresee,
+        # or a tighter ``ulimit -v``): a limit, not a bug
+        from ..errors import LimitExceededError
+        from ..limits import Limits
+
+        click.echo(str(LimitExceededError("max-memory", "out of memory", Limits.FLAGS["max_memory"])), err=True)
+        code = EXIT_REJECTED
     except KeyboardInterrupt:
         code = 130
     except BrokenPipeError:

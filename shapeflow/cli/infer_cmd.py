@@ -9,14 +9,15 @@ import click
 from ..analysis import gc_paused
 from ..annotate import annotate
 from ..errors import EXIT_CLEAN, EXIT_FINDINGS, UsageError, display_path
-from ..io import load_model, refuse_unsafe_external_data, save_model
+from ..io import STDOUT, check_output_path, load_model, refuse_unsafe_external_data, save_model, write_to_stdout
 from ..pictures import DEFAULT_DEPTH, DEFAULT_MAX_DRAW, FORMATS, PictureOptions, picture
 from ..render import count_by_severity, infer_text, summary_line
+from ..render.json import infer_json_chunks
 from ..assume import assumption_texts
 from ..infer_settings import infer_with_settings, unknown_symbols
 from .options import (
-    assume_option, clear_progress, debug_option, dim_option, limit_options, limits_from, parse_dims,
-    progress_printer,
+    assume_option, check_stdout_output, clear_progress, debug_option, dim_option, limit_options, limits_from,
+    parse_dims, progress_printer,
 )
 
 
@@ -27,6 +28,7 @@ Examples:
   shapeflow infer model.onnx -o model.shapes.onnx
   shapeflow infer model.onnx --format dot --findings | dot -Tsvg > findings.svg
   shapeflow infer model.onnx --format graphml --around sq_3,unsq_7 --depth 3 > part.graphml
+  shapeflow infer model.onnx -o - > model.shapes.onnx   (the model on stdout, the report on stderr)
 
 Exit codes: 0 no error-level finding, 1 error-level findings, 2 rejected input or usage error,
 3 internal error.""")
@@ -42,9 +44,9 @@ Exit codes: 0 no error-level finding, 1 error-level findings, 2 rejected input o
               help="dot/graphml: draw only the neighbourhood of the nodes with findings.")
 @click.option("--max-draw", type=click.IntRange(min=1), default=DEFAULT_MAX_DRAW, show_default=True,
               help="dot/graphml: refuse (exit 2) to draw more nodes than this; use --around instead.")
-@click.option("-o", "--output", type=click.Path(dir_okay=False),
+@click.option("-o", "--output", type=click.Path(allow_dash=True),
               help="Write the model with inferred shapes as value_info (refused, exit 2, if its external "
-                   "data is unsafe).")
+                   "data is unsafe); '-' writes it to stdout (not a terminal) and the report to stderr.")
 @click.option("--refine-outputs", is_flag=True,
               help="With -o: also fill the unknown dims of the graph outputs' declarations.")
 @click.option("--force", is_flag=True, help="Overwrite OUTPUT if it exists.")
@@ -73,6 +75,11 @@ def infer(model: str, all_tensors: bool, fmt: str, around: tuple[str, ...], dept
         raise UsageError("--around and --findings select what a picture shows: use them with --format dot or graphml")
     if around and not names:
         raise UsageError("--around needs at least one node name")
+    to_stdout = output == STDOUT
+    if to_stdout:
+        check_stdout_output(model, in_place)
+    elif output is not None:
+        check_output_path(output, input_path=model, in_place=in_place, force=force)
     started = time.perf_counter()
     loaded = load_model(model, limits)
     if output is not None or in_place:
@@ -97,21 +104,27 @@ def infer(model: str, all_tensors: bool, fmt: str, around: tuple[str, ...], dept
     annotated = None
     if output is not None:
         annotated = annotate(result.graph, result.inference, refine_outputs=refine_outputs)
-        save_model(loaded.proto, output, input_path=model, force=force, in_place=in_place)
+        # the file's bytes are not needed any more: serializing while holding them costs their size
+        loaded.raw = b""
+        if to_stdout:
+            write_to_stdout(loaded.proto, input_path=model, max_memory=limits.max_memory)
+        else:
+            save_model(loaded.proto, output, input_path=model, force=force, in_place=in_place,
+                       max_memory=limits.max_memory)
     # Rendering a large model allocates a container per row; none forms a cycle, and collecting
     # would mean traversing the whole analysis again.
     with gc_paused():
         if fmt == "json":
             # All pieces first (an error while rendering prints nothing), then written piece by
             # piece: the document of a 500k-node model is 200 MB, not worth joining and encoding whole.
-            chunks = list(result.json_chunks())
+            chunks = list(infer_json_chunks(result))
             for chunk in chunks:
-                click.echo(chunk, nl=False)
-            click.echo()
+                click.echo(chunk, nl=False, err=to_stdout)
+            click.echo(err=to_stdout)
         elif drawing is not None:
-            click.echo(drawing, nl=False)
+            click.echo(drawing, nl=False, err=to_stdout)
         else:
-            click.echo(infer_text(result, all_tensors=all_tensors))
+            click.echo(infer_text(result, all_tensors=all_tensors), err=to_stdout)
     counts = count_by_severity(result.diagnostics)
     elapsed = time.perf_counter() - started
     nodes = result.graph.node_count()

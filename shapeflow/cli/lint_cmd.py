@@ -9,12 +9,13 @@ import click
 
 from ..config import CommandLine, ConfigCache, parse_severities, resolve, settings_text, split_selectors
 from ..errors import UsageError, display_path
-from ..github import annotation, escape_data, escape_property, safe
+from ..render.github import annotation, escape_data, escape_property, safe
 from ..linter import FileResult, LintOptions, find_repo_root, run_exit_code
-from ..render import lint_json, lint_summary, lint_text
+from ..render import lint_summary, lint_text
+from ..render.json import lint_json
 from ..report import concise_text, shown, statistics_text
 from ..rules import REJECTION_RULES, resolve_selector
-from ..sarif import relative_path, sarif_log
+from ..render.sarif import relative_path, sarif_log
 from .options import assume_option, complete_codes, debug_option, dim_option, file_progress, limit_options, limits_from, parse_dims
 
 FORMATS = ("text", "concise", "json", "sarif", "github")

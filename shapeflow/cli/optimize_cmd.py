@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-import os
 import textwrap
 import time
 from typing import TYPE_CHECKING
@@ -13,7 +11,7 @@ import click
 from ..config import ConfigCache
 from ..discover import model_files
 from ..errors import EXIT_CLEAN, EXIT_FINDINGS, ShapeflowError, UsageError, display_path
-from ..io import load_model, save_model
+from ..io import STDOUT, check_output_path, load_model, save_model, write_to_stdout
 from ..limits import Limits
 from ..optimizer import OptimizeRefused, optimize_model
 from ..passes import RULE_NAMES, OptimizeResult
@@ -22,7 +20,8 @@ from ..render import format_diagnostic
 from ..assume import assumption_texts, parse_assumptions
 from ..dims import Bound
 from .options import (
-    assume_option, clear_progress, debug_option, limit_options, limits_from, progress_printer, show_status,
+    assume_option, check_stdout_output, clear_progress, debug_option, limit_options, limits_from,
+    progress_printer, show_status,
 )
 
 if TYPE_CHECKING:
@@ -34,6 +33,7 @@ COUNTS = ("nodes", "Squeeze", "Unsqueeze")
 @click.command("optimize", epilog=f"""\b
 Examples:
   shapeflow optimize model.onnx -o model.opt.onnx
+  shapeflow optimize model.onnx -o - > model.opt.onnx   (the model on stdout, the report on stderr)
   shapeflow optimize model.onnx --in-place --verify
   shapeflow optimize model.onnx --check            (exit 1 if anything would change)
   shapeflow optimize model.onnx --dry-run -v       (list the rewrites, write nothing)
@@ -51,8 +51,9 @@ Exit codes: 0 done (or nothing to do), 1 error-level findings in the model (refu
 --verify, or --check found something to rewrite; 2 rejected input or usage error; 3 internal
 error. Nothing is written unless the exit code is 0.""")
 @click.argument("models", nargs=-1, required=True, type=click.Path(dir_okay=True, allow_dash=False))
-@click.option("-o", "--output", type=click.Path(dir_okay=False),
-              help="Write the optimized model here (required unless --in-place, --check or --dry-run).")
+@click.option("-o", "--output", type=click.Path(allow_dash=True),
+              help="Write the optimized model here (required unless --in-place, --check or --dry-run); "
+                   "'-' writes it to stdout (not a terminal) and the report to stderr.")
 @click.option("--in-place", is_flag=True, help="Overwrite MODEL (atomically).")
 @click.option("--force", is_flag=True, help="Overwrite OUTPUT if it exists.")
 @click.option("--check", is_flag=True, help="Write nothing; exit 1 if any rewrite applies.")
@@ -122,8 +123,12 @@ def _one(model: str, output: str | None, in_place: bool, force: bool, check: boo
          quiet: bool, limits: Limits, writes: bool, show_diff: bool = False,
          assumptions: dict[str, Bound] | None = None) -> int:
     """Optimize one file; its exit code."""
-    if writes and output is not None:
+    to_stdout = writes and output == STDOUT
+    if to_stdout:
+        check_stdout_output(model, in_place)
+    elif writes and output is not None:
         _check_output(model, output, force)
+        check_output_path(output, input_path=model, force=force)
     started = time.perf_counter()
     loaded = load_model(model, limits)
     try:
@@ -152,10 +157,18 @@ def _one(model: str, output: str | None, in_place: bool, force: bool, check: boo
 
     target = model if in_place else output
     written = False
+    if result.changed:
+        # the input's bytes are written only when nothing changed: free them before serializing
+        loaded.raw = b""
     if writes and verified is not False:
         show_status(f"writing {display_path(str(target))}")
-        if result.changed:
-            save_model(result.model, target, input_path=model, in_place=in_place, force=force)  # type: ignore[arg-type]
+        if to_stdout:
+            write_to_stdout(result.model if result.changed else loaded.raw, input_path=model,
+                            max_memory=limits.max_memory)
+            written = True
+        elif result.changed:
+            save_model(result.model, target, input_path=model, in_place=in_place, force=force,  # type: ignore[arg-type]
+                       max_memory=limits.max_memory)
             written = True
         elif not in_place:
             save_model(loaded.raw, target, input_path=model, force=force)  # type: ignore[arg-type]
@@ -168,7 +181,7 @@ def _one(model: str, output: str | None, in_place: bool, force: bool, check: boo
 
         rewrites = optimize_diff(loaded.raw, result.model, model, result.log, limits) if result.changed else []
     _report(model, target if writes else None, result, fmt, verbose, verified, verify_text, check, dry_run,
-            rewrites)
+            rewrites, err=to_stdout)
     elapsed = time.perf_counter() - started
     if fmt == "text" and not quiet:
         b, a = result.before, result.after
@@ -188,18 +201,6 @@ def _exit(code: int) -> int:
     return code  # pragma: no cover - exit() raises
 
 
-def _check_output(model: str, output: str, force: bool) -> None:
-    """Refuse a bad OUTPUT before the work, not after (save_model checks again when writing)."""
-    try:
-        same = os.path.exists(output) and os.path.samefile(model, output)
-    except OSError:
-        same = False
-    if same or os.path.abspath(model) == os.path.abspath(output):
-        raise UsageError(f"refusing to overwrite input '{model}'; use --in-place", file=model)
-    if os.path.lexists(output) and not force:
-        raise UsageError(f"output '{output}' exists; use --force", file=model)
-
-
 def _refused(model: str, exc: OptimizeRefused, fmt: str) -> None:
     if fmt in ("json", "jsonl"):
         click.echo(json.dumps({**header(), "model": model, "output": None, "refused": exc.message,
@@ -212,7 +213,7 @@ def _refused(model: str, exc: OptimizeRefused, fmt: str) -> None:
 
 def _report(model: str, output: str | None, result: OptimizeResult, fmt: str, verbose: int,
             verified: bool | None, verify_text: str, check: bool, dry_run: bool,
-            rewrites: "list[Rewrite] | None" = None) -> None:
+            rewrites: "list[Rewrite] | None" = None, err: bool = False) -> None:
     if fmt in ("json", "jsonl"):
         doc: dict[str, object] = {
             **header(),
@@ -231,7 +232,7 @@ def _report(model: str, output: str | None, result: OptimizeResult, fmt: str, ve
             doc["skipped"] = list(result.skipped)
         if rewrites is not None:
             doc["diff"] = [r.to_json() for r in rewrites]
-        click.echo(json.dumps(doc, indent=2 if fmt == "json" else None))
+        click.echo(json.dumps(doc, indent=2 if fmt == "json" else None), err=err)
         return
     # the real names are in the JSON document above; the text is for a terminal
     lines = [f"{display_path(model)} -> {display_path(output)}" if output else display_path(model)]
@@ -262,4 +263,4 @@ def _report(model: str, output: str | None, result: OptimizeResult, fmt: str, ve
         from ..rewritediff import diff_text
 
         lines.append(diff_text(rewrites))
-    click.echo("\n".join(lines))
+    click.echo("\n".join(lines), err=err)

@@ -7,6 +7,7 @@ from typing import Callable, TypeVar
 
 import click
 
+from ..errors import UsageError
 from ..limits import DEFAULT_LIMITS, Limits
 
 F = TypeVar("F", bound=Callable[..., object])
@@ -45,6 +46,14 @@ def debug_option(fn: F) -> F:
     """``--debug`` after the subcommand too (``shapeflow lint --debug``); ``main`` reads it from argv."""
     return click.option("--debug", is_flag=True, expose_value=False,
                         help="Show tracebacks for internal errors.")(fn)
+def check_stdout_output(model: str, in_place: bool) -> None:
+    """``-o -`` before any work: the binary model goes to stdout, so stdout must not be a
+    terminal, and --in-place names another target."""
+    if in_place:
+        raise UsageError("give either -o OUTPUT or --in-place, not both", file=model)
+    if sys.stdout.isatty():
+        raise UsageError("refusing to write a binary model to a terminal; redirect stdout or give -o FILE",
+                         file=model)
 
 
 def dim_option(fn: F) -> F:
@@ -56,6 +65,25 @@ def assume_option(fn: F) -> F:
     return click.option("--assume", "assume", multiple=True, metavar="NAME>=K",
                         help="State a range of a symbolic dim (repeatable), e.g. --assume seq>=3 "
                              "or --assume 'seq<=4096'; results then hold under it, and say so.")(fn)
+class MemorySize(click.ParamType):
+    """A size in bytes: ``3000000000``, ``512M``, ``4G`` (powers of 1024)."""
+
+    name = "size"
+    _UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+
+    def convert(self, value: object, param: click.Parameter | None, ctx: click.Context | None) -> int:
+        if isinstance(value, int):
+            return value
+        text = str(value).strip().upper().removesuffix("B").removesuffix("I")
+        unit = text[-1:] if text[-1:] in self._UNITS and text[-1:] else ""
+        number = text[: len(text) - len(unit)]
+        try:
+            size = int(float(number) * self._UNITS[unit])
+        except ValueError:
+            self.fail(f"'{value}' is not a size (bytes, or a number with K, M or G)", param, ctx)
+        if size < 1:
+            self.fail(f"'{value}' is not a positive size", param, ctx)
+        return size
 
 
 def limit_options(fn: F) -> F:
@@ -74,6 +102,9 @@ def limit_options(fn: F) -> F:
                      show_default=True, help="Refuse symbolic dims with more terms."),
         click.option("--timeout", type=click.FloatRange(min=0.001), default=d.timeout, show_default=True,
                      help="Seconds allowed per file."),
+        click.option("--max-memory", type=MemorySize(), default=d.max_memory, show_default=True,
+                     help="Refuse (exit 2) a model whose processing would need more memory than this "
+                          "(bytes, or with K/M/G); default: 3/4 of physical memory."),
     ]
     for opt in reversed(opts):
         fn = opt(fn)
@@ -89,6 +120,7 @@ def limits_from(kwargs: dict[str, object]) -> Limits:
         max_axes_elems=int(kwargs.pop("max_axes_elems")),  # type: ignore[arg-type]
         max_expr_size=int(kwargs.pop("max_expr_size")),  # type: ignore[arg-type]
         timeout=float(kwargs.pop("timeout")),  # type: ignore[arg-type]
+        max_memory=int(kwargs.pop("max_memory")),  # type: ignore[arg-type]
     )
 
 

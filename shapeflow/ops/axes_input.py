@@ -9,16 +9,15 @@ from __future__ import annotations
 
 from .._onnx import onnx
 
-from ..errors import LimitExceeded
+from ..errors import LimitExceededError
 from ..facts import (
     AXES_ABSENT, AXES_ATTRIBUTE, AXES_COMPUTED, AXES_CONSTANT, AXES_EXTERNAL, AXES_INITIALIZER,
     AXES_RUNTIME, AxesInfo,
 )
 from ..graph import INITIALIZER
+from ..opsets import AXES_INPUT_SINCE
 from .base import OpCall, numel
 from .constants import flat_values
-
-AXES_INPUT_SINCE = 13
 
 
 def read_axes(call: OpCall) -> AxesInfo:
@@ -107,7 +106,7 @@ def _read_input(call: OpCall, attr_present: bool, limit: int) -> AxesInfo:
                     dtype, rank, count)
 
 
-def _limit(call: OpCall, value: int) -> LimitExceeded:
+def _limit(call: OpCall, value: int) -> LimitExceededError:
     g = call.engine.graph
-    return LimitExceeded("max-axes-elems", value, "--max-axes-elems", file=g.path,
+    return LimitExceededError("max-axes-elems", value, "--max-axes-elems", file=g.path,
                          node=g.display(call.nid))

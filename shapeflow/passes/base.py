@@ -41,6 +41,7 @@ from ..facts import (
 )
 from ..graph import GRAPH_INPUT, INITIALIZER, ModelGraph, NodeInfo, Scope
 from ..inference import Inference
+from ..opsets import AXES_INPUT_SINCE
 from ..tensorinfo import TensorInfo
 
 from . import _fast
@@ -50,8 +51,6 @@ if TYPE_CHECKING:
 
 TensorProto = onnx.TensorProto
 
-# Squeeze and Unsqueeze take their axes as an input from this version of the op on.
-AXES_INPUT_SINCE = 13
 
 
 P = TypeVar("P")

@@ -30,7 +30,7 @@ from .._onnx import onnx
 from .._version import __version__
 from ..dims import Bound
 from ..results import SCHEMA, OptimizeJSON
-from ..errors import LimitExceeded, ShapeflowError
+from ..errors import LimitExceededError, ShapeflowError
 from ..facts import AxisNode
 from ..graph import INITIALIZER, ModelGraph, build_graph
 from ..inference import Inference, infer
@@ -480,7 +480,7 @@ def _fixpoint(loaded: LoadedModel, dispatch: _Dispatch, strict: bool, limits: Li
         rounds += 1
         remaining = limits.timeout - (time.monotonic() - started)
         if remaining <= 0:
-            raise LimitExceeded("timeout", f"{limits.timeout:g} s", "--timeout", file=loaded.path)
+            raise LimitExceededError("timeout", f"{limits.timeout:g} s", "--timeout", file=loaded.path)
         round_limits = replace(limits, timeout=remaining)
         if rounds == 1 and given_graph is not None and given_inference is not None:
             graph, inference = given_graph, given_inference  # the caller's analysis: not redone

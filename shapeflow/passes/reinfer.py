@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from ..errors import LimitExceeded
+from ..errors import LimitExceededError
 from ..graph import ModelGraph
 from ..inference import Inference
 from ..ops import REGISTRY
@@ -61,7 +61,7 @@ def carry_inference(graph: ModelGraph, previous: Inference, made: Iterable[tuple
             ins = [lookup(sid, n) if n else None for n in info.inputs]
             try:
                 rule(OpCall(None, info.since_version, ins, nid, sid, result, info))
-            except LimitExceeded:
+            except LimitExceededError:
                 raise
             except Exception:  # as in inference: a strange node is unknown, never a crash
                 continue

@@ -5,11 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .. import codes
+from ..opsets import SHAPE_SLICE_SINCE, SLICE_INPUTS_SINCE
 from .base import Match, NoMatch, Result, RewriteRule, RoundContext, fmt_axes, not_applicable
 from .edit import Editor
-
-SHAPE_SLICE_SINCE = 15  # Shape takes start/end from opset 15
-SLICE_INPUTS_SINCE = 10  # Slice takes starts/ends as inputs from opset 10
 
 # Shared answers for roots the rule does not apply to (immutable).
 _NOT_AFTER_GATHER = not_applicable("input is not produced by a Gather")

@@ -10,8 +10,8 @@ from __future__ import annotations
 from typing import Iterable, Sequence
 
 from ..diagnostics import Diagnostic
-from ..errors import GraphInvalid as GraphInvalidError
-from ..errors import LimitExceeded as LimitExceededError
+from ..errors import GraphInvalidError
+from ..errors import LimitExceededError
 from ..errors import ShapeflowError
 from .base import Finding, LintContext, Rule
 from .sf001_model_unreadable import ModelUnreadable
@@ -22,6 +22,8 @@ from .sf005_unsupported_version import UnsupportedVersion
 from .sf006_limit_exceeded import LimitExceeded
 from .sf007_unknown_fields import UnknownFields
 from .sf008_unused_suppression import UnusedSuppression
+from .sf009_duplicate_attribute import DuplicateAttribute
+from .sf010_empty_output_name import EmptyOutputName
 from .sf101_axes_out_of_range import AxesOutOfRange
 from .sf102_duplicate_axes import DuplicateAxes
 from .sf103_squeeze_duplicate_axes import SqueezeDuplicateAxes
@@ -39,6 +41,9 @@ from .sf114_invalid_dim_value import InvalidDimValue
 from .sf115_rank_above_64 import RankAbove64
 from .sf116_control_flow_signature import ControlFlowSignature
 from .sf117_invalid_attribute import InvalidAttribute
+from .sf118_attribute_ref_type import AttributeRefType
+from .sf119_attribute_ref_missing import AttributeRefMissing
+from .sf120_function_opset_mismatch import FunctionOpsetMismatch
 from .sf201_cancelling_pair import CancellingPair
 from .sf202_mergeable_chain import MergeableChain
 from .sf203_foldable_constant import FoldableConstant
@@ -53,6 +58,7 @@ ALL_RULES: tuple[type[Rule], ...] = tuple(
             SqueezeRankUnknowable, NegativeAxesOpset1, AxesFormMismatch, AxesBadTensor, AxesNotConstant,
             UnsqueezeEmptyAxes, ShapeConflict, SqueezeEmptyAxes, InvalidDimValue, RankAbove64,
             ControlFlowSignature, InvalidAttribute,
+            DuplicateAttribute, EmptyOutputName, AttributeRefType, AttributeRefMissing, FunctionOpsetMismatch,
             CancellingPair, MergeableChain, FoldableConstant, ShapeSlice,
         ),
         key=lambda r: r.code,

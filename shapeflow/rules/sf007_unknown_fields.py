@@ -7,6 +7,7 @@ from google.protobuf.message import Message
 from google.protobuf.unknown_fields import UnknownFieldSet
 
 from ..diagnostics import Location
+from ..io.wire import top_level_unknown_fields
 from .base import Finding, LintContext, Rule
 
 
@@ -48,7 +49,12 @@ class UnknownFields(Rule):
             if UnknownFieldSet(info.peek()):  # cheap test first: nearly every node has none
                 places.append((f"node '{ctx.graph.display(nid)}'", ctx.location_of(nid), info.peek()))
         for what, loc, msg in places:
-            numbers = _unknown(msg)
+            numbers = None
+            if msg is model and ctx.graph.loaded.raw:
+                # from the file's bytes: UnknownFieldSet would copy a large unknown field whole
+                numbers = top_level_unknown_fields(ctx.graph.loaded.raw)
+            if numbers is None:
+                numbers = _unknown(msg)
             if numbers:
                 listed = ", ".join(str(n) for n in numbers[:5]) + (", ..." if len(numbers) > 5 else "")
                 yield Finding(loc, f"{what} has unknown field(s) {listed}: written by a newer ONNX or "

@@ -3,9 +3,8 @@ from __future__ import annotations
 from typing import Iterator
 
 from ..facts import AXES_ABSENT
+from ..opsets import AXES_INPUT_SINCE
 from .base import Finding, LintContext, Rule
-
-AXES_INPUT_SINCE = 13
 
 
 class AxesFormMismatch(Rule):

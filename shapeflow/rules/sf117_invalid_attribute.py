@@ -4,9 +4,8 @@ from typing import Iterator
 
 from .._onnx import onnx
 
+from ..opsets import AXES_INPUT_SINCE
 from .base import Finding, LintContext, Rule
-
-AXES_INPUT_SINCE = 13
 _TYPE_NAMES = {v: k for k, v in onnx.AttributeProto.AttributeType.items()}
 
 

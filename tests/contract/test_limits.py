@@ -64,6 +64,8 @@ CASES = [
      "n0", 5),
     ("expr-size", lambda: squared_sum(1), "--max-expr-size", 5, "max-expr-size", 6, "sq0", 6),
     ("timeout", lambda: chain(20_000), "--timeout", 0.001, "timeout", None, None, 120),
+    # 1M is less than the interpreter itself: refused before the file is read
+    ("memory", lambda: single("Unsqueeze", [2, 3], [0]), "--max-memory", "1M", "max-memory", None, None, "4G"),
 ]
 
 
@@ -118,5 +120,6 @@ def test_limit_flags_are_documented_in_help() -> None:
         except pytest.skip.Exception:
             continue
         r = run_cli([cmd, "--help"])
-        for flag in ("--max-bytes", "--max-nodes", "--max-rank", "--max-axes-elems", "--max-expr-size", "--timeout"):
+        for flag in ("--max-bytes", "--max-nodes", "--max-rank", "--max-axes-elems", "--max-expr-size", "--timeout",
+                     "--max-memory"):
             assert flag in r.stdout, f"shapeflow {cmd} --help does not list {flag}"

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from .diagnostics import Diagnostic, Severity
-from .errors import display_path
+from ..diagnostics import Diagnostic, Severity
+from ..errors import display_path
 from .sarif import relative_path
 
 COMMANDS = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "notice"}

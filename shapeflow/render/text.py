@@ -7,12 +7,12 @@ from __future__ import annotations
 
 from typing import Iterable, Sequence
 
-from .analysis import Analysis, dtype_name
-from .diagnostics import Diagnostic, Severity
-from .dims import format_shape
-from .errors import display_path
-from ._version import __version__
-from .results import SCHEMA, LintJSON
+from ..analysis import Analysis, dtype_name
+from ..diagnostics import Diagnostic, Severity
+from ..dims import format_shape
+from ..errors import display_path
+from .._version import __version__
+from ..results import SCHEMA, LintJSON
 
 
 def format_diagnostic(d: Diagnostic) -> str:
@@ -158,14 +158,6 @@ def lint_text(diags: Iterable[Diagnostic]) -> str:
     """Findings one per line (plus a hint line), like a compiler's: ``lint``'s output, and
     ``infer``'s after its table."""
     return "\n".join([format_diagnostic(d) for d in diags])
-
-
-def lint_json(n_files: int, diags: Sequence[Diagnostic]) -> LintJSON:
-    """The ``lint --format json`` object of SPEC.md section 3."""
-    c = count_by_severity(diags)
-    return {"shapeflow_version": __version__, "schema": SCHEMA, "files": n_files,
-            "diagnostics": [d.to_json() for d in diags],
-            "summary": {"error": c["error"], "warning": c["warning"], "info": c["info"]}}
 
 
 def lint_summary(n_files: int, diags: Sequence[Diagnostic], *, rejected: int = 0, failed: int = 0,

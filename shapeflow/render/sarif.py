@@ -17,10 +17,10 @@ import os
 import urllib.parse
 from typing import Iterable, Sequence
 
-from .diagnostics import Diagnostic, Severity
-from .docs import flat, full_description, plain, rule_markdown, rule_text, sections
-from .rules import ALL_RULES, Rule
-from ._version import PROJECT_URL, RULES_DOC_URL
+from ..diagnostics import Diagnostic, Severity
+from ..docs import flat, full_description, plain, rule_markdown, rule_text, sections
+from ..rules import ALL_RULES, Rule
+from .._version import PROJECT_URL, RULES_DOC_URL
 
 SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
 INFORMATION_URI = PROJECT_URL

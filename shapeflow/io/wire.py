@@ -1,0 +1,468 @@
+"""Reading the protobuf wire format ourselves: why a parse failed, and which string is not UTF-8.
+
+Diagnostic only: these run after (or instead of) upb's parse, to turn its one error message into a
+line that tells a foreign file from a truncated, too-deep or mis-encoded one.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from typing import Any
+
+from google.protobuf.descriptor import Descriptor, FieldDescriptor
+
+from .._onnx import onnx
+from .model import _q
+
+# upb's default decode depth. Each level of If/Loop/Scan nesting costs three messages
+# (Graph -> Node -> Attribute), which is where "about 31 levels" comes from.
+_PROTOBUF_MAX_DEPTH = 100
+# The wire scan that explains a parse failure is diagnostic only; cap its work.
+_MAX_DIAGNOSE_FIELDS = 5_000_000
+
+
+# --------------------------------------------------------------------------------------------
+# Explaining a parse failure
+# --------------------------------------------------------------------------------------------
+
+_WIRE_OF_TYPE = {
+    FieldDescriptor.TYPE_DOUBLE: 1, FieldDescriptor.TYPE_FLOAT: 5, FieldDescriptor.TYPE_INT64: 0,
+    FieldDescriptor.TYPE_UINT64: 0, FieldDescriptor.TYPE_INT32: 0, FieldDescriptor.TYPE_FIXED64: 1,
+    FieldDescriptor.TYPE_FIXED32: 5, FieldDescriptor.TYPE_BOOL: 0, FieldDescriptor.TYPE_STRING: 2,
+    FieldDescriptor.TYPE_GROUP: 3, FieldDescriptor.TYPE_MESSAGE: 2, FieldDescriptor.TYPE_BYTES: 2,
+    FieldDescriptor.TYPE_UINT32: 0, FieldDescriptor.TYPE_ENUM: 0, FieldDescriptor.TYPE_SFIXED32: 5,
+    FieldDescriptor.TYPE_SFIXED64: 1, FieldDescriptor.TYPE_SINT32: 0, FieldDescriptor.TYPE_SINT64: 0,
+}  # fmt: skip
+
+
+class _Overrun(Exception):
+    """The wire data ends (or its enclosing message ends) in the middle of a field."""
+
+
+class _Malformed(Exception):
+    """The wire data is not protobuf at all here (bad tag, bad wire type, bad varint)."""
+
+
+def _read_varint(buf: bytes, pos: int, end: int) -> tuple[int, int]:
+    result = 0
+    shift = 0
+    while True:
+        if pos >= end:
+            raise _Overrun
+        b = buf[pos]
+        pos += 1
+        result |= (b & 0x7F) << shift
+        if b < 0x80:
+            return result, pos
+        shift += 7
+        if shift >= 70:
+            raise _Malformed("varint longer than 10 bytes")
+
+
+def _skip_value(buf: bytes, pos: int, end: int, wire: int) -> tuple[int, int]:
+    """Skip one field value; returns (value start, next position)."""
+    if wire == 0:
+        _, nxt = _read_varint(buf, pos, end)
+        return pos, nxt
+    if wire == 1:
+        nxt = pos + 8
+    elif wire == 5:
+        nxt = pos + 4
+    elif wire == 2:
+        length, pos = _read_varint(buf, pos, end)
+        nxt = pos + length
+    else:
+        raise _Malformed(f"wire type {wire}")
+    if nxt > end:
+        raise _Overrun
+    return pos, nxt
+
+
+def _wire_ok(fd: FieldDescriptor, wire: int) -> bool:
+    expected = _WIRE_OF_TYPE.get(fd.type)
+    if wire == expected:
+        return True
+    # repeated scalars may be packed into one length-delimited field
+    return wire == 2 and fd.is_repeated and expected in (0, 1, 5)
+
+
+def _explain_decode_failure(data: bytes, upb_message: str) -> str:
+    """Turn a DecodeError into one useful line.
+
+    upb only says "Wire format was corrupt", so we walk the wire format ourselves (iteratively,
+    guided by the onnx descriptors) to tell a foreign file from a truncated or too-deep one.
+    """
+    if "MaxDepth" in upb_message:
+        return "nesting too deep for protobuf (max ≈ 31 levels)"
+    n = len(data)
+    # top-level fields of ModelProto first: a truncation shows up there as a field that runs
+    # past the end of the file
+    model_desc = onnx.ModelProto.DESCRIPTOR
+    pos = start = 0
+    known_seen = 0
+    field_name = ""
+    children: list[tuple[int, int, Descriptor, int, str]] = []
+    try:
+        while pos < n:
+            start = pos
+            tag, pos = _read_varint(data, pos, n)
+            number, wire = tag >> 3, tag & 7
+            fd = model_desc.fields_by_number.get(number)
+            if number == 0 or fd is None or not _wire_ok(fd, wire):
+                where = f"at byte {start}: unexpected field {number} with wire type {wire}"
+                if known_seen == 0:
+                    return f"not an ONNX protobuf (parse failed {where})"
+                return f"truncated or corrupt protobuf (parse failed {where})"
+            # counted before its value is skipped: a file cut inside its first field still
+            # starts like a model
+            known_seen += 1
+            field_name = fd.name
+            vstart, pos = _skip_value(data, pos, n, wire)
+            if fd.message_type is not None and wire == 2:
+                children.append((vstart, pos, fd.message_type, 2, fd.name))
+    except _Overrun:
+        if known_seen == 0:
+            return "not an ONNX protobuf (parse failed at byte 0)"
+        return f"truncated or corrupt protobuf (file ends inside field '{field_name}' starting at byte {start})"
+    except _Malformed as exc:
+        if known_seen == 0:
+            return f"not an ONNX protobuf (parse failed at byte {start}: {exc})"
+        return f"truncated or corrupt protobuf (parse failed at byte {start}: {exc})"
+
+    # every top-level field is complete: the damage (or the depth) is inside a sub-message
+    stack = children[::-1]
+    budget = _MAX_DIAGNOSE_FIELDS
+    while stack:
+        pos, end, desc, depth, path = stack.pop()
+        if depth > _PROTOBUF_MAX_DEPTH:
+            return "nesting too deep for protobuf (max ≈ 31 levels)"
+        try:
+            while pos < end:
+                budget -= 1
+                if budget < 0:
+                    return "truncated or corrupt protobuf"
+                start = pos
+                tag, pos = _read_varint(data, pos, end)
+                number, wire = tag >> 3, tag & 7
+                if number == 0:
+                    raise _Malformed("field number 0")
+                vstart, pos = _skip_value(data, pos, end, wire)
+                fd = desc.fields_by_number.get(number)
+                if fd is not None and fd.message_type is not None and wire == 2:
+                    stack.append((vstart, pos, fd.message_type, depth + 1, f"{path}.{fd.name}"))
+        except _Overrun:
+            return f"truncated or corrupt protobuf (a field inside {path} runs past its end)"
+        except _Malformed as exc:
+            return f"truncated or corrupt protobuf (bad data inside {path} at byte {start}: {exc})"
+    return "truncated or corrupt protobuf"
+
+
+# --------------------------------------------------------------------------------------------
+# Strings that are not UTF-8
+# --------------------------------------------------------------------------------------------
+
+# onnx.proto is proto2, whose parser does not check string fields: upb hands one that is not
+# UTF-8 over as bytes, and bytes break JSON output, the text tables and every comparison with a
+# str further on. Such a model is rejected at load. The same schema as edition 2023 (which
+# verifies UTF-8) makes the C parser check every string field: one more parse of the file, with
+# no Python work per field. It runs before the real parse and its result is dropped at once, so
+# peak memory stays one parsed copy. Only when it fails are the fields walked in Python, to name
+# the one at fault.
+
+
+@functools.cache
+def _utf8_checking_model() -> type | None:
+    """onnx.ModelProto as a message class whose parser rejects a string that is not UTF-8, or
+    None when this protobuf cannot build it (then every non-ASCII file is walked in Python)."""
+    try:
+        from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+
+        file = descriptor_pb2.FileDescriptorProto()
+        onnx.ModelProto.DESCRIPTOR.file.CopyToProto(file)
+        file.syntax = "editions"
+        file.edition = descriptor_pb2.EDITION_2023
+        features = descriptor_pb2.FeatureSet
+        file.options.features.utf8_validation = features.VERIFY
+        # proto2's behaviour for the rest (it changes what is stored, never what parses)
+        file.options.features.enum_type = features.CLOSED
+        file.options.features.repeated_field_encoding = features.EXPANDED
+        pending = list(file.message_type)
+        while pending:
+            msg = pending.pop()
+            pending.extend(msg.nested_type)
+            for f in msg.field:
+                if f.label == f.LABEL_REQUIRED or f.type == f.TYPE_GROUP:
+                    return None  # not in onnx.proto; would need more translation
+                if f.options.HasField("packed"):  # proto2's option is a feature in editions
+                    if f.options.packed:
+                        f.options.features.repeated_field_encoding = features.PACKED
+                    f.options.ClearField("packed")
+        pool = descriptor_pool.DescriptorPool()
+        pool.Add(file)
+        return message_factory.GetMessageClass(pool.FindMessageTypeByName(onnx.ModelProto.DESCRIPTOR.full_name))
+    except Exception:  # an older protobuf without editions: fall back to the walk
+        return None
+
+
+_GRAPH_PARTS = {"input": "graph input", "output": "graph output", "value_info": "value_info",
+                "initializer": "initializer", "sparse_initializer": "sparse initializer"}
+_FIELDS_BY_TYPE: dict[Descriptor, list[tuple[str, bool, bool]]] = {}
+
+
+def _string_and_message_fields(desc: Descriptor) -> list[tuple[str, bool, bool]]:
+    """(name, is a string, is repeated) of the string and message fields of ``desc``."""
+    fields = _FIELDS_BY_TYPE.get(desc)
+    if fields is None:
+        fields = _FIELDS_BY_TYPE[desc] = [
+            (fd.name, fd.type == FieldDescriptor.TYPE_STRING, fd.is_repeated)
+            for fd in desc.fields
+            if fd.type == FieldDescriptor.TYPE_STRING or fd.message_type is not None
+        ]
+    return fields
+
+
+def _non_utf8_problem(model: onnx.ModelProto) -> str | None:
+    """The first string field that is not UTF-8, named for a message, or None if there is none.
+
+    e.g. "node #3 has a name that is not valid UTF-8", "graph input 'x': type.tensor_type.
+    shape.dim[1].dim_param is not valid UTF-8". An explicit stack, not recursion: nesting depth
+    comes from the file.
+    """
+    # (message, what it is reported as, field path from there, graph path, id of the node it is in)
+    stack: list[tuple[Any, str, str, str, str]] = [(model, "the model", "", "main", "")]
+    while stack:
+        msg, owner, path, where, node_id = stack.pop()
+        children = []
+        for name, is_string, repeated in _string_and_message_fields(msg.DESCRIPTOR):
+            if repeated:
+                values = getattr(msg, name)
+            elif msg.HasField(name):
+                values = (getattr(msg, name),)
+            else:
+                continue
+            for i, value in enumerate(values):
+                sub = f"{path}{name}[{i}]" if repeated else f"{path}{name}"
+                if is_string:
+                    if not isinstance(value, str):
+                        if sub == name:
+                            return f"{owner} has {'an' if name[0] in 'aeiou' else 'a'} {name} that is not valid UTF-8"
+                        return f"{owner}: {sub} is not valid UTF-8"
+                    continue
+                child: tuple[Any, str, str, str, str] = (value, owner, sub + ".", where, node_id)
+                suffix = "" if where == "main" else f" in {where}"
+                if isinstance(value, onnx.GraphProto):
+                    if isinstance(msg, onnx.ModelProto):
+                        child = (value, "the main graph", "", "main", "")
+                    elif isinstance(msg, onnx.AttributeProto):
+                        sub_where = f"{where}[{i}]" if repeated else where
+                        child = (value, f"graph {sub_where}", "", sub_where, "")
+                    else:
+                        child = (value, f"graph {sub}", "", sub, "")
+                elif isinstance(value, onnx.FunctionProto):
+                    label = f"#{i}"
+                    if isinstance(value.domain, str) and isinstance(value.name, str):
+                        label = _q(f"{value.domain}::{value.name}")
+                    child = (value, f"function {label}", "", f"function {label}", "")
+                elif isinstance(value, onnx.NodeProto):
+                    own_id = value.name if isinstance(value.name, str) and value.name else f"#{i}"
+                    label = _q(own_id) if value.name == own_id else own_id
+                    child = (value, f"node {label}{suffix}", "", where, own_id)
+                elif isinstance(value, onnx.AttributeProto):
+                    attr = value.name if isinstance(value.name, str) else f"attribute[{i}]"
+                    # an attribute's "where" is the path its subgraphs get
+                    child = (value, owner, sub + ".", f"{where}/{node_id}.{attr}", node_id)
+                elif name in _GRAPH_PARTS and isinstance(msg, onnx.GraphProto):
+                    tensor_name = value.values.name if isinstance(value, onnx.SparseTensorProto) else value.name
+                    label = _q(tensor_name) if isinstance(tensor_name, str) and tensor_name else f"#{i}"
+                    child = (value, f"{_GRAPH_PARTS[name]} {label}{suffix}", "", where, node_id)
+                children.append(child)
+        stack.extend(reversed(children))
+    return None
+
+
+# --------------------------------------------------------------------------------------------
+# Streaming preflight: reject what cannot parse without reading it whole
+# --------------------------------------------------------------------------------------------
+
+# Files from this size on also get their top-level messages (the graph, the functions) walked
+# field by field before the read: a valid header in front of a large block of garbage must not
+# cost the garbage's size in memory either. Below it the read is cheap and the parse decides.
+PREFLIGHT_DEEP_BYTES = 64 << 20
+# Fields the preflight walks at most; past that it has seen enough structure to let the parse decide.
+_PREFLIGHT_MAX_FIELDS = 2_000_000
+_BLOCK = 1 << 20
+
+
+class _FileView:
+    """Bytes of a file descriptor by position, through one cached block (``os.pread``)."""
+
+    def __init__(self, fd: int, size: int) -> None:
+        self.fd = fd
+        self.size = size
+        self.start = 0
+        self.block = b""
+
+    def byte(self, pos: int) -> int:
+        off = pos - self.start
+        if not 0 <= off < len(self.block):
+            self.start = pos
+            self.block = os.pread(self.fd, _BLOCK, pos)
+            if not self.block:
+                raise _Overrun
+            off = 0
+        return self.block[off]
+
+    def varint(self, pos: int, end: int) -> tuple[int, int]:
+        result = 0
+        shift = 0
+        while True:
+            if pos >= end:
+                raise _Overrun
+            b = self.byte(pos)
+            pos += 1
+            result |= (b & 0x7F) << shift
+            if b < 0x80:
+                return result, pos
+            shift += 7
+            if shift >= 70:
+                raise _Malformed("varint longer than 10 bytes")
+
+
+class _Undecided(Exception):
+    """The preflight cannot tell (groups, or its field budget spent): the parse decides."""
+
+
+def preflight(fd: int, size: int) -> str | None:
+    """Why the file open on ``fd`` cannot be an ONNX model, found by walking its wire format from
+    disk in 1 MiB blocks, or None when it may be one (the parse decides).
+
+    It rejects only what protobuf's parser rejects too (field number 0, wire types 6 and 7, a
+    varint over 10 bytes, a field running past its end), in the words ``_explain_decode_failure``
+    would use, so a file of zeros or a truncated download is refused without being read into
+    memory. Large files get their top-level messages walked as well (``PREFLIGHT_DEEP_BYTES``).
+    """
+    view = _FileView(fd, size)
+    budget = [_PREFLIGHT_MAX_FIELDS]
+    model_desc = onnx.ModelProto.DESCRIPTOR
+    children: list[tuple[int, int, Descriptor, str]] = []
+    pos = start = 0
+    known_seen = 0
+    field_name = ""
+    first_odd: str | None = None  # what the explanation would say first: an unknown top-level field
+    try:
+        while pos < size:
+            budget[0] -= 1
+            if budget[0] < 0:
+                return None
+            start = pos
+            tag, pos = view.varint(pos, size)
+            number, wire = tag >> 3, tag & 7
+            if number == 0 or wire in (6, 7):
+                where = f"at byte {start}: unexpected field {number} with wire type {wire}"
+                if first_odd is not None:
+                    return first_odd
+                if known_seen == 0:
+                    return f"not an ONNX protobuf (parse failed {where})"
+                return f"truncated or corrupt protobuf (parse failed {where})"
+            if wire in (3, 4):
+                return None
+            fd_ = model_desc.fields_by_number.get(number)
+            if fd_ is None or not _wire_ok(fd_, wire):
+                if first_odd is None:
+                    where = f"at byte {start}: unexpected field {number} with wire type {wire}"
+                    first_odd = (f"not an ONNX protobuf (parse failed {where})" if known_seen == 0
+                                 else f"truncated or corrupt protobuf (parse failed {where})")
+            else:
+                known_seen += 1
+                field_name = fd_.name
+            vstart, pos = _skip_in_file(view, pos, size, wire)
+            if fd_ is not None and fd_.message_type is not None and wire == 2 and first_odd is None:
+                children.append((vstart, pos, fd_.message_type, fd_.name))
+    except _Overrun:
+        if first_odd is not None:
+            return first_odd
+        if known_seen == 0:
+            return "not an ONNX protobuf (parse failed at byte 0)"
+        return f"truncated or corrupt protobuf (file ends inside field '{field_name}' starting at byte {start})"
+    except _Malformed as exc:
+        if first_odd is not None:
+            return first_odd
+        if known_seen == 0:
+            return f"not an ONNX protobuf (parse failed at byte {start}: {exc})"
+        return f"truncated or corrupt protobuf (parse failed at byte {start}: {exc})"
+    if size < PREFLIGHT_DEEP_BYTES or first_odd is not None:
+        return None
+    try:
+        for vstart, end, _desc, name in children:
+            problem = _preflight_message(view, vstart, end, name, budget)
+            if problem is not None:
+                return problem
+    except _Undecided:
+        return None
+    return None
+
+
+def _skip_in_file(view: _FileView, pos: int, end: int, wire: int) -> tuple[int, int]:
+    if wire == 0:
+        _, nxt = view.varint(pos, end)
+        return pos, nxt
+    if wire == 1:
+        nxt = pos + 8
+    elif wire == 5:
+        nxt = pos + 4
+    else:  # 2; groups and bad wire types are handled by the callers
+        length, pos = view.varint(pos, end)
+        nxt = pos + length
+    if nxt > end:
+        raise _Overrun
+    return pos, nxt
+
+
+def _preflight_message(view: _FileView, pos: int, end: int, path: str, budget: list[int]) -> str | None:
+    """The first structural problem among the fields of one top-level message (one level deep,
+    as the explanation's walk words it), or None."""
+    start = pos
+    try:
+        while pos < end:
+            budget[0] -= 1
+            if budget[0] < 0:
+                raise _Undecided
+            start = pos
+            tag, pos = view.varint(pos, end)
+            number, wire = tag >> 3, tag & 7
+            if number == 0:
+                raise _Malformed("field number 0")
+            if wire in (3, 4):
+                raise _Undecided
+            if wire in (6, 7):
+                raise _Malformed(f"wire type {wire}")
+            _, pos = _skip_in_file(view, pos, end, wire)
+    except _Overrun:
+        return f"truncated or corrupt protobuf (a field inside {path} runs past its end)"
+    except _Malformed as exc:
+        return f"truncated or corrupt protobuf (bad data inside {path} at byte {start}: {exc})"
+    return None
+
+
+def top_level_unknown_fields(data: bytes) -> list[int] | None:
+    """The numbers of the unknown fields at the top level of a serialized ModelProto, found by
+    skipping over the field values (no copy of them, unlike ``UnknownFieldSet``, which copies every
+    unknown field's bytes: a 1 GiB one would cost 1 GiB more). None when the bytes do not walk."""
+    known = onnx.ModelProto.DESCRIPTOR.fields_by_number
+    found: set[int] = set()
+    n = len(data)
+    pos = 0
+    try:
+        while pos < n:
+            tag, pos = _read_varint(data, pos, n)
+            number, wire = tag >> 3, tag & 7
+            if number == 0 or wire in (3, 4, 6, 7):
+                return None
+            fd = known.get(number)
+            if fd is None or not _wire_ok(fd, wire):
+                found.add(number)  # (a known number with another wire type is kept as unknown too)
+            _, pos = _skip_value(data, pos, n, wire)
+    except (_Overrun, _Malformed):
+        return None
+    return sorted(found)
