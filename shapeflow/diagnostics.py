@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import MISSING, asdict, dataclass, field, fields
 from enum import Enum
 
+from .errors import display_path
 from .results import DiagnosticJSON
 
 
@@ -49,9 +50,25 @@ class Diagnostic:
 
     def __str__(self) -> str:
         """The one-line text: ``m.onnx: node 'sq' (Squeeze-13): error SF104 name: message``."""
-        from .render import format_diagnostic  # (render imports this module)
+        return self.line()
 
-        return format_diagnostic(self).split("\n", 1)[0]
+    def line(self) -> str:
+        """The finding's line as the text output prints it (the hint goes on a line of its own).
+
+        File names and model names are input: whatever they hold, the finding stays on its line
+        and no terminal escape gets through (``errors.display_path`` escapes what is not
+        printable)."""
+        loc = self.location
+        graph = f" {loc.graph}:" if loc.graph and loc.graph != "main" else ""
+        if loc.node is not None:
+            label = loc.op_label
+            where = f" node '{loc.node}' ({label}):" if label else f" node '{loc.node}':"
+        elif loc.tensor is not None:
+            where = f" tensor '{loc.tensor}':"
+        else:
+            where = ""
+        line = f"{self.file}:{graph}{where} {self.severity._value_} {self.code} {self.name}: {self.message}"
+        return line if line.isprintable() else display_path(line)
 
     def to_json(self) -> DiagnosticJSON:
         """The JSON object of SPEC.md section 3."""

@@ -246,14 +246,13 @@ class _Runner:
                             if t is not None:
                                 value = t.value
                                 if value is not None:
+                                    # _check_value, inline: values are short, mostly ints
+                                    for v in value:
+                                        if type(v) is Sym and v.size() > max_expr:
+                                            self._check_value(value, nid)
                                     # what the element type holds: int64 wraps, int32 of a
                                     # symbol only where it provably fits (ops/numeric.py)
-                                    value = t.value = canonical_value(t.dtype, value)
-                                    if value is not None:
-                                        # _check_value, inline: values are short, mostly ints
-                                        for v in value:
-                                            if type(v) is Sym and v.size() > max_expr:
-                                                self._check_value(value, nid)
+                                    t.value = canonical_value(t.dtype, value)
             elif functions:
                 fsid = functions.get((info.peek().domain, info.op_type))
                 if fsid is not None:

@@ -89,7 +89,7 @@ def to_networkx(analysis: "Analysis") -> "nx.MultiDiGraph":
     from .analysis import dtype_name, gc_paused
     from .opsets import opset_map
 
-    graph, inference = analysis.graph, analysis.inference
+    inference = analysis.inference
     g = nx.MultiDiGraph(model=analysis.path, opset=opset_map(analysis.loaded.proto.opset_import))
     keys = node_keys(analysis)
 
@@ -126,7 +126,7 @@ def to_networkx(analysis: "Analysis") -> "nx.MultiDiGraph":
 
 def _fill(g: "nx.MultiDiGraph", analysis: "Analysis", keys: list[str],
           tensor_attrs: "Callable[[int, str], dict[str, object]]") -> None:
-    graph, inference = analysis.graph, analysis.inference
+    inference = analysis.inference
 
     for scope in graph.scopes:
         path, sid = scope.path, scope.id

@@ -342,23 +342,25 @@ def test_gitignore_is_honoured_in_a_repository(tmp_path, capsys, monkeypatch) ->
 # -- the quiet gate -------------------------------------------------------------------------------------
 
 def test_info_is_counted_not_printed(capsys) -> None:
+    _, out, _ = run(capsys, "lint", "--format", "json", os.path.join(EXAMPLES, "attention.onnx"))
+    n = len(json.loads(out)["diagnostics"])  # machine formats keep everything
+    assert n > 0 and all(d["severity"] == "info" for d in json.loads(out)["diagnostics"])
     code, out, err = run(capsys, "lint", os.path.join(EXAMPLES, "attention.onnx"))
     assert code == 0 and out == ""
-    assert err == "1 file: 0 errors, 0 warnings, 7 info not shown; --show-info (7 fixable with --fix)\n"
+    assert err == f"1 file: 0 errors, 0 warnings, {n} info not shown; --show-info ({n} fixable with --fix)\n"
     _, out, _ = run(capsys, "lint", "--show-info", os.path.join(EXAMPLES, "attention.onnx"))
-    assert len([line for line in out.splitlines() if " info SF2" in line]) == 7
-    _, out, _ = run(capsys, "lint", "--format", "json", os.path.join(EXAMPLES, "attention.onnx"))
-    assert len(json.loads(out)["diagnostics"]) == 7  # machine formats keep everything
+    assert len([line for line in out.splitlines() if " info SF2" in line]) == n
 
 
 def test_statistics_and_concise(capsys) -> None:
     code, out, _ = run(capsys, "lint", "--statistics", EXAMPLES)
     lines = out.splitlines()
-    assert code == 1 and lines[0].split()[:2] == ["6", "SF203"]
     counts = {line.split()[1]: int(line.split()[0]) for line in lines}
     _, js, _ = run(capsys, "lint", "--format", "json", EXAMPLES)
     diags = json.loads(js)["diagnostics"]
     assert counts == {c: sum(1 for d in diags if d["code"] == c) for c in {d["code"] for d in diags}}
+    most = max(counts.values())
+    assert code == 1 and int(lines[0].split()[0]) == most  # the most frequent code first
     _, out, _ = run(capsys, "lint", "--format", "concise", AXIS)
     assert out.splitlines()[0] == (f"{AXIS}: main/sq_non_unit_node: SF104 axis 1 has dim 3, not 1: ONNX Squeeze "
                                    "raises (Paddle's squeeze would keep the dim)")

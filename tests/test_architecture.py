@@ -20,17 +20,22 @@ PACKAGE = ROOT / "shapeflow"
 # package (``shapeflow.ops.squeeze`` -> ``shapeflow.ops``); a new top-level module must be added.
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
     # Records, limits, errors, the pure axis algebra, the code table, version tables: no model yet.
-    ("base", ("shapeflow._onnx", "shapeflow._schema_data", "shapeflow.axes", "shapeflow.codes",
-              "shapeflow.diagnostics", "shapeflow.dims", "shapeflow.errors", "shapeflow.limits",
-              "shapeflow.opsets", "shapeflow.schema_table")),
+    ("base", ("shapeflow._onnx", "shapeflow._schema_data", "shapeflow._version", "shapeflow.assume",
+              "shapeflow.axes", "shapeflow.codes", "shapeflow.diagnostics", "shapeflow.dims",
+              "shapeflow.errors", "shapeflow.limits", "shapeflow.opsets", "shapeflow.results",
+              "shapeflow.schema_table")),
     ("io", ("shapeflow.io",)),
     ("graph", ("shapeflow.graph",)),
     ("inference", ("shapeflow.facts", "shapeflow.tensorinfo", "shapeflow.ops", "shapeflow.inference")),
     ("rules", ("shapeflow.rules",)),
     ("passes", ("shapeflow.passes",)),
-    ("drivers", ("shapeflow.analysis", "shapeflow.annotate", "shapeflow.config", "shapeflow.linter",
-                 "shapeflow.optimizer", "shapeflow.verify", "shapeflow.api")),
-    ("render", ("shapeflow.render", "shapeflow.sarif", "shapeflow.github", "shapeflow.docs")),
+    # Drivers: one model's analysis, lint over files (config, discovery, suppressions, baselines),
+    # optimize, and what is built from an analysis on request (networkx graph, shape diff).
+    ("drivers", ("shapeflow.analysis", "shapeflow.annotate", "shapeflow.suppress", "shapeflow.config",
+                 "shapeflow.discover", "shapeflow.infer_settings", "shapeflow.linter", "shapeflow.baseline",
+                 "shapeflow.workspace", "shapeflow.optimizer", "shapeflow.verify", "shapeflow.netx",
+                 "shapeflow.modeldiff", "shapeflow.rewritediff", "shapeflow.api")),
+    ("render", ("shapeflow.render", "shapeflow.report", "shapeflow.pictures", "shapeflow.docs")),
     # The command line, and the package itself, whose lazy attributes are the API.
     ("cli", ("shapeflow.cli", "shapeflow.__main__", "shapeflow")),
 ]

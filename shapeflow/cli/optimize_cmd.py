@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import textwrap
 import time
 from typing import TYPE_CHECKING
@@ -127,7 +128,6 @@ def _one(model: str, output: str | None, in_place: bool, force: bool, check: boo
     if to_stdout:
         check_stdout_output(model, in_place)
     elif writes and output is not None:
-        _check_output(model, output, force)
         check_output_path(output, input_path=model, force=force)
     started = time.perf_counter()
     loaded = load_model(model, limits)

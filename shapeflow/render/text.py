@@ -11,28 +11,13 @@ from ..analysis import Analysis, dtype_name
 from ..diagnostics import Diagnostic, Severity
 from ..dims import format_shape
 from ..errors import display_path
-from .._version import __version__
-from ..results import SCHEMA, LintJSON
 
 
 def format_diagnostic(d: Diagnostic) -> str:
     """``model.onnx: node 'sq_3' (Squeeze-13): error SF104 squeeze-non-unit-dim: axis 1 has dim 3``
-    and an indented hint line. Findings inside a subgraph or function name its path.
-
-    File names and model names are input: whatever they hold, the finding stays on its line and
-    no terminal escape gets through (``errors.display_path`` escapes what is not printable)."""
-    loc = d.location
-    graph = f" {loc.graph}:" if loc.graph and loc.graph != "main" else ""
-    if loc.node is not None:
-        label = loc.op_label
-        where = f" node '{loc.node}' ({label}):" if label else f" node '{loc.node}':"
-    elif loc.tensor is not None:
-        where = f" tensor '{loc.tensor}':"
-    else:
-        where = ""
-    line = f"{d.file}:{graph}{where} {d.severity._value_} {d.code} {d.name}: {d.message}"
-    if not line.isprintable():
-        line = display_path(line)
+    (``Diagnostic.line``) and an indented hint line. Findings inside a subgraph or function name
+    its path."""
+    line = d.line()
     if d.hint:
         hint = d.hint
         line = f"{line}\n    hint: {hint if hint.isprintable() else display_path(hint)}"
