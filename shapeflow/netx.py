@@ -126,7 +126,7 @@ def to_networkx(analysis: "Analysis") -> "nx.MultiDiGraph":
 
 def _fill(g: "nx.MultiDiGraph", analysis: "Analysis", keys: list[str],
           tensor_attrs: "Callable[[int, str], dict[str, object]]") -> None:
-    inference = analysis.inference
+    graph, inference = analysis.graph, analysis.inference
 
     for scope in graph.scopes:
         path, sid = scope.path, scope.id
