@@ -17,7 +17,7 @@ from ._onnx import onnx
 from .diagnostics import Diagnostic, Severity
 from .dims import Bound, shape_to_json
 from .graph import ModelGraph, build_graph
-from .assume import assumption_texts, check_assumptions
+from .assume import assumption_texts, check_assumptions, check_proven
 from .inference import Inference, Progress, declared_symbols, infer
 from .io import LoadedModel
 from .limits import DEFAULT_LIMITS, Limits
@@ -125,6 +125,8 @@ def analyze(
                 assumptions = {k: v for k, v in assumptions.items() if k in symbols}
             check_assumptions(assumptions, symbols, dims, file=loaded.path)
         inference = infer(graph, dims, limits, progress, assumptions)
+        if assumptions:
+            check_proven(assumptions, inference.ranges, file=loaded.path)
         with inference.domain():  # the rules judge dims in the domain inference proved them in
             return _judge(loaded, graph, inference, rules)
 

@@ -11,11 +11,12 @@ from __future__ import annotations
 import re
 from typing import Iterable, Mapping
 
-from .dims import Bound
+from .dims import MAX_DIM, Bound
 from .errors import UsageError
 
-_ONE = re.compile(r"^\s*([^<>=\s]+)\s*(>=|<=|>|<|==)\s*(-?\d+)\s*$")
-_BETWEEN = re.compile(r"^\s*(-?\d+)\s*(<=|<)\s*([^<>=\s]+)\s*(<=|<)\s*(-?\d+)\s*$")
+# (ASCII digits only: int() would also read other scripts' digits)
+_ONE = re.compile(r"^\s*([^<>=\s]+)\s*(>=|<=|>|<|==)\s*(-?[0-9]+)\s*$")
+_BETWEEN = re.compile(r"^\s*(-?[0-9]+)\s*(<=|<)\s*([^<>=\s]+)\s*(<=|<)\s*(-?[0-9]+)\s*$")
 
 
 def _bound(op: str, k: int) -> Bound:
@@ -72,10 +73,24 @@ def check_assumptions(ranges: Mapping[str, Bound], symbols: Iterable[str],
                              "never negative", file=file)
         if lo is not None and hi is not None and lo > hi:
             raise UsageError(f"--assume gives '{name}' an empty range ({lo}..{hi})", file=file)
+        if lo is not None and lo > MAX_DIM:
+            raise UsageError(f"--assume {name}>={lo} contradicts the model: no dim exceeds 2^62", file=file)
         if bindings and name in bindings:
             v = bindings[name]
             if (lo is not None and v < lo) or (hi is not None and v > hi):
                 raise UsageError(f"--assume for '{name}' contradicts --dim {name}={v}", file=file)
+
+
+def check_proven(assumed: Mapping[str, Bound], ranges: Mapping[str, Bound], file: str | None = None) -> None:
+    """Refuse (UsageError, exit 2) an assumption that contradicts a fact the graph proves: the
+    ranges inference ended with are the assumptions narrowed by its facts, so an empty one means
+    the model runs at no binding the user assumed (``--assume seq<=0`` where a -1 Reshape proves
+    ``seq >= 1``)."""
+    for name in sorted(assumed):
+        lo, hi = ranges.get(name, assumed[name])
+        if lo is not None and hi is not None and lo > hi:
+            raise UsageError(f"--assume {format_assumption(name, assumed[name])} contradicts the model: "
+                             f"it runs only where {name}>={lo}", file=file)
 
 
 def format_assumption(name: str, bound: Bound) -> str:

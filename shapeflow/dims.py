@@ -147,7 +147,7 @@ class Sym:
     Build one with :meth:`Sym.symbol` and the ``dim_*`` functions; the constructor is private.
     """
 
-    __slots__ = ("_terms", "_key", "_hash", "_size", "_symbols", "_text")
+    __slots__ = ("_terms", "_key", "_hash", "_size", "_symbols", "_text", "_depth")
 
     def __init__(self, *args: object, **kwargs: object) -> None:
         raise TypeError("use Sym.symbol(name) and the dim_* functions to build a Sym")
@@ -167,6 +167,7 @@ class Sym:
         setattr_(self, "_size", size)
         setattr_(self, "_symbols", None)
         setattr_(self, "_text", None)
+        setattr_(self, "_depth", None)
         return self
 
     @staticmethod
@@ -250,6 +251,25 @@ class Sym:
 
 # ---------------------------------------------------------------------------------------------
 # polynomial helpers
+
+
+# How deep floor/mod/min/max atoms may nest: deeper results are unknown, so that printing and
+# bounds (which recurse once per level) stay far from Python's recursion limit.
+MAX_NESTING = 64
+
+
+def _nesting(s: Union[int, Sym, None]) -> int:
+    if type(s) is not Sym:
+        return 0
+    depth = s._depth  # type: ignore[union-attr]
+    if depth is None:
+        depth = 0
+        for mono, _ in s._terms:  # type: ignore[union-attr]
+            for atom in mono:
+                if atom.expr is not None:
+                    depth = max(depth, 1 + _nesting(atom.expr), 1 + _nesting(atom.other))
+        object.__setattr__(s, "_depth", depth)
+    return depth
 
 
 def _atom_sym(atom: _Atom) -> Sym:
@@ -376,6 +396,8 @@ def _floordiv_const(s: Sym, k: int) -> Dim:
         if atom.kind == _FLOOR:  # floor(floor(x/j)/k) == floor(x/(j*k)) for positive j, k
             return _add_const(_atom_sym(_Atom(_FLOOR, None, atom.expr, atom.k * k)), q)
     inner = Sym._make(inner_terms)
+    if _nesting(inner) >= MAX_NESTING:
+        return None
     lo, hi = _sym_bounds(inner, _ASSUMED.get())
     if lo >= 0 and hi < k:  # floor(E/k) == 0 when E lies in [0, k)
         return q
@@ -408,6 +430,8 @@ def _mod_const(s: Sym, k: int) -> Dim:
             if atom.k % k == 0:  # (x % j) % k == x % k when k divides j
                 return dim_mul(g, _mod_const(atom.expr, k))  # type: ignore[arg-type]
     inner = Sym._make(inner_terms)
+    if _nesting(inner) >= MAX_NESTING:
+        return None
     lo, hi = _sym_bounds(inner, _ASSUMED.get())
     if lo >= 0 and hi < k:  # E % k == E when E lies in [0, k)
         return _scale(inner, g)
@@ -813,6 +837,15 @@ def _minmax(kind: int, a: Union[int, Sym], b: Union[int, Sym]) -> Dim:
     if c:
         a = _add_const(a, -c)  # type: ignore[assignment]  # a Sym minus its constant stays a Sym
         b = dim_add(b, -c)  # type: ignore[assignment]
+    if type(b) is int and len(a._terms) == 1:  # type: ignore[union-attr]
+        # max(max(x, 1), 2) == max(x, 2): chained slices end in one clamp, x[:4][:2] is min(2, x)
+        mono, coeff = a._terms[0]  # type: ignore[union-attr]
+        if coeff == 1 and len(mono) == 1 and mono[0].kind == kind and type(mono[0].other) is int:
+            atom = mono[0]
+            bound = min(atom.other, b) if kind == _MIN else max(atom.other, b)
+            return dim_add(_minmax(kind, atom.expr, bound), c)  # type: ignore[arg-type]
+    if max(_nesting(a), _nesting(b)) >= MAX_NESTING:
+        return None
     return _add_const(_atom_sym(_Atom(kind, None, a, 0, b)), c)  # type: ignore[arg-type]
 
 

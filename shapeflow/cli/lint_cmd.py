@@ -16,6 +16,7 @@ from ..render.json import lint_json
 from ..report import concise_text, shown, statistics_text
 from ..rules import REJECTION_RULES, resolve_selector
 from ..render.sarif import relative_path, sarif_log
+from ..assume import parse_assumptions
 from .options import assume_option, complete_codes, debug_option, dim_option, file_progress, limit_options, limits_from, parse_dims
 
 FORMATS = ("text", "concise", "json", "sarif", "github")
@@ -134,6 +135,11 @@ def command(models: tuple[str, ...], fmt: str, select: tuple[str, ...], extend_s
                         use_baseline=not write_baseline, progress=shown_progress.file if shown_progress else None,
                         phase_progress=shown_progress.phase if shown_progress else None)
     results = run.results
+    if assume:  # an --assume that names a symbol of no model linted is a typo, not a no-op
+        used = {name for r in results for name in parse_assumptions(r.assumptions)}
+        for name in parse_assumptions(assume):
+            if name not in used and any(not r.rejected for r in results):
+                raise UsageError(f"--assume names '{name}', which is a symbol of no model linted")
     debug = _debug()
     if write_baseline:
         from .._version import __version__

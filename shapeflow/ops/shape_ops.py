@@ -218,12 +218,7 @@ def concat(call: OpCall) -> list[TensorInfo | None]:
                 total = dim_add(total, t.shape[k])  # type: ignore[index]
             out.append(total)
         else:
-            d = known[0].shape[k]  # type: ignore[index]
-            for t in known[1:]:
-                other = t.shape[k]  # type: ignore[index]
-                if d is None or (type(d) is not int and type(other) is int):
-                    d = other  # all must agree at run time; prefer the more precise one
-            out.append(d)
+            out.append(_concat_dim([t.shape[k] for t in known], known))  # type: ignore[index]
     value = None
     if rank == 1 and any(t.value is not None for t in known):
         # an input whose value is unknown but whose length is known leaves only its own elements
@@ -239,6 +234,37 @@ def concat(call: OpCall) -> list[TensorInfo | None]:
                 break
         value = tuple(vals) if vals and len(vals) <= MAX_VALUE_ELEMS else None
     return [TensorInfo(dtype, tuple(out), value)]
+
+
+def _nonempty(shape: Shape) -> bool:
+    """Whether a tensor of ``shape`` has elements for every binding (every dim provably >= 1)."""
+    if shape is None:
+        return False
+    for d in shape:
+        if type(d) is int:
+            if d < 1:
+                return False
+        else:
+            lo, _ = dim_bounds(d)
+            if lo is None or lo < 1:
+                return False
+    return True
+
+
+def _concat_dim(dims: list[Dim], inputs: list[TensorInfo]) -> Dim:
+    """A non-axis dim of Concat. onnxruntime takes it from the first input with elements and checks
+    only those (an empty input's other dims are ignored): the dims when they are provably equal,
+    else that of an input that is never empty (every input with elements agrees with it)."""
+    first = dims[0]
+    if first is not None and all(dims_equal(first, d) is True for d in dims[1:]):
+        return first
+    picked: Dim = None
+    for d, t in zip(dims, inputs):
+        if d is not None and _nonempty(t.shape):
+            if type(d) is int:
+                return d
+            picked = d if picked is None else picked
+    return picked
 
 
 def _product(dims: list[Dim]) -> Dim:
@@ -342,7 +368,8 @@ def reshape(call: OpCall) -> list[TensorInfo | None]:
             out[k] = None
     if minus_at >= 0:
         out[minus_at] = None if doubtful else _infer_minus_one(in_shape, out, minus_at)
-        if not doubtful and call.scope == 0:
+        if not doubtful and call.scope == 0 and not allowzero:
+            # (with allowzero=1 onnxruntime infers a -1 beside a 0 without complaint)
             _prove_nonzero(out, minus_at, in_shape)
     value = data.value if data is not None else None
     return [TensorInfo(dtype, tuple(out), value)]
