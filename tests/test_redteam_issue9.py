@@ -187,6 +187,24 @@ def test_f1_large_coefficient_times_seq_wraps(tmp_path: Path) -> None:
     assert unsound(m, tmp_path, values=(3, 2**22)) == []
 
 
+MUL_2_61_LESS0 = """  k = Constant<value = int64 {2305843009213693952}>()
+  b = Mul(n, k)
+  z = Constant<value = int64 {0}>()
+  e = Less(b, z)
+  c = Cast<to=7>(e)
+  d = Unsqueeze(c, ax0)
+  y = ConstantOfShape(d)
+"""
+
+
+def test_f1_coefficient_below_the_edge_wraps_at_seq_4(tmp_path: Path) -> None:
+    # 2**61 * seq is kept (coefficient < 2**62); at seq = 4 onnxruntime gives -2**63, so Less(b, 0)
+    # is True, y is float32[1]; shapeflow states y: [0] and optimize (even with --verify, which binds
+    # seq = 1 and 3) writes a model whose y is float32[0]
+    bad = unsound(model(MUL_2_61_LESS0), tmp_path, values=(0, 1, 3, 4, 5))
+    assert bad == [], bad
+
+
 # F2: chained x[1:] slices do not simplify; ~130 of them exceed --max-expr-size and the model is rejected.
 def _chain(k: int) -> onnx.ModelProto:
     body = "  st = Constant<value = int64[1] {1}>()\n  en = Constant<value = int64[1] {9223372036854775807}>()\n"
