@@ -205,6 +205,72 @@ def test_f1_coefficient_below_the_edge_wraps_at_seq_4(tmp_path: Path) -> None:
     assert bad == [], bad
 
 
+# F7: Reshape with allowzero=1 and a -1: onnxruntime does NOT refuse an empty product there (x: [0, 2],
+# computed target [-1, 2, 0] gives [1, 2, 0]), yet shapeflow proves A >= 1 from it.
+F7_MODEL = HEAD + """g (float[A, B] x) => (float[P, Q, R] y, int64[1] u, int64[K] r) {
+  s = Shape(x)
+  i0 = Constant<value = int64 {0}>()
+  a = Gather(s, i0)
+  ax0 = Constant<value = int64[1] {0}>()
+  av = Unsqueeze(a, ax0)
+  c = Constant<value = int64[2] {-1, 2}>()
+  t = Concat<axis=0>(c, av)
+  y = Reshape<allowzero=1>(x, t)
+  zero = Constant<value = int64 {0}>()
+  e = Equal(a, zero)
+  ec = Cast<to=7>(e)
+  u = Unsqueeze(ec, ax0)
+  one = Constant<value = int64 {1}>()
+  lim = Sub(a, one)
+  r = Range(i0, lim, one)
+}"""
+
+
+def test_f7_allowzero_reshape_minus_one_proves_nothing(tmp_path: Path) -> None:
+    # shapeflow: proven A >= 1, so e = False, u = [0], r: [A - 1]; onnxruntime at A=0, B=2 runs:
+    # e = True, u = [1], r: [0]. optimize folds u to [0] (exit 0 without --verify).
+    bad = unsound(parser.parse_model(F7_MODEL), tmp_path, symbols=("A", "B"), values=(0, 1, 2, 3))
+    assert bad == [], bad
+
+
+# F8: a computed Reshape target that may be -1 is taken as the dim (allowzero=1, or allowzero=0 at a
+# position past the input's rank): at A=0 the target A - 1 is -1, which onnxruntime infers.
+def test_f8_allowzero_target_that_may_be_minus_one(tmp_path: Path) -> None:
+    m = parser.parse_model(HEAD + """g (float[A] x) => (float[N] y, int64[K] r) {
+  s = Shape(x)
+  one1 = Constant<value = int64[1] {1}>()
+  t = Sub(s, one1)
+  y = Reshape<allowzero=1>(x, t)
+  sy = Shape(y)
+  i0 = Constant<value = int64 {0}>()
+  d = Gather(sy, i0)
+  one = Constant<value = int64 {1}>()
+  lim = Add(d, one)
+  r = Range(i0, lim, one)
+}""")
+    # shapeflow: y: [A - 1] (= -1 at A=0), r: [A]; onnxruntime at A=0: y: [0], r: [1]
+    assert unsound(m, tmp_path, symbols=("A",), values=(0, 1, 2, 3)) == []
+
+
+def test_f8_target_past_the_input_rank_that_may_be_minus_one(tmp_path: Path) -> None:
+    m = parser.parse_model(HEAD + """g (float[A, B] x) => (float[N, M, K] y) {
+  s = Shape(x)
+  i0 = Constant<value = int64 {0}>()
+  i1 = Constant<value = int64 {1}>()
+  ax0 = Constant<value = int64[1] {0}>()
+  a = Gather(s, i0)
+  b = Gather(s, i1)
+  one = Constant<value = int64 {1}>()
+  am1 = Sub(a, one)
+  bv = Unsqueeze(b, ax0)
+  am1v = Unsqueeze(am1, ax0)
+  t = Concat<axis=0>(bv, bv, am1v)
+  y = Reshape(x, t)
+}""")
+    # shapeflow: y: [?, B, A - 1]; onnxruntime at A=0, B=1: [1, 1, 0]
+    assert unsound(m, tmp_path, symbols=("A", "B"), values=(0, 1, 2, 3)) == []
+
+
 # F2: chained x[1:] slices do not simplify; ~130 of them exceed --max-expr-size and the model is rejected.
 def _chain(k: int) -> onnx.ModelProto:
     body = "  st = Constant<value = int64[1] {1}>()\n  en = Constant<value = int64[1] {9223372036854775807}>()\n"
