@@ -271,6 +271,33 @@ def test_f8_target_past_the_input_rank_that_may_be_minus_one(tmp_path: Path) -> 
     assert unsound(m, tmp_path, symbols=("A", "B"), values=(0, 1, 2, 3)) == []
 
 
+# F9: a min/max nest ~350 deep (within a raised --max-expr-size) crashes the printer: exit 3, RecursionError.
+def _minmax_nest(k: int) -> onnx.ModelProto:
+    from onnx import TensorProto, numpy_helper
+    nodes = [helper.make_node("Shape", ["x"], ["s"]), helper.make_node("Gather", ["s", "i0"], ["a"], axis=0),
+             helper.make_node("Gather", ["s", "i1"], ["b"], axis=0)]
+    inits = [numpy_helper.from_array(np.array(v, np.int64), n) for v, n in ((0, "i0"), (1, "i1"), (1, "one"))]
+    cur = "a"
+    for i in range(k):
+        inits.append(numpy_helper.from_array(np.array(i + 1, np.int64), f"k{i}"))
+        nodes.append(helper.make_node("Add" if i % 2 else "Sub", ["b", f"k{i}"], [f"t{i}"]))
+        nodes.append(helper.make_node("Min" if i % 2 else "Max", [cur, f"t{i}"], [f"v{i}"]))
+        cur = f"v{i}"
+    nodes.append(helper.make_node("Range", ["i0", cur, "one"], ["y"]))
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["A", "B"])],
+                          [helper.make_tensor_value_info("y", TensorProto.INT64, None)], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    return m
+
+
+@pytest.mark.parametrize("args", [["--format", "json"], ["--all"]])
+def test_f9_deep_min_max_nest_is_not_an_internal_error(tmp_path: Path, args: list[str]) -> None:
+    onnx.save(_minmax_nest(350), str(tmp_path / "m.onnx"))
+    r = shapeflow_cli("infer", str(tmp_path / "m.onnx"), "--max-expr-size", "2000", *args)
+    assert r.returncode in (0, 2), r.stderr  # today: exit 3, "internal error: RecursionError"
+
+
 # F2: chained x[1:] slices do not simplify; ~130 of them exceed --max-expr-size and the model is rejected.
 def _chain(k: int) -> onnx.ModelProto:
     body = "  st = Constant<value = int64[1] {1}>()\n  en = Constant<value = int64[1] {9223372036854775807}>()\n"
