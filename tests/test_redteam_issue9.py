@@ -14,8 +14,9 @@ import itertools
 import os
 import subprocess
 import sys
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import onnx
@@ -71,7 +72,7 @@ def _run(model: onnx.ModelProto, feeds: Mapping[str, np.ndarray],
          names: Sequence[str] | None = None) -> list[np.ndarray] | None:
     try:
         return _session(model).run(list(names) if names else None, dict(feeds))
-    except Exception:  # the model fails at this binding: nothing to compare
+    except Exception:  # noqa: BLE001  # the model fails at this binding: nothing to compare
         return None
 
 
@@ -151,7 +152,7 @@ def model(body: str, outs: str = "float[N] y", ins: str = "float[seq] x") -> onn
 def shapeflow_cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     return subprocess.run([sys.executable, "-m", "shapeflow", *args], capture_output=True, text=True,
-                          env=env, cwd=cwd, timeout=120)
+                          env=env, cwd=cwd, timeout=120, check=False)
 
 
 # =================================================================================================
@@ -159,14 +160,14 @@ def shapeflow_cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedPr
 # =================================================================================================
 
 # F1: symbolic int64 arithmetic is exact, onnxruntime wraps: seq**4 at seq = 56000 is negative.
-POW4_LESS0 = dict(body="""  a = Mul(n, n)
+POW4_LESS0 = {"body": """  a = Mul(n, n)
   b = Mul(a, a)
   z = Constant<value = int64 {0}>()
   e = Less(b, z)
   c = Cast<to=7>(e)
   d = Unsqueeze(c, ax0)
   y = ConstantOfShape(d)
-""", outs="float[N] y", ins="uint8[seq] x")
+""", "outs": "float[N] y", "ins": "uint8[seq] x"}
 
 
 def test_f1_int64_polynomial_value_wraps_in_onnxruntime(tmp_path: Path) -> None:
@@ -380,8 +381,8 @@ HELD: dict[str, tuple[str, str]] = {
     "shape_of_scalar": ("  sc = ReduceSum<keepdims=0>(x)\n  y = Shape<start=-1>(sc)\n", "int64[N] y"),
     "gather_neg_scalar": ("  m = Constant<value = int64 {-1}>()\n  y = Gather(s, m)\n", "int64 y"),
     "gather_2d_idx": ("  idx = Constant<value = int64[2,2] {0, -1, 0, 0}>()\n  y = Gather(s, idx)\n", "int64[2,2] y"),
-    "gather_sym_idx": ("  k = Constant<value = int64[3] {7, 8, 9}>()\n  c = Concat<axis=0>(s, k)\n"
-                       "  three = Constant<value = int64 {3}>()\n  i = Min(n, three)\n  y = Gather(c, i)\n", "int64 y"),
+    "gather_sym_idx": (("  k = Constant<value = int64[3] {7, 8, 9}>()\n  c = Concat<axis=0>(s, k)\n"
+                       "  three = Constant<value = int64 {3}>()\n  i = Min(n, three)\n  y = Gather(c, i)\n"), "int64 y"),
     # Slice: symbolic starts/ends, steps, negative steps, INT_MIN/INT_MAX ends, symbolic axes/steps
     "slice_sym_start": ("  f5 = Constant<value = int64[1] {5}>()\n  a = Sub(nv, f5)\n  y = Slice(x, a, nv)\n", "float[N] y"),
     "slice_neg_sym_start": ("  a = Neg(nv)\n" + BIG + "  y = Slice(x, a, big)\n", "float[N] y"),
@@ -391,11 +392,11 @@ HELD: dict[str, tuple[str, str]] = {
                     "  y = Slice(x, st, big, ax0, stp)\n", "float[N] y"),
     "slice_step_m3": ("  st = Constant<value = int64[1] {-2}>()\n" + NEGBIG + "  stp = Constant<value = int64[1] {-3}>()\n"
                       "  y = Slice(x, st, nbig, ax0, stp)\n", "float[N] y"),
-    "slice_negstep_symend": ("  st = Constant<value = int64[1] {-1}>()\n  two = Constant<value = int64[1] {2}>()\n"
+    "slice_negstep_symend": (("  st = Constant<value = int64[1] {-1}>()\n  two = Constant<value = int64[1] {2}>()\n"
                              "  en = Sub(two, nv)\n  stp = Constant<value = int64[1] {-1}>()\n"
-                             "  y = Slice(x, st, en, ax0, stp)\n", "float[N] y"),
-    "slice_negstep_end_m1": ("  st = Constant<value = int64[1] {5}>()\n  en = Constant<value = int64[1] {-1}>()\n"
-                             "  stp = Constant<value = int64[1] {-1}>()\n  y = Slice(x, st, en, ax0, stp)\n", "float[N] y"),
+                             "  y = Slice(x, st, en, ax0, stp)\n"), "float[N] y"),
+    "slice_negstep_end_m1": (("  st = Constant<value = int64[1] {5}>()\n  en = Constant<value = int64[1] {-1}>()\n"
+                             "  stp = Constant<value = int64[1] {-1}>()\n  y = Slice(x, st, en, ax0, stp)\n"), "float[N] y"),
     "slice_negstep_sym_start": (NEGBIG + "  stp = Constant<value = int64[1] {-2}>()\n  y = Slice(x, nv, nbig, ax0, stp)\n",
                                 "float[N] y"),
     "slice_sym_step": ("  z = Constant<value = int64[1] {0}>()\n" + BIG + "  y = Slice(x, z, big, z, nv)\n", "float[N] y"),
@@ -406,56 +407,56 @@ HELD: dict[str, tuple[str, str]] = {
                                 + "  sp = Constant<value = int64[1] {-2}>()\n  y = Slice(c, st, nbig, ax0, sp)\n", "int64[N] y"),
     # Range: negative, symbolic, float deltas
     "range_negdelta": ("  z = Constant<value = int64 {0}>()\n  d = Constant<value = int64 {-2}>()\n  y = Range(n, z, d)\n", "int64[N] y"),
-    "range_symdelta": ("  z = Constant<value = int64 {0}>()\n  one = Constant<value = int64 {1}>()\n  d = Add(n, one)\n"
-                       "  t = Constant<value = int64 {10}>()\n  y = Range(z, t, d)\n", "int64[N] y"),
-    "range_neg_symdelta": ("  z = Constant<value = int64 {0}>()\n  k = Constant<value = int64 {-10}>()\n  d = Neg(n)\n"
-                           "  y = Range(z, k, d)\n", "int64[N] y"),
-    "range_float": ("  z = Constant<value = float {0.5}>()\n  nf = Cast<to=1>(n)\n  d = Constant<value = float {0.3}>()\n"
-                    "  y = Range(z, nf, d)\n", "float[N] y"),
+    "range_symdelta": (("  z = Constant<value = int64 {0}>()\n  one = Constant<value = int64 {1}>()\n  d = Add(n, one)\n"
+                       "  t = Constant<value = int64 {10}>()\n  y = Range(z, t, d)\n"), "int64[N] y"),
+    "range_neg_symdelta": (("  z = Constant<value = int64 {0}>()\n  k = Constant<value = int64 {-10}>()\n  d = Neg(n)\n"
+                           "  y = Range(z, k, d)\n"), "int64[N] y"),
+    "range_float": (("  z = Constant<value = float {0.5}>()\n  nf = Cast<to=1>(n)\n  d = Constant<value = float {0.3}>()\n"
+                    "  y = Range(z, nf, d)\n"), "float[N] y"),
     # Reshape: allowzero, a computed 0, a Reshape -1 fact (dead node: onnxruntime still runs it)
-    "reshape_allowzero": ("  m = Constant<value = int64[1] {1}>()\n  t = Concat<axis=0>(nv, m)\n"
-                          "  y = Reshape<allowzero=1>(x, t)\n", "float[N] y"),
+    "reshape_allowzero": (("  m = Constant<value = int64[1] {1}>()\n  t = Concat<axis=0>(nv, m)\n"
+                          "  y = Reshape<allowzero=1>(x, t)\n"), "float[N] y"),
     "reshape_sym0": ("  m = Constant<value = int64[1] {-1}>()\n  t = Concat<axis=0>(m, nv)\n  y = Reshape(x, t)\n", "float[N] y"),
-    "dead_reshape_fact": ("  m1 = Constant<value = int64[1] {-1}>()\n  t = Concat<axis=0>(s, m1)\n  dead = Reshape(x, t)\n"
-                          "  one = Constant<value = int64 {1}>()\n  lim = Sub(n, one)\n  y = Range(i0, lim, one)\n", "int64[N] y"),
+    "dead_reshape_fact": (("  m1 = Constant<value = int64[1] {-1}>()\n  t = Concat<axis=0>(s, m1)\n  dead = Reshape(x, t)\n"
+                          "  one = Constant<value = int64 {1}>()\n  lim = Sub(n, one)\n  y = Range(i0, lim, one)\n"), "int64[N] y"),
     # Expand / ConstantOfShape / Tile / Pad with symbolic and zero inputs, broadcasting
     "expand0": ("  z = Constant<value = int64[2] {0, 1}>()\n  y = Expand(x, z)\n", "float[N] y"),
     "expand_min1": ("  o = Constant<value = int64[1] {1}>()\n  mn = Min(nv, o)\n  y = Expand(x, mn)\n", "float[N] y"),
     "expand_seq_plus_1": ("  one = Constant<value = int64[1] {1}>()\n  t = Add(nv, one)\n  y = Expand(x, t)\n", "float[N] y"),
     "bcast_seq_seq_plus_1": ("  c1 = Constant<value = float[1] {1.0}>()\n  xp = Concat<axis=0>(x, c1)\n  y = Add(x, xp)\n",
                              "float[N] y"),
-    "bcast_max1": ("  one = Constant<value = int64 {1}>()\n  z = Constant<value = int64 {0}>()\n  m = Max(n, one)\n"
-                   "  r = Range(z, m, one)\n  rf = Cast<to=1>(r)\n  y = Add(x, rf)\n", "float[N] y"),
+    "bcast_max1": (("  one = Constant<value = int64 {1}>()\n  z = Constant<value = int64 {0}>()\n  m = Max(n, one)\n"
+                   "  r = Range(z, m, one)\n  rf = Cast<to=1>(r)\n  y = Add(x, rf)\n"), "float[N] y"),
     "constantofshape0": ("  z = Constant<value = int64[1] {3}>()\n  t = Concat<axis=0>(nv, z)\n  y = ConstantOfShape(t)\n",
                          "float[N] y"),
     "tile": ("  t = Constant<value = int64[1] {2}>()\n  r = Sub(t, nv)\n  rr = Max(r, nv)\n  y = Tile(x, rr)\n", "float[N] y"),
-    "pad_neg": ("  z = Constant<value = int64[1] {2}>()\n  a = Sub(z, nv)\n  b = Constant<value = int64[1] {-1}>()\n"
-                "  p = Concat<axis=0>(b, a)\n  y = Pad(x, p)\n", "float[N] y"),
+    "pad_neg": (("  z = Constant<value = int64[1] {2}>()\n  a = Sub(z, nv)\n  b = Constant<value = int64[1] {-1}>()\n"
+                "  p = Concat<axis=0>(b, a)\n  y = Pad(x, p)\n"), "float[N] y"),
     # integer arithmetic: Min/Max/Abs/Neg/Sign, Div/Mod signs, INT64 edges, comparisons, Where
     "min_neg": ("  f = Constant<value = int64 {5}>()\n  a = Sub(n, f)\n  z = Constant<value = int64 {-2}>()\n  y = Min(a, z)\n", "int64 y"),
     "max_neg": ("  f = Constant<value = int64 {5}>()\n  a = Sub(f, n)\n  z = Constant<value = int64 {-2}>()\n  y = Max(a, z)\n", "int64 y"),
     "mod_negdiv": ("  f = Constant<value = int64 {-3}>()\n  y = Mod(n, f)\n", "int64 y"),
     "fmod_neg": ("  f = Constant<value = int64 {-3}>()\n  a = Neg(n)\n  y = Mod<fmod=1>(a, f)\n", "int64 y"),
     "mod_neg_dividend": ("  f = Constant<value = int64 {3}>()\n  a = Neg(n)\n  y = Mod(a, f)\n", "int64 y"),
-    "mod_by_sym": ("  f = Constant<value = int64 {7}>()\n  one = Constant<value = int64 {1}>()\n  d = Add(n, one)\n"
-                   "  y = Mod(f, d)\n", "int64 y"),
+    "mod_by_sym": (("  f = Constant<value = int64 {7}>()\n  one = Constant<value = int64 {1}>()\n  d = Add(n, one)\n"
+                   "  y = Mod(f, d)\n"), "int64 y"),
     "div_negdiv": ("  f = Constant<value = int64 {-2}>()\n  y = Div(n, f)\n", "int64 y"),
     "div_neg_dividend": ("  f = Constant<value = int64 {3}>()\n  a = Sub(f, n)\n  y = Div(a, f)\n", "int64 y"),
-    "div_by_sym": ("  f = Constant<value = int64 {7}>()\n  one = Constant<value = int64 {1}>()\n  d = Add(n, one)\n"
-                   "  y = Div(f, d)\n", "int64 y"),
+    "div_by_sym": (("  f = Constant<value = int64 {7}>()\n  one = Constant<value = int64 {1}>()\n  d = Add(n, one)\n"
+                   "  y = Div(f, d)\n"), "int64 y"),
     "near_int64_max": ("  f = Constant<value = int64 {9223372036854775806}>()\n  y = Add(n, f)\n", "int64 y"),
     "int64_min_abs": ("  a = Constant<value = int64 {-9223372036854775808}>()\n  y = Abs(a)\n", "int64 y"),
-    "int64_min_mod": ("  a = Constant<value = int64 {-9223372036854775808}>()\n  b = Constant<value = int64 {-1}>()\n"
-                      "  y = Mod(a, b)\n", "int64 y"),
+    "int64_min_mod": (("  a = Constant<value = int64 {-9223372036854775808}>()\n  b = Constant<value = int64 {-1}>()\n"
+                      "  y = Mod(a, b)\n"), "int64 y"),
     "int32_wrap": ("  a = Constant<value = int32 {2147483647}>()\n  b = Constant<value = int32 {1}>()\n  y = Add(a, b)\n",
                    "int32 y"),
     "uint8_sub": ("  a = Constant<value = uint8 {3}>()\n  b = Constant<value = uint8 {5}>()\n  y = Sub(a, b)\n", "uint8 y"),
     "int8_neg_min": ("  a = Constant<value = int8 {-128}>()\n  y = Neg(a)\n", "int8 y"),
     "sign": ("  f = Constant<value = int64 {2}>()\n  a = Sub(f, n)\n  y = Sign(a)\n", "int64 y"),
-    "where_eq0": ("  z = Constant<value = int64 {0}>()\n  e = Equal(n, z)\n  one = Constant<value = int64 {1}>()\n"
-                  "  y = Where(e, one, n)\n", "int64 y"),
-    "less1_where": ("  z = Constant<value = int64 {1}>()\n  e = Less(n, z)\n  a = Constant<value = int64 {7}>()\n"
-                    "  y = Where(e, a, n)\n", "int64 y"),
+    "where_eq0": (("  z = Constant<value = int64 {0}>()\n  e = Equal(n, z)\n  one = Constant<value = int64 {1}>()\n"
+                  "  y = Where(e, one, n)\n"), "int64 y"),
+    "less1_where": (("  z = Constant<value = int64 {1}>()\n  e = Less(n, z)\n  a = Constant<value = int64 {7}>()\n"
+                    "  y = Where(e, a, n)\n"), "int64 y"),
     "clip_inverted": ("  lo = Constant<value = int64 {2}>()\n  hi = Constant<value = int64 {1}>()\n  y = Clip(n, lo, hi)\n", "int64 y"),
     "reducemin_shape": ("  k = Constant<value = int64[1] {3}>()\n  c = Concat<axis=0>(s, k)\n  y = ReduceMin<keepdims=0>(c)\n",
                         "int64 y"),
@@ -473,21 +474,21 @@ HELD: dict[str, tuple[str, str]] = {
     "cast_float_3e9_int32": ("  f = Constant<value = float {3e9}>()\n  b = Cast<to=6>(f)\n  y = Cast<to=7>(b)\n", "int64 y"),
     "cast_i64max_float": ("  a = Constant<value = int64 {9223372036854775807}>()\n  f = Cast<to=1>(a)\n  y = Cast<to=7>(f)\n",
                           "int64 y"),
-    "float_add_2pow24": ("  a = Constant<value = float {16777216.0}>()\n  b = Constant<value = float {1.0}>()\n"
-                         "  c = Add(a, b)\n  y = Cast<to=7>(c)\n", "int64 y"),
-    "float_div_ceil": ("  nf = Cast<to=11>(n)\n  t = Constant<value = double {2.0}>()\n  q = Div(nf, t)\n  c = Ceil(q)\n"
-                       "  y = Cast<to=7>(c)\n", "int64 y"),
+    "float_add_2pow24": (("  a = Constant<value = float {16777216.0}>()\n  b = Constant<value = float {1.0}>()\n"
+                         "  c = Add(a, b)\n  y = Cast<to=7>(c)\n"), "int64 y"),
+    "float_div_ceil": (("  nf = Cast<to=11>(n)\n  t = Constant<value = double {2.0}>()\n  q = Div(nf, t)\n  c = Ceil(q)\n"
+                       "  y = Cast<to=7>(c)\n"), "int64 y"),
     # Squeeze/Unsqueeze of shape vectors, Squeeze without axes of a dim that may be 1
     "squeeze_shape_vec": ("  a = Squeeze(nv, ax0)\n  y = Unsqueeze(a, ax0)\n", "int64[1] y"),
     "unsq_sq_noaxes": ("  u = Unsqueeze(x, ax0)\n  y = Squeeze(u)\n", "float[N] y"),
-    "sq_noaxes_min1": ("  one = Constant<value = int64[1] {1}>()\n  two = Constant<value = int64[1] {2}>()\n"
+    "sq_noaxes_min1": (("  one = Constant<value = int64[1] {1}>()\n  two = Constant<value = int64[1] {2}>()\n"
                        "  m = Min(nv, one)\n  t = Concat<axis=0>(m, two)\n  x0 = Constant<value = float[1,1] {1.0}>()\n"
-                       "  e = Expand(x0, t)\n  y = Squeeze(e)\n", "float[A] y"),
+                       "  e = Expand(x0, t)\n  y = Squeeze(e)\n"), "float[A] y"),
     "fold_unsq_slice_last3": ("  st = Constant<value = int64[1] {-3}>()\n" + BIG + "  z = Slice(x, st, big)\n  sz = Shape(z)\n"
                               "  g = Gather(sz, i0)\n  u = Unsqueeze(g, ax0)\n  m1 = Constant<value = int64[1] {-1}>()\n"
                               "  t = Concat<axis=0>(m1, u)\n  y = Reshape(x, t)\n", "float[A,B] y"),
-    "fold_eq_with_fact": ("  z = Constant<value = int64 {0}>()\n  e = Equal(n, z)\n  c = Cast<to=7>(e)\n  y = Unsqueeze(c, ax0)\n"
-                          "  m1 = Constant<value = int64[1] {-1}>()\n  t = Concat<axis=0>(s, m1)\n  r = Reshape(x, t)\n",
+    "fold_eq_with_fact": (("  z = Constant<value = int64 {0}>()\n  e = Equal(n, z)\n  c = Cast<to=7>(e)\n  y = Unsqueeze(c, ax0)\n"
+                          "  m1 = Constant<value = int64[1] {-1}>()\n  t = Concat<axis=0>(s, m1)\n  r = Reshape(x, t)\n"),
                           "int64[1] y"),
 }
 
