@@ -299,6 +299,27 @@ def test_f9_deep_min_max_nest_is_not_an_internal_error(tmp_path: Path, args: lis
     assert r.returncode in (0, 2), r.stderr  # today: exit 3, "internal error: RecursionError"
 
 
+# F10: onnxruntime's Concat ignores the other dims of an EMPTY input; shapeflow takes them from the
+# first input. x: [0, 0], w: [1, 1] concatenated on axis 0 give [1, 1] (shapeflow: [A + C, B] = [1, 0]).
+def test_f10_concat_takes_non_axis_dims_from_an_input_that_may_be_empty(tmp_path: Path) -> None:
+    m = parser.parse_model(HEAD + """g (float[A, B] x, float[C, D] w) => (float[N, M] y) {
+  y = Concat<axis=0>(x, w)
+}""")
+    assert unsound(m, tmp_path, symbols=("A", "B", "C", "D"), values=(0, 1, 2)) == []
+
+
+# F11: Einsum (onnx's fallback inference) takes a subscript's dim from the first operand, but
+# onnxruntime broadcasts a 1 there: "i,i->i" on x: [1], w: [0] gives [0] (shapeflow: [A] = 1).
+@pytest.mark.parametrize("equation, sig", [
+    ("i,i->i", "(float[A] x, float[B] w) => (float[N] y)"),
+    ("...j,...j->...j", "(float[A, B] x, float[C, D] w) => (float[N, M] y)"),
+])
+def test_f11_einsum_subscript_that_broadcasts(tmp_path: Path, equation: str, sig: str) -> None:
+    m = parser.parse_model(HEAD + f"g {sig} {{\n  y = Einsum<equation=\"{equation}\">(x, w)\n}}")
+    syms = [c for c in "ABCD" if f"{c}]" in sig or f"{c}," in sig]
+    assert unsound(m, tmp_path, symbols=syms, values=(0, 1, 2)) == []
+
+
 # F2: chained x[1:] slices do not simplify; ~130 of them exceed --max-expr-size and the model is rejected.
 def _chain(k: int) -> onnx.ModelProto:
     body = "  st = Constant<value = int64[1] {1}>()\n  en = Constant<value = int64[1] {9223372036854775807}>()\n"
