@@ -234,6 +234,32 @@ def test_f7_allowzero_reshape_minus_one_proves_nothing(tmp_path: Path) -> None:
     assert bad == [], bad
 
 
+def test_f7_false_fact_gives_a_false_sf104_error(tmp_path: Path) -> None:
+    # with the false fact A >= 1, the dim A + 1 is "never 1": SF104 error; at A=0 (x: [0, 2]) the
+    # model runs and the Squeeze removes that dim (onnxruntime: sq is [1])
+    m = parser.parse_model(HEAD + """g (float[A, B] x) => (float[P, Q, R] y, int64[K] sq) {
+  s = Shape(x)
+  i0 = Constant<value = int64 {0}>()
+  a = Gather(s, i0)
+  ax0 = Constant<value = int64[1] {0}>()
+  av = Unsqueeze(a, ax0)
+  c = Constant<value = int64[2] {-1, 2}>()
+  t = Concat<axis=0>(c, av)
+  y = Reshape<allowzero=1>(x, t)
+  one = Constant<value = int64 {1}>()
+  lim = Add(a, one)
+  q = Range(i0, lim, one)
+  qq = Unsqueeze(q, ax0)
+  ax1 = Constant<value = int64[1] {1}>()
+  sq = Squeeze(qq, ax1)
+}""")
+    onnx.save(m, str(tmp_path / "m.onnx"))
+    out = _run(m, {"x": np.zeros((0, 2), np.float32)})
+    assert out is not None and out[1].shape == (1,)  # the model runs at A=0
+    r = shapeflow_cli("lint", str(tmp_path / "m.onnx"))
+    assert "SF104" not in r.stdout, r.stdout
+
+
 # F8: a computed Reshape target that may be -1 is taken as the dim (allowzero=1, or allowzero=0 at a
 # position past the input's rank): at A=0 the target A - 1 is -1, which onnxruntime infers.
 def test_f8_allowzero_target_that_may_be_minus_one(tmp_path: Path) -> None:
