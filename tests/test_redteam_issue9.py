@@ -364,6 +364,25 @@ def test_f2_chained_slices_end_in_the_plain_form(tmp_path: Path) -> None:
     assert str(y.shape[0]) == "max(0, seq - 3)"  # today: max(0, max(-1, max(-2, seq - 3)))
 
 
+def _slices(*bounds: tuple[int, int]) -> onnx.ModelProto:
+    body, cur = "", "x"
+    for i, (st, en) in enumerate(bounds):
+        body += (f"  s{i} = Constant<value = int64[1] {{{st}}}>()\n  e{i} = Constant<value = int64[1] {{{en}}}>()\n"
+                 f"  v{i} = Slice({cur}, s{i}, e{i})\n")
+        cur = f"v{i}"
+    return model(body + f"  y = Identity({cur})\n")
+
+
+@pytest.mark.parametrize("bounds, plain", [
+    (((0, -1), (0, -1)), "max(0, seq - 2)"),  # x[:-1][:-1]; today max(0, max(-1, seq - 2))
+    (((0, 4), (0, 2)), "min(2, seq)"),  # x[:4][:2]; today min(2, min(4, seq))
+])
+def test_f2_two_slices_end_in_the_plain_form(tmp_path: Path, bounds: tuple[tuple[int, int], ...], plain: str) -> None:
+    path = tmp_path / "m.onnx"
+    onnx.save(_slices(*bounds), str(path))
+    assert str(api.infer(str(path)).inference.tensors[0]["y"].shape[0]) == plain
+
+
 def test_f2_two_hundred_chained_slices_are_not_rejected(tmp_path: Path) -> None:
     path = tmp_path / "m.onnx"
     onnx.save(_chain(200), str(path))
