@@ -95,3 +95,13 @@ def test_no_reference_to_files_users_do_not_have() -> None:
                           env=env())
     for where in (text, proc.stdout):
         assert "../shared" not in where and "SPEC section" not in where
+
+
+def test_readme_quiet_gate_sample_is_current() -> None:
+    """The summary line the README quotes for `lint examples/attention.onnx` is what lint prints."""
+    proc = subprocess.run([sys.executable, "-m", "shapeflow", "lint", "examples/attention.onnx"], cwd=REPO,
+                          capture_output=True, text=True, env=env())
+    with open(os.path.join(REPO, "README.md"), encoding="utf-8") as f:
+        text = f.read()
+    quoted = re.search(r"`(1 file: 0 errors, 0 warnings, \d+ info not shown; --show-info)`", text)
+    assert quoted is not None and proc.stderr.startswith(quoted.group(1))
