@@ -128,7 +128,13 @@ class _Linter:
         result.assumptions = tuple(assumption_texts(analysis.inference.assumptions))
         diags = self._finish(analysis.diagnostics)
         if opts.fix:
-            diags = self._fix(loaded, analysis, diags, result)
+            # A finding suppressed in the model is not the user's to fix: its node is left alone.
+            visible, _ = suppress.apply(path, loaded.proto, loaded.raw, diags, self.codes, self.severity)
+            shown = {(d.code, d.location.graph, d.location.node) for d in visible}
+            blocked = frozenset((d.location.graph, d.location.node) for d in diags
+                                if d.fixable and d.location.node is not None
+                                and (d.code, d.location.graph, d.location.node) not in shown)
+            diags = self._fix(loaded, analysis, diags, result, blocked)
         # in-model suppressions, SF008, graph order and baseline fingerprints (suppress.py)
         diags, result.anchors = suppress.apply(path, loaded.proto, loaded.raw, diags, self.codes, self.severity)
         result.diagnostics = diags
@@ -152,14 +158,14 @@ class _Linter:
 
     # -- --fix -----------------------------------------------------------------------------------
     def _fix(self, loaded: LoadedModel, analysis: Analysis, diags: list[Diagnostic],
-             result: FileResult) -> list[Diagnostic]:
+             result: FileResult, blocked: frozenset[tuple[str, str]] = frozenset()) -> list[Diagnostic]:
         from .passes import Pass, rules_for_codes, run_passes  # here: plain lint never rewrites
 
         opts = self.options
         fixable_before = sum(1 for d in diags if d.fixable)
         if not fixable_before:
             return diags
-        found = {d.code for d in diags if d.fixable}
+        found = {d.code for d in diags if d.fixable and (d.location.graph, d.location.node) not in blocked}
         repairs = rules_for_codes(found & self.codes, repairs=True)
         # Every selected rewrite, not only those with findings now: one rewrite can open the way
         # for another (a cancel, then a merge), and optimize would do that one too.
@@ -177,8 +183,8 @@ class _Linter:
         # Repairs first: they state what the author meant (Paddle's semantics); the rewrites then
         # simplify the meant model, not the broken one.
         if repairs:
-            done = run_passes(loaded, [Pass("repairs", tuple(repairs))], graph=graph, inference=inference,
-                              limits=opts.limits, explain=False)
+            done = run_passes(loaded, [Pass("repairs", tuple(repairs), blocked)], graph=graph,
+                              inference=inference, limits=opts.limits, explain=False)
             repaired = done.results[0][1]
             fixed_at = {(code, g, n) for code, g, n in repaired.roots}
             errors = [d for d in errors if (d.code, d.location.graph, d.location.node) not in fixed_at]
@@ -186,7 +192,8 @@ class _Linter:
             if done.changed:
                 changed = True
                 graph = inference = None  # the engine indexes the repaired model itself
-        if rewrites and (changed or any(d.fixable and d.code.startswith("SF2") for d in diags)):
+        if rewrites and (changed or any(d.fixable and d.code.startswith("SF2")
+                                        and (d.location.graph, d.location.node) not in blocked for d in diags)):
             if errors:
                 # optimize refuses a model with error-level findings; the findings stay reported,
                 # and the repairs above still stand.
@@ -197,7 +204,7 @@ class _Linter:
                     # Dims bound by --dim hold for this lint, not for every run of the model: the
                     # rewrites must be exact for all of them (optimize's inference binds none).
                     graph = inference = None
-                done = run_passes(loaded, [Pass("rewrites", tuple(rewrites))], graph=graph,
+                done = run_passes(loaded, [Pass("rewrites", tuple(rewrites), blocked)], graph=graph,
                                   inference=inference, limits=opts.limits, explain=False)
                 changed = changed or done.changed
         if not changed:

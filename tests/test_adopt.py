@@ -549,3 +549,33 @@ def test_api_reads_the_config_unless_isolated(repo) -> None:
     assert {d.code for d in lint_result.diagnostics} == {"SF101"}
     with pytest.raises(shapeflow.ShapeflowError, match="no model files"):
         shapeflow.lint([])
+
+
+def test_fix_leaves_a_suppressed_finding_alone(tmp_path, capsys) -> None:
+    """`lint --fix` acts on what the user sees: a node whose SF104 is suppressed in the model keeps
+    its Squeeze; the same model without the marker is repaired."""
+    import onnx.parser
+
+    text = """
+    <ir_version: 8, opset_import: ["" : 13]>
+    g (float[2, 3, 1] x) => (float[?, ?] y) <int64[2] ax = {1, 2}>
+    {
+        [sq] y = Squeeze (x, ax)
+    }
+    """
+    for marked in (True, False):
+        m = onnx.parser.parse_model(text)
+        if marked:
+            m.graph.node[0].doc_string = "shapeflow: ignore[SF104]"
+        path = tmp_path / f"m{int(marked)}.onnx"
+        onnx.save(m, path)
+        before = path.read_bytes()
+        code, _, _ = run(capsys, "lint", "--fix", "--isolated", str(path))
+        after = onnx.load(path)
+        if marked:
+            assert path.read_bytes() == before and code == 0  # suppressed: nothing to fix, nothing shown
+        else:
+            assert path.read_bytes() != before
+            sq = [n for n in after.graph.node if n.op_type == "Squeeze"]
+            axes = [list(onnx.numpy_helper.to_array(t)) for t in after.graph.initializer if sq and t.name == sq[0].input[1]]
+            assert axes == [[2]]  # axis 1 (dim 3) dropped, Paddle's result
