@@ -155,6 +155,11 @@ def _one(model: str, output: str | None, in_place: bool, force: bool, check: boo
         else:
             verify_text = "nothing changed"
 
+    rewrites = None
+    if show_diff:  # (before the input's bytes are freed for the write)
+        from ..rewritediff import optimize_diff
+
+        rewrites = optimize_diff(loaded.raw, result.model, model, result.log, limits) if result.changed else []
     target = model if in_place else output
     written = False
     if result.changed:
@@ -175,11 +180,6 @@ def _one(model: str, output: str | None, in_place: bool, force: bool, check: boo
             written = True
         clear_progress()
 
-    rewrites = None
-    if show_diff:
-        from ..rewritediff import optimize_diff
-
-        rewrites = optimize_diff(loaded.raw, result.model, model, result.log, limits) if result.changed else []
     _report(model, target if writes else None, result, fmt, verbose, verified, verify_text, check, dry_run,
             rewrites, err=to_stdout)
     elapsed = time.perf_counter() - started
