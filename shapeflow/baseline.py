@@ -18,6 +18,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Sequence, TypedDict
 
+from .config import relative_to_root
 from .diagnostics import Severity
 from .errors import EXIT_CLEAN, EXIT_FINDINGS, UsageError, WriteError
 from .linter import FileResult
@@ -42,12 +43,7 @@ class Baseline:
 
 def file_key(path: str, root: str | None) -> str:
     """``path`` relative to ``root`` (the repository), with ``/``; as given when outside it."""
-    absolute = os.path.abspath(path)
-    if root is not None:
-        rel = os.path.relpath(absolute, root)
-        if not rel.startswith(".."):
-            return rel.replace(os.sep, "/")
-    return path.replace(os.sep, "/")
+    return relative_to_root(path, root)
 
 
 def entries_of(results: Sequence[FileResult], root: str | None) -> list[EntryJSON]:

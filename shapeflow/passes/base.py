@@ -41,6 +41,7 @@ from ..facts import (
 )
 from ..graph import GRAPH_INPUT, INITIALIZER, ModelGraph, NodeInfo, Scope
 from ..inference import Inference
+from ..ops.numeric import INT_RANGES as _NUMERIC_INT_RANGES
 from ..opsets import AXES_INPUT_SINCE
 from ..tensorinfo import TensorInfo
 
@@ -154,17 +155,7 @@ class RewriteRule:
 
 
 # Element types whose values value inference tracks exactly, and their ranges (bool is 0/1).
-INT_RANGES: dict[int, tuple[int, int]] = {
-    TensorProto.INT64: (-(2**63), 2**63 - 1),
-    TensorProto.INT32: (-(2**31), 2**31 - 1),
-    TensorProto.INT16: (-(2**15), 2**15 - 1),
-    TensorProto.INT8: (-(2**7), 2**7 - 1),
-    TensorProto.UINT64: (0, 2**64 - 1),
-    TensorProto.UINT32: (0, 2**32 - 1),
-    TensorProto.UINT16: (0, 2**16 - 1),
-    TensorProto.UINT8: (0, 2**8 - 1),
-    TensorProto.BOOL: (0, 1),
-}
+INT_RANGES: dict[int, tuple[int, int]] = {**_NUMERIC_INT_RANGES, TensorProto.BOOL: (0, 1)}
 
 _STATIC_SOURCES = (AXES_ATTRIBUTE, AXES_INITIALIZER, AXES_CONSTANT, AXES_COMPUTED)
 
