@@ -255,7 +255,7 @@ def _json_names(items: Iterable[Mapping[str, object]]) -> list[str]:
     for attrs in items:
         for k, v in attrs.items():
             types.setdefault(k, set()).add(type(v))
-    return sorted(k for k, ts in types.items() if len(ts) != 1 or not next(iter(ts)) in _SCALARS)
+    return sorted(k for k, ts in types.items() if len(ts) != 1 or next(iter(ts)) not in _SCALARS)
 
 
 def graphml_safe(g: "nx.MultiDiGraph") -> "nx.MultiDiGraph":

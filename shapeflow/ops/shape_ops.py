@@ -460,14 +460,14 @@ def range_(call: OpCall) -> list[TensorInfo | None]:
     start, limit, delta = (call.value(i) for i in range(3))
     if start is None or limit is None or delta is None:
         return [TensorInfo(dtype, (None,))]
-    s, l, d = start[0], limit[0], delta[0]
+    s, lim, d = start[0], limit[0], delta[0]
     if type(d) is not int or d == 0:
         return [TensorInfo(dtype, (None,))]
-    if type(s) is int and type(l) is int:
-        n = max(-((s - l) // d), 0)  # ceil((l - s) / d)
-        vals = tuple(range(s, l, d)) if n <= MAX_VALUE_ELEMS else None
+    if type(s) is int and type(lim) is int:
+        n = max(-((s - lim) // d), 0)  # ceil((lim - s) / d)
+        vals = tuple(range(s, lim, d)) if n <= MAX_VALUE_ELEMS else None
         return [TensorInfo(dtype, (n,), vals)]
-    span = dim_sub(l, s) if d > 0 else dim_sub(s, l)
+    span = dim_sub(lim, s) if d > 0 else dim_sub(s, lim)
     step = d if d > 0 else -d
     n_sym = dim_max(dim_floordiv(dim_add(span, step - 1), step), 0)
     value = None
