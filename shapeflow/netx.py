@@ -230,7 +230,7 @@ def _add_findings(g: "nx.MultiDiGraph", analysis: "Analysis", keys: list[str]) -
         if d.code not in codes:
             codes.append(d.code)
         sev = d.severity.value
-        if _SEVERITY_RANK[sev] > _SEVERITY_RANK.get(attrs.get("severity", ""), -1):  # type: ignore[arg-type]
+        if _SEVERITY_RANK[sev] > _SEVERITY_RANK.get(attrs.get("severity", ""), -1):
             attrs["severity"] = sev
 
 

@@ -262,7 +262,7 @@ def matmul(call: OpCall) -> list[TensorInfo | None]:
     sa, sb = list(a.shape), list(b.shape)
     squeeze_a, squeeze_b = len(sa) == 1, len(sb) == 1
     if squeeze_a:
-        sa = [1] + sa
+        sa = [1, *sa]
     if squeeze_b:
         sb = sb + [1]
     batch = broadcast_shapes([tuple(sa[:-2]), tuple(sb[:-2])])
