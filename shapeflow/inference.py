@@ -236,7 +236,7 @@ class _Runner:
                     try:
                         outs = rule(OpCall(proto, since, ins, nid, sid, r, info))  # type: ignore[operator]
                         if type(outs) is not list:
-                            outs = list(outs)
+                            outs = list(outs)  # type: ignore[arg-type, unused-ignore]  # a rule that returned a tuple
                     except LimitExceededError:
                         raise
                     except Exception:  # a rule must never turn a strange model into a crash: unknown

@@ -55,8 +55,8 @@ _RAW_FORMATS: dict[int, str] = {
     TensorProto.UINT64: "Q", TensorProto.UINT32: "I", TensorProto.UINT16: "H", TensorProto.UINT8: "B",
     TensorProto.BOOL: "?", TensorProto.FLOAT: "f", TensorProto.DOUBLE: "d",
 }
-# typeshed types memoryview.cast() by literal format only, hence the two ignores
-_ITEMSIZE = {fmt: memoryview(b"").cast(fmt).itemsize for fmt in _RAW_FORMATS.values()}  # type: ignore[call-overload]
+# newer typeshed types memoryview.cast() by literal format only, hence the two ignores (unused on older mypy)
+_ITEMSIZE = {fmt: memoryview(b"").cast(fmt).itemsize for fmt in _RAW_FORMATS.values()}  # type: ignore[call-overload, unused-ignore]
 # the typed field that holds each of them otherwise (onnx.proto: small integers widen to int32)
 _FIELDS: dict[int, str] = {dtype: STORAGE_FIELDS[dtype] for dtype in _RAW_FORMATS}
 
@@ -75,7 +75,7 @@ def flat_values(t: onnx.TensorProto) -> list:
             raw = t.raw_data
             if len(raw) % _ITEMSIZE[fmt]:
                 raise ValueError(f"raw_data of {len(raw)} bytes is not a whole number of elements")
-            return memoryview(raw).cast(fmt).tolist()  # type: ignore[call-overload]
+            return memoryview(raw).cast(fmt).tolist()  # type: ignore[call-overload, unused-ignore]
         return list(getattr(t, _FIELDS[t.data_type]))
     return onnx.numpy_helper.to_array(t).reshape(-1).tolist()
 

@@ -214,7 +214,11 @@ def _value_fn(call: OpCall, ins: list[TensorInfo]) -> Callable[[Dim, Dim], Dim] 
 def broadcast_op(call: OpCall) -> list[TensorInfo | None]:
     op = call.op_type
     ins = call.inputs
-    dtype = BOOL if op in _COMPARISONS else next((t.dtype for t in ins if t is not None and t.dtype), 0)
+    dtype: int
+    if op in _COMPARISONS:
+        dtype = BOOL
+    else:
+        dtype = next((t.dtype for t in ins if t is not None and t.dtype), 0)
     if any(t is None for t in ins) or not ins:
         return [TensorInfo(dtype, None)]
     out = broadcast_shapes([t.shape for t in ins])  # type: ignore[union-attr]
