@@ -12,7 +12,6 @@ as regression tests (tests/test_fuzz_regressions.py), not here.
 from __future__ import annotations
 
 import hashlib
-import os
 import random
 import sys
 from pathlib import Path

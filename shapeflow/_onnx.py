@@ -17,7 +17,7 @@ import importlib.util
 import os
 import sys
 import types
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 
 def _load_messages() -> types.ModuleType:
@@ -62,7 +62,11 @@ class _LazyOnnx(types.ModuleType):
         return value
 
 
-onnx: Any = _LazyOnnx(_load_messages())
+if TYPE_CHECKING:
+    # the checker sees the real package, so every protobuf message and helper call is typed
+    import onnx
+else:
+    onnx = _LazyOnnx(_load_messages())
 
 
 def onnx_dist_version_is(version: str) -> bool:

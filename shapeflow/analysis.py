@@ -56,7 +56,7 @@ class Analysis:
 
     def to_json(self) -> AnalysisJSON:
         """The ``infer --format json`` object of SPEC.md section 3."""
-        return {
+        out: AnalysisJSON = {
             "shapeflow_version": __version__,
             "schema": SCHEMA,
             "model": self.path,
@@ -64,9 +64,11 @@ class Analysis:
             "tensors": tensors_json(self),
             "nodes": nodes_json(self),
             "diagnostics": [d.to_json() for d in self.diagnostics],
-            # only an output that used assumptions carries them (SPEC.md section 6)
-            **({"assumptions": assumption_texts(self.inference.assumptions)} if self.inference.assumptions else {}),
         }
+        # only an output that used assumptions carries them (SPEC.md section 6)
+        if self.inference.assumptions:
+            out["assumptions"] = assumption_texts(self.inference.assumptions)
+        return out
 
     def to_networkx(self) -> "nx.MultiDiGraph":
         """The model as a networkx MultiDiGraph with op types, tensors, shapes and findings on

@@ -107,7 +107,7 @@ class _Atom:
             self.size = 1 + expr._size
         else:
             self.key = (kind, expr._key, _operand_key(other))
-            self.size = 1 + expr._size + (other._size if type(other) is Sym else 1)  # type: ignore[union-attr]
+            self.size = 1 + expr._size + (other._size if type(other) is Sym else 1)
         self._hash = hash(self.key)
 
     def __eq__(self, other: object) -> bool:
@@ -148,6 +148,14 @@ class Sym:
     """
 
     __slots__ = ("_terms", "_key", "_hash", "_size", "_symbols", "_text", "_depth")
+    # the slots' types, for the checker (set once in _make; the last three are caches)
+    _terms: _Terms
+    _key: tuple
+    _hash: int
+    _size: int
+    _symbols: Optional[frozenset[str]]
+    _text: Optional[str]
+    _depth: Optional[int]
 
     def __init__(self, *args: object, **kwargs: object) -> None:
         raise TypeError("use Sym.symbol(name) and the dim_* functions to build a Sym")
@@ -261,10 +269,10 @@ MAX_NESTING = 64
 def _nesting(s: Union[int, Sym, None]) -> int:
     if type(s) is not Sym:
         return 0
-    depth = s._depth  # type: ignore[union-attr]
+    depth = s._depth
     if depth is None:
         depth = 0
-        for mono, _ in s._terms:  # type: ignore[union-attr]
+        for mono, _ in s._terms:
             for atom in mono:
                 if atom.expr is not None:
                     depth = max(depth, 1 + _nesting(atom.expr), 1 + _nesting(atom.other))
@@ -519,7 +527,7 @@ def _expr_text(s: Sym, whole: bool) -> str:
 def _coerce(d: object) -> Dim:
     # Accept numpy integers and the like from initializers; keep Python ints unbounded.
     if d is None or type(d) is int or type(d) is Sym:
-        return d  # type: ignore[return-value]
+        return d
     return operator.index(d)  # type: ignore[arg-type]  # TypeError for anything else
 
 
@@ -718,11 +726,11 @@ def monomial_symbols(d: Dim) -> Optional[list[str]]:
     if type(d) is not Sym or len(d._terms) != 1:
         return None
     mono, _ = d._terms[0]
-    names = []
+    names: list[str] = []
     for atom in mono:
         if atom.kind != _NAME:
             return None
-        names.append(atom.name)  # type: ignore[arg-type]
+        names.append(atom.name)  # type: ignore[arg-type]  # a _NAME atom always has a name
     return names
 
 
@@ -741,7 +749,7 @@ def _imul(a: tuple[_Ext, _Ext], b: tuple[_Ext, _Ext]) -> tuple[_Ext, _Ext]:
 
 
 def _efloordiv(x: _Ext, k: int) -> _Ext:
-    return x if type(x) is float else x // k  # type: ignore[operator]
+    return x if type(x) is float else x // k
 
 
 def _atom_bounds(atom: _Atom, assumed: Mapping[str, Bound], cap: int = MAX_DIM) -> tuple[_Ext, _Ext]:
@@ -750,8 +758,8 @@ def _atom_bounds(atom: _Atom, assumed: Mapping[str, Bound], cap: int = MAX_DIM) 
         r = assumed.get(atom.name) if assumed else None  # type: ignore[arg-type]
         if r is None:
             return 0, cap
-        lo, hi = r
-        return (0 if lo is None or lo < 0 else lo), (cap if hi is None or hi > cap else hi)
+        rlo, rhi = r
+        return (0 if rlo is None or rlo < 0 else rlo), (cap if rhi is None or rhi > cap else rhi)
     assert atom.expr is not None
     if kind == _MOD:
         return 0, atom.k - 1
@@ -759,10 +767,15 @@ def _atom_bounds(atom: _Atom, assumed: Mapping[str, Bound], cap: int = MAX_DIM) 
     if kind == _FLOOR:
         return _efloordiv(lo, atom.k), _efloordiv(hi, atom.k)
     other = atom.other
-    olo, ohi = (other, other) if type(other) is int else _sym_bounds(other, assumed, cap)  # type: ignore[arg-type]
+    olo: _Ext
+    ohi: _Ext
+    if type(other) is int:
+        olo = ohi = other
+    else:  # a min/max atom's other operand is an int or a Sym
+        olo, ohi = _sym_bounds(other, assumed, cap)  # type: ignore[arg-type]  # a Sym here
     if kind == _MIN:
-        return min(lo, olo), min(hi, ohi)  # type: ignore[type-var]
-    return max(lo, olo), max(hi, ohi)  # type: ignore[type-var]
+        return min(lo, olo), min(hi, ohi)
+    return max(lo, olo), max(hi, ohi)
 
 
 def _sym_bounds(s: Sym, assumed: Mapping[str, Bound], cap: int = MAX_DIM) -> tuple[_Ext, _Ext]:
@@ -837,16 +850,16 @@ def _minmax(kind: int, a: Union[int, Sym], b: Union[int, Sym]) -> Dim:
     if c:
         a = _add_const(a, -c)  # type: ignore[assignment]  # a Sym minus its constant stays a Sym
         b = dim_add(b, -c)  # type: ignore[assignment]
-    if type(b) is int and len(a._terms) == 1:  # type: ignore[union-attr]
+    if type(b) is int and len(a._terms) == 1:
         # max(max(x, 1), 2) == max(x, 2): chained slices end in one clamp, x[:4][:2] is min(2, x)
-        mono, coeff = a._terms[0]  # type: ignore[union-attr]
+        mono, coeff = a._terms[0]
         if coeff == 1 and len(mono) == 1 and mono[0].kind == kind and type(mono[0].other) is int:
             atom = mono[0]
-            bound = min(atom.other, b) if kind == _MIN else max(atom.other, b)
+            bound = min(atom.other, b) if kind == _MIN else max(atom.other, b)  # type: ignore[type-var]  # an int: tested above
             return dim_add(_minmax(kind, atom.expr, bound), c)  # type: ignore[arg-type]
     if max(_nesting(a), _nesting(b)) >= MAX_NESTING:
         return None
-    return _add_const(_atom_sym(_Atom(kind, None, a, 0, b)), c)  # type: ignore[arg-type]
+    return _add_const(_atom_sym(_Atom(kind, None, a, 0, b)), c)
 
 
 def dim_min(a: Dim, b: Dim) -> Dim:
@@ -1076,7 +1089,7 @@ def _evaluate_atom(atom: _Atom, bindings: Mapping[str, int]) -> Dim:
         return dim_floordiv(inner, atom.k)
     if atom.kind == _MOD:
         return dim_mod(inner, atom.k)
-    other = substitute(atom.other, bindings)  # type: ignore[arg-type]
+    other = substitute(atom.other, bindings)
     return dim_min(inner, other) if atom.kind == _MIN else dim_max(inner, other)
 
 

@@ -74,7 +74,7 @@ def _fast_frozen_init(cls: type) -> None:
     exec(src, setters)  # noqa: S102 - code built from the field names above, nothing external
     init = setters["__init__"]
     init.__qualname__ = f"{cls.__qualname__}.__init__"
-    init.__doc__ = cls.__init__.__doc__
+    init.__doc__ = cls.__init__.__doc__  # type: ignore[misc]  # the dataclass's own __init__, read once
     cls.__init__ = init  # type: ignore[misc]
 
 

@@ -252,11 +252,11 @@ def build_graph(loaded: LoadedModel, limits: Limits = DEFAULT_LIMITS) -> ModelGr
             scope.attr = path.rsplit(".", 1)[1]
         g.scopes.append(scope)
         if kind == "function":
-            g.functions[(body.domain, body.name)] = scope.id  # type: ignore[union-attr]
+            g.functions[(body.domain, body.name)] = scope.id
         if owner is not None:
             info = g.nodes[owner]
             if info.subscopes:
-                info.subscopes.append(scope.id)  # type: ignore[union-attr]
+                info.subscopes.append(scope.id)
             else:
                 info.subscopes = [scope.id]
         _index_scope(g, scope, limits, pending)

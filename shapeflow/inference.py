@@ -236,7 +236,7 @@ class _Runner:
                     try:
                         outs = rule(OpCall(proto, since, ins, nid, sid, r, info))  # type: ignore[operator]
                         if type(outs) is not list:
-                            outs = list(outs)  # type: ignore[arg-type]
+                            outs = list(outs)  # type: ignore[arg-type, unused-ignore]  # a rule that returned a tuple
                     except LimitExceededError:
                         raise
                     except Exception:  # a rule must never turn a strange model into a crash: unknown
@@ -304,7 +304,7 @@ class _Runner:
             return None
         self.call_budget -= len(body.order)
         fn = body.proto
-        env = {a.name: a for a in fn.attribute_proto}  # type: ignore[union-attr]  # defaults (IR 9)
+        env = {a.name: a for a in fn.attribute_proto}  # defaults (IR 9)
         env.update((a.name, a) for a in node.attribute)
         scopes = self._descendants(fsid)
         r = self.r

@@ -230,7 +230,7 @@ def _add_findings(g: "nx.MultiDiGraph", analysis: "Analysis", keys: list[str]) -
         if d.code not in codes:
             codes.append(d.code)
         sev = d.severity.value
-        if _SEVERITY_RANK[sev] > _SEVERITY_RANK.get(attrs.get("severity", ""), -1):  # type: ignore[arg-type]
+        if _SEVERITY_RANK[sev] > _SEVERITY_RANK.get(attrs.get("severity", ""), -1):
             attrs["severity"] = sev
 
 
@@ -255,7 +255,7 @@ def _json_names(items: Iterable[Mapping[str, object]]) -> list[str]:
     for attrs in items:
         for k, v in attrs.items():
             types.setdefault(k, set()).add(type(v))
-    return sorted(k for k, ts in types.items() if len(ts) != 1 or not next(iter(ts)) in _SCALARS)
+    return sorted(k for k, ts in types.items() if len(ts) != 1 or next(iter(ts)) not in _SCALARS)
 
 
 def graphml_safe(g: "nx.MultiDiGraph") -> "nx.MultiDiGraph":

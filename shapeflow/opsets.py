@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from bisect import bisect_right
+from collections.abc import Iterable
 from functools import lru_cache
 
 from . import _schema_data
@@ -38,9 +39,9 @@ def canonical_domain(domain: str) -> str:
     return "" if domain in DEFAULT_DOMAINS else domain
 
 
-def opset_map(imports: "list[onnx.OperatorSetIdProto] | object") -> dict[str, int]:
+def opset_map(imports: Iterable[onnx.OperatorSetIdProto]) -> dict[str, int]:
     """The opset imports as {domain: version}, with ai.onnx folded into ""."""
-    return {canonical_domain(o.domain): int(o.version) for o in imports}  # type: ignore[attr-defined]
+    return {canonical_domain(o.domain): int(o.version) for o in imports}
 
 
 @lru_cache(maxsize=4096)

@@ -68,7 +68,7 @@ def picture(analysis: "Analysis", fmt: str, options: PictureOptions = PictureOpt
         _too_large(analysis, len(drawn), options)
     sub = g.subgraph(keep) if len(keep) < g.number_of_nodes() else g
     if fmt == "graphml":
-        return graphml_text(sub.copy())  # type: ignore[arg-type]
+        return graphml_text(sub.copy())
     return to_dot(sub, title=analysis.path)
 
 

@@ -49,7 +49,11 @@ class NodeJSON(TypedDict):
     output_shape: Shape
 
 
-class AnalysisJSON(TypedDict):
+class _AnalysisJSONOptional(TypedDict, total=False):
+    assumptions: list[str]  # only when the output used assumptions (SPEC.md section 6)
+
+
+class AnalysisJSON(_AnalysisJSONOptional):
     shapeflow_version: str
     schema: int
     model: str

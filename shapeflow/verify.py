@@ -42,7 +42,7 @@ class VerifyReport:
         return "; ".join(self.problems)
 
 
-def _ort():  # type: ignore[no-untyped-def]
+def _ort():
     try:
         import onnxruntime
     except ImportError:
@@ -50,7 +50,7 @@ def _ort():  # type: ignore[no-untyped-def]
     return onnxruntime
 
 
-def _session(ort, model: bytes, directory: str):  # type: ignore[no-untyped-def]
+def _session(ort, model: bytes, directory: str):
     so = ort.SessionOptions()
     so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     # Failures come back as exceptions and are reported in one line; onnxruntime's own log lines

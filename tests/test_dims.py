@@ -12,7 +12,7 @@ import pickle
 import time
 
 import pytest
-from hypothesis import assume, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from shapeflow.dims import (

@@ -13,10 +13,9 @@ import json
 import warnings
 from pathlib import Path
 
-import numpy as np
 import onnx
 import pytest
-from onnx import TensorProto, helper, numpy_helper
+from onnx import helper
 
 from contract.harness import require, run_cli
 from contract.models import ints, model, single, vi

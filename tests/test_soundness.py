@@ -30,7 +30,7 @@ import functools
 import os
 import warnings
 from dataclasses import dataclass
-from typing import Iterable, Mapping
+from typing import Mapping
 
 import numpy as np
 import onnx

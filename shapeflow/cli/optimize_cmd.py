@@ -162,8 +162,9 @@ def _one(model: str, output: str | None, in_place: bool, force: bool, check: boo
         rewrites = optimize_diff(loaded.raw, result.model, model, result.log, limits) if result.changed else []
     target = model if in_place else output
     written = False
-    if result.changed:
-        # the input's bytes are written only when nothing changed: free them before serializing
+    if result.changed and not show_diff:
+        # the input's bytes are written only when nothing changed (and --diff reads them below):
+        # free them before serializing
         loaded.raw = b""
     if writes and verified is not False:
         show_status(f"writing {display_path(str(target))}")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from typing import Callable, TypeVar
+from typing import Any, Callable, TypeVar
 
 import click
 
@@ -111,16 +111,16 @@ def limit_options(fn: F) -> F:
     return fn
 
 
-def limits_from(kwargs: dict[str, object]) -> Limits:
+def limits_from(kwargs: dict[str, Any]) -> Limits:
     """Pop the limit options out of a command's kwargs."""
     return Limits(
-        max_bytes=int(kwargs.pop("max_bytes")),  # type: ignore[arg-type]
-        max_nodes=int(kwargs.pop("max_nodes")),  # type: ignore[arg-type]
-        max_rank=int(kwargs.pop("max_rank")),  # type: ignore[arg-type]
-        max_axes_elems=int(kwargs.pop("max_axes_elems")),  # type: ignore[arg-type]
-        max_expr_size=int(kwargs.pop("max_expr_size")),  # type: ignore[arg-type]
-        timeout=float(kwargs.pop("timeout")),  # type: ignore[arg-type]
-        max_memory=int(kwargs.pop("max_memory")),  # type: ignore[arg-type]
+        max_bytes=int(kwargs.pop("max_bytes")),
+        max_nodes=int(kwargs.pop("max_nodes")),
+        max_rank=int(kwargs.pop("max_rank")),
+        max_axes_elems=int(kwargs.pop("max_axes_elems")),
+        max_expr_size=int(kwargs.pop("max_expr_size")),
+        timeout=float(kwargs.pop("timeout")),
+        max_memory=int(kwargs.pop("max_memory")),
     )
 
 

@@ -182,7 +182,7 @@ def _element_bits() -> dict[int, int]:
     In bits because sub-byte types are packed (4-bit: 2 per byte, 2-bit: 4 per byte, 6-bit: a
     continuous bit stream).
     """
-    bits = {
+    bits: dict[int, int] = {
         _T.FLOAT: 32, _T.UINT8: 8, _T.INT8: 8, _T.UINT16: 16, _T.INT16: 16, _T.INT32: 32,
         _T.INT64: 64, _T.BOOL: 8, _T.FLOAT16: 16, _T.DOUBLE: 64, _T.UINT32: 32, _T.UINT64: 64,
         _T.COMPLEX64: 64, _T.COMPLEX128: 128, _T.BFLOAT16: 16,

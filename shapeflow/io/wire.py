@@ -11,6 +11,7 @@ import os
 from typing import Any
 
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
+from google.protobuf.message import Message
 
 from .._onnx import onnx
 from .model import _q
@@ -172,7 +173,7 @@ def _explain_decode_failure(data: bytes, upb_message: str) -> str:
 
 
 @functools.cache
-def _utf8_checking_model() -> type | None:
+def _utf8_checking_model() -> type[Message] | None:
     """onnx.ModelProto as a message class whose parser rejects a string that is not UTF-8, or
     None when this protobuf cannot build it (then every non-ASCII file is walked in Python)."""
     try:

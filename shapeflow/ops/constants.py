@@ -50,14 +50,15 @@ def tensor_values(t: onnx.TensorProto) -> tuple | None:
 
 
 # memoryview formats of the element types whose raw_data a little-endian machine reads as is
-_RAW_FORMATS = {
+_RAW_FORMATS: dict[int, str] = {
     TensorProto.INT64: "q", TensorProto.INT32: "i", TensorProto.INT16: "h", TensorProto.INT8: "b",
     TensorProto.UINT64: "Q", TensorProto.UINT32: "I", TensorProto.UINT16: "H", TensorProto.UINT8: "B",
     TensorProto.BOOL: "?", TensorProto.FLOAT: "f", TensorProto.DOUBLE: "d",
 }
-_ITEMSIZE = {fmt: memoryview(b"").cast(fmt).itemsize for fmt in _RAW_FORMATS.values()}
+# newer typeshed types memoryview.cast() by literal format only, hence the two ignores (unused on older mypy)
+_ITEMSIZE = {fmt: memoryview(b"").cast(fmt).itemsize for fmt in _RAW_FORMATS.values()}  # type: ignore[call-overload, unused-ignore]
 # the typed field that holds each of them otherwise (onnx.proto: small integers widen to int32)
-_FIELDS = {dtype: STORAGE_FIELDS[dtype] for dtype in _RAW_FORMATS}
+_FIELDS: dict[int, str] = {dtype: STORAGE_FIELDS[dtype] for dtype in _RAW_FORMATS}
 
 
 def flat_values(t: onnx.TensorProto) -> list:
@@ -74,7 +75,7 @@ def flat_values(t: onnx.TensorProto) -> list:
             raw = t.raw_data
             if len(raw) % _ITEMSIZE[fmt]:
                 raise ValueError(f"raw_data of {len(raw)} bytes is not a whole number of elements")
-            return memoryview(raw).cast(fmt).tolist()
+            return memoryview(raw).cast(fmt).tolist()  # type: ignore[call-overload, unused-ignore]
         return list(getattr(t, _FIELDS[t.data_type]))
     return onnx.numpy_helper.to_array(t).reshape(-1).tolist()
 

@@ -214,7 +214,11 @@ def _value_fn(call: OpCall, ins: list[TensorInfo]) -> Callable[[Dim, Dim], Dim] 
 def broadcast_op(call: OpCall) -> list[TensorInfo | None]:
     op = call.op_type
     ins = call.inputs
-    dtype = BOOL if op in _COMPARISONS else next((t.dtype for t in ins if t is not None and t.dtype), 0)
+    dtype: int
+    if op in _COMPARISONS:
+        dtype = BOOL
+    else:
+        dtype = next((t.dtype for t in ins if t is not None and t.dtype), 0)
     if any(t is None for t in ins) or not ins:
         return [TensorInfo(dtype, None)]
     out = broadcast_shapes([t.shape for t in ins])  # type: ignore[union-attr]
@@ -262,7 +266,7 @@ def matmul(call: OpCall) -> list[TensorInfo | None]:
     sa, sb = list(a.shape), list(b.shape)
     squeeze_a, squeeze_b = len(sa) == 1, len(sb) == 1
     if squeeze_a:
-        sa = [1] + sa
+        sa = [1, *sa]
     if squeeze_b:
         sb = sb + [1]
     batch = broadcast_shapes([tuple(sa[:-2]), tuple(sb[:-2])])

@@ -97,7 +97,7 @@ def infer_with_onnx(call: OpCall) -> list[TensorInfo | None]:
 _PROBE_DIM = 7919
 
 
-def _distrust_numbers_from_symbols(result: list[TensorInfo | None], sch: object, node: onnx.NodeProto,
+def _distrust_numbers_from_symbols(result: list[TensorInfo | None], sch: onnx.defs.OpSchema, node: onnx.NodeProto,
                                    inputs: list[TensorInfo | None], types: dict[str, onnx.TypeProto],
                                    data: dict[str, onnx.TensorProto], imports: list) -> None:
     probe_types = dict(types)
@@ -115,7 +115,7 @@ def _distrust_numbers_from_symbols(result: list[TensorInfo | None], sch: object,
             continue
         p = _from_type(probed[o], {}) if o in probed else None
         same = p is not None and p.shape is not None and len(p.shape) == len(t.shape)
-        dims = tuple(d if type(d) is not int or (same and p.shape[i] == d) else None  # type: ignore[index]
+        dims = tuple(d if type(d) is not int or (same and p.shape[i] == d) else None  # type: ignore[union-attr, index]  # same: p.shape is set
                      for i, d in enumerate(t.shape))
         if dims != t.shape:
             result[k] = TensorInfo(t.dtype, dims, None)

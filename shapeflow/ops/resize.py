@@ -107,8 +107,8 @@ def resize(call: OpCall) -> list[TensorInfo | None]:
     sizes: tuple[Dim, ...] | None = None
     scales: list[float] | None = None
     if call.op_type == "Upsample" and call.since < 9:
-        a = call.attrs.get("scales")
-        scales = [float(v) for v in a.floats] if a is not None else None
+        attr = call.attrs.get("scales")
+        scales = [float(v) for v in attr.floats] if attr is not None else None
     elif call.since < 11:  # Upsample-9/10, Resize-10: (X, scales)
         scales = _float_constant(call, 1)
     else:

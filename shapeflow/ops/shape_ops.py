@@ -7,6 +7,8 @@ that exporters write end in symbolic shapes such as ``[batch, seq, 4, 16]``.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from .._onnx import onnx
 
 from ..axes import AxisError, normalize_axis
@@ -32,8 +34,8 @@ def shape(call: OpCall) -> list[TensorInfo | None]:
     start, end = 0, rank
     if call.since >= 15:
         start = call.attr_int("start", 0) or 0
-        end = call.attr_int("end", rank)
-        end = rank if end is None else end
+        end_attr = call.attr_int("end", rank)
+        end = rank if end_attr is None else end_attr
         start = min(max(start + rank if start < 0 else start, 0), rank)
         end = min(max(end + rank if end < 0 else end, 0), rank)
     dims = s[start:end] if end > start else ()
@@ -148,13 +150,16 @@ def slice_(call: OpCall) -> list[TensorInfo | None]:
     if data is None or data.shape is None:
         return [TensorInfo(data.dtype if data else 0, None)]
     rank = len(data.shape)
+    starts: Sequence[Dim] | None
+    ends: Sequence[Dim] | None
     if call.since < 10:
         starts, ends = call.attr_ints("starts"), call.attr_ints("ends")
         axes = call.attr_ints("axes")
         steps: list | None = None
     else:
-        starts = list(call.value(1)) if call.value(1) is not None else None
-        ends = list(call.value(2)) if call.value(2) is not None else None
+        given_starts, given_ends = call.value(1), call.value(2)
+        starts = list(given_starts) if given_starts is not None else None
+        ends = list(given_ends) if given_ends is not None else None
         axes = call.int_values(3) if call.has_input(3) else None
         steps = call.int_values(4) if call.has_input(4) else None
         if call.has_input(3) and axes is None or call.has_input(4) and steps is None:
@@ -185,7 +190,7 @@ def slice_(call: OpCall) -> list[TensorInfo | None]:
     value = None
     if data.value is not None and numel(data.shape) == len(data.value):
         # the elements of a small static tensor (a shape vector, a pads table), axis by axis
-        picks: list = [range(d) for d in data.shape]
+        picks: list = [range(d) for d in data.shape]  # type: ignore[arg-type]  # every dim is an int: numel() is
         for a, (s, e, st) in spec.items():
             if type(s) is not int or type(e) is not int:
                 picks = []
@@ -460,14 +465,14 @@ def range_(call: OpCall) -> list[TensorInfo | None]:
     start, limit, delta = (call.value(i) for i in range(3))
     if start is None or limit is None or delta is None:
         return [TensorInfo(dtype, (None,))]
-    s, l, d = start[0], limit[0], delta[0]
+    s, lim, d = start[0], limit[0], delta[0]
     if type(d) is not int or d == 0:
         return [TensorInfo(dtype, (None,))]
-    if type(s) is int and type(l) is int:
-        n = max(-((s - l) // d), 0)  # ceil((l - s) / d)
-        vals = tuple(range(s, l, d)) if n <= MAX_VALUE_ELEMS else None
+    if type(s) is int and type(lim) is int:
+        n = max(-((s - lim) // d), 0)  # ceil((lim - s) / d)
+        vals = tuple(range(s, lim, d)) if n <= MAX_VALUE_ELEMS else None
         return [TensorInfo(dtype, (n,), vals)]
-    span = dim_sub(l, s) if d > 0 else dim_sub(s, l)
+    span = dim_sub(lim, s) if d > 0 else dim_sub(s, lim)
     step = d if d > 0 else -d
     n_sym = dim_max(dim_floordiv(dim_add(span, step - 1), step), 0)
     value = None

@@ -21,6 +21,7 @@ tensor's) plus ``/suffix``, with ``_1``, ``_2``, ... on collision.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from .._onnx import onnx
 from ..graph import ModelGraph
@@ -313,7 +314,7 @@ class Editor:
         self.changed = True
 
     def new_node(self, sid: int, anchor: int, op_type: str, inputs: list[str], outputs: list[str],
-                 name: str = "", **attrs: object) -> onnx.NodeProto:
+                 name: str = "", **attrs: Any) -> onnx.NodeProto:
         """Create a node placed right before original node ``anchor`` of scope ``sid``."""
         body = self.g.scopes[sid].proto
         node = onnx.helper.make_node(op_type, inputs, outputs, name=name or None, **attrs)
@@ -382,8 +383,8 @@ class Editor:
 
     def add_initializer(self, sid: int, tensor: TensorProto) -> TensorProto:
         body = self.g.scopes[sid].proto
-        body.initializer.append(tensor)  # type: ignore[union-attr]  # graph scopes only
-        entry = body.initializer[len(body.initializer) - 1]  # type: ignore[union-attr]
+        body.initializer.append(tensor)  # graph scopes only
+        entry = body.initializer[len(body.initializer) - 1]
         self._made.add((sid, tensor.name))
         self.changed = True
         return entry
@@ -559,10 +560,12 @@ class Editor:
         del field_[len(field_) - n_deleted:]
 
 
-def _drop_entries(entries: object, names: set[str]) -> None:
-    """Remove the entries of a repeated field of named messages whose name is in ``names``."""
-    n_drop = sum(1 for e in entries if e.name in names)  # type: ignore[attr-defined]
+def _drop_entries(entries: Any, names: set[str]) -> None:
+    """Remove the entries of a repeated field of named messages whose name is in ``names``.
+
+    ``entries`` is a protobuf repeated message field (protobuf ships no type stubs here)."""
+    n_drop = sum(1 for e in entries if e.name in names)
     if not n_drop:
         return
-    entries.sort(key=lambda e: e.name in names)  # type: ignore[attr-defined]  # stable
-    del entries[len(entries) - n_drop:]  # type: ignore[arg-type, attr-defined]
+    entries.sort(key=lambda e: e.name in names)  # stable
+    del entries[len(entries) - n_drop:]

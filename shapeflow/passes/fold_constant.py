@@ -150,13 +150,13 @@ class FoldConstant(RewriteRule):
                 return Match(nid, found.writes, found.reads, found.message, found.note, found.payload,
                              found.rewires)
             return found  # type: ignore[return-value]
-        mine = _result_dims(ctx, nid, dims)  # (the checks of ``_groups``, for their answer)
-        if isinstance(mine, NoMatch):
-            return mine
+        result = _result_dims(ctx, nid, dims)  # (the checks of ``_groups``, for their answer)
+        if isinstance(result, NoMatch):
+            return result
         z = ctx.output(nid)
         if ctx.is_output(sid, z):
             return NoMatch(f"{ctx.display(nid)}: output '{z}' is a graph output")
-        return self._group_match(ctx, nid, sid, source, dims, mine, ())
+        return self._group_match(ctx, nid, sid, source, dims, result, ())
 
     def _group_match(self, ctx: RoundContext, nid: int, sid: int, source: _Source, dims: tuple[int, ...],
                      mine: tuple[int, ...], members: tuple[int, ...]) -> Result:

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple, cast
 
 from .. import codes
 from .._onnx import onnx
 from ..graph import INITIALIZER
 from .base import INT_RANGES, Match, NoMatch, Result, RewriteRule, RoundContext, not_applicable
 from .edit import Editor
+
+if TYPE_CHECKING:
+    from ..tensorinfo import TensorInfo
 
 # Folding makes an initializer of the output; larger values would grow the model for little gain.
 MAX_FOLD_ELEMS = 64
@@ -55,9 +58,8 @@ class FoldKnownValue(RewriteRule):
         z = info.outputs[0]
         # One lookup in the scope's table, where ``ctx.tensor`` looks first: the table holds every
         # tensor of the model, and on a large one each lookup is a cache miss.
-        t = ctx.inference.tensors[sid].get(z, _ABSENT)
-        if t is _ABSENT:
-            t = ctx.tensor(sid, z)
+        found = ctx.inference.tensors[sid].get(z, _ABSENT)
+        t = ctx.tensor(sid, z) if found is _ABSENT else cast("TensorInfo | None", found)
         if t is None or t.value is None or t.shape is None:
             return _UNKNOWN
         for v in t.value:
@@ -90,9 +92,9 @@ class FoldKnownValue(RewriteRule):
             return NoMatch(f"{ctx.display(nid)}: element type {t.dtype} is not folded")
         lo, hi = bounds
         for v in t.value:
-            if not lo <= v <= hi:  # type: ignore[operator]
+            if not lo <= v <= hi:  # type: ignore[operator]  # ints: checked above
                 return NoMatch(f"{ctx.display(nid)}: value out of range of its element type")
-        value = _Value(t.dtype, tuple(t.shape), tuple(t.value))  # type: ignore[arg-type]
+        value = _Value(t.dtype, tuple(t.shape), tuple(t.value))  # type: ignore[arg-type]  # ints: checked above
         shown = list(value.values) if n <= 8 else f"{n} values"
         message = lambda: f"{ctx.display(nid)} is the constant {shown}"  # noqa: E731
         # Its readers are "read": when one of them was folded or cancelled earlier in the round

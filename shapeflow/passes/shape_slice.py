@@ -85,7 +85,7 @@ class ShapeSlice(RewriteRule):
             start = min(max(start + rank if start < 0 else start, 0), rank)
             end = min(max(end + rank if end < 0 else end, 0), rank)
         length = max(end - start, 0)
-        i = int(idx.value[0])  # type: ignore[arg-type]
+        i = int(idx.value[0])
         if not -length <= i < length:
             return NoMatch(f"{ctx.display(gather)}: index {i} out of range")
         rel = i + length if i < 0 else i
@@ -101,7 +101,7 @@ class ShapeSlice(RewriteRule):
         dim = xi.shape[k]
 
         def message() -> str:
-            return (f"{ctx.display(shape_node)} -> {ctx.display(gather)} [{i}] -> {ctx.display(nid)} [0] "  # type: ignore[arg-type]
+            return (f"{ctx.display(shape_node)} -> {ctx.display(gather)} [{i}] -> {ctx.display(nid)} [0] "
                     f"is {what} (dim {'?' if dim is None else dim})")
 
         return Match(nid, (nid,), (gather, shape_node), message, "",

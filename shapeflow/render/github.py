@@ -51,5 +51,5 @@ def annotation(d: Diagnostic, root: str | None = None) -> str:
     return safe(f"::{COMMANDS[d.severity]} {props}::{escape_data(message)}")
 
 
-def annotations(diags: Iterable[Diagnostic]) -> str:
+def annotations(diags: Iterable[Diagnostic]) -> str:  # type: ignore[no-redef]  # rebinds the __future__ name
     return "\n".join(annotation(d) for d in diags)

@@ -99,7 +99,7 @@ def _json_indented(obj: object, indent: str) -> str:
         return "null"
     kind = type(obj)
     if kind is str:
-        return _json_str(obj)
+        return _json_str(obj)  # type: ignore[arg-type]  # kind is str
     if kind is int:
         return int.__repr__(obj)
     if kind is bool:

@@ -8,7 +8,7 @@ lint's SF2xx findings are exactly what ``optimize`` and ``lint --fix`` would rew
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Iterator, Protocol, Sequence
+from typing import TYPE_CHECKING, Iterator, Protocol, Sequence, cast
 
 from .. import codes
 from ..diagnostics import Diagnostic, Location
@@ -41,18 +41,18 @@ class CandidateLike(Protocol):
 
 def candidates(ctx: LintContext) -> Sequence[CandidateLike]:
     """The engine's candidates for this model (none when the driver asked for none)."""
-    return ctx.cache.get(CANDIDATES, ())  # type: ignore[return-value]
+    return cast("Sequence[CandidateLike]", ctx.cache.get(CANDIDATES, ()))
 
 
 def _by_code(ctx: LintContext, code: str) -> list[CandidateLike]:
     """The candidates of one code, in search order (split once for the rules)."""
-    split = ctx.cache.get(_BY_CODE)
+    split = cast("dict[str | None, list[CandidateLike]] | None", ctx.cache.get(_BY_CODE))
     if split is None:
         table: dict[str | None, list[CandidateLike]] = {}
         for c in candidates(ctx):
             table.setdefault(c.code, []).append(c)
         ctx.cache[_BY_CODE] = split = table
-    return split.get(code, [])  # type: ignore[attr-defined, no-any-return]
+    return split.get(code, [])
 
 
 def _location(ctx: LintContext, c: CandidateLike) -> Location:

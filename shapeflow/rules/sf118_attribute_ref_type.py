@@ -55,11 +55,11 @@ def ref_uses(ctx: LintContext) -> list[RefUse]:
                 if schema is None or attr.name not in schema.attributes:
                     continue
                 formal = schema.attributes[attr.name]
-                refs.setdefault(key, []).append(
-                    (nid, attr.name, attr.ref_attr_name, int(formal.type.value), bool(formal.required)))
+                kind = int(formal.type.value)  # type: ignore[attr-defined]  # a pybind11 enum; onnx's stub omits .value
+                refs.setdefault(key, []).append((nid, attr.name, attr.ref_attr_name, kind, bool(formal.required)))
         if key in refs:
             fn = scope.proto
-            defaults[key] = {a.name: a for a in fn.attribute_proto}  # type: ignore[union-attr]
+            defaults[key] = {a.name: a for a in fn.attribute_proto}
     if not refs:
         return found
     for nid, info in enumerate(g.nodes):

@@ -12,10 +12,10 @@ from pathlib import Path
 import numpy as np
 import onnx
 import pytest
-from onnx import TensorProto, helper, numpy_helper
+from onnx import TensorProto, helper
 
 from .harness import WARNING_EXIT, E, Row, Setup, check_row, params
-from .models import FLOAT, INT64, ints, model, single, vi, with_external_weight, write
+from .models import FLOAT, INT64, ints, model, single, vi, write
 
 
 def finding(*says: str, code: str, names: tuple[str, ...] = ("n0",)) -> dict:

@@ -11,7 +11,7 @@ import pytest
 from onnx import TensorProto, helper
 
 from .harness import E, Row, Run, Setup, check_row, params
-from .models import chain, ints, model, nested_if, unsqueeze_squeeze_chain, vi, write
+from .models import chain, model, nested_if, unsqueeze_squeeze_chain, vi, write
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from model_builders import squeeze_unsqueeze_chain  # noqa: E402
