@@ -162,8 +162,8 @@ def _one(model: str, output: str | None, in_place: bool, force: bool, check: boo
         rewrites = optimize_diff(loaded.raw, result.model, model, result.log, limits) if result.changed else []
     target = model if in_place else output
     written = False
-    if result.changed and not show_diff:
-        # the input's bytes are written only when nothing changed (and --diff reads them below):
+    if result.changed:
+        # the input's bytes are written only when nothing changed (--diff has read them above):
         # free them before serializing
         loaded.raw = b""
     if writes and verified is not False:
