@@ -159,3 +159,15 @@ g (float[batch, 4] x) => (float[4] y) <int64[1] zero = {0}>
     assert codes() == ["SF105"]
     assert codes("batch>=1") == ["SF105"]
     assert codes("batch>=2") == ["SF104"]
+
+
+def test_infer_output_under_an_assumption_says_so(tmp_path: Path) -> None:
+    """`infer -o` writes dims that hold only under --assume: stderr says so (the model file gains
+    no metadata key, RELIABILITY.md section 2.10)."""
+    src = tmp_path / "m.onnx"
+    onnx.save(LAST_THREE, src)
+    r = run("infer", str(src), "-o", str(tmp_path / "out.onnx"), "--assume", "seq>=3")
+    assert r.returncode == 0, r.stderr
+    assert "hold only where seq>=3" in r.stderr
+    r = run("infer", str(src), "-o", str(tmp_path / "plain.onnx"))
+    assert "hold only where" not in r.stderr

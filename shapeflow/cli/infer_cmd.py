@@ -136,6 +136,10 @@ def infer(model: str, all_tensors: bool, fmt: str, around: tuple[str, ...], dept
         kept = f", {annotated.kept} contradicting declarations kept (SF112)" if annotated.kept else ""
         click.echo(f"{display_path(output)}: {annotated.added} value_info entries added, "
                    f"{annotated.filled} declared dims filled{kept}", err=True)
+    if annotated is not None and output is not None and assumptions:
+        # the file records shapes, not the ranges they hold in (a model gains no metadata keys)
+        click.echo(f"{display_path(output)}: warning: the shapes written hold only where "
+                   f"{', '.join(assumption_texts(assumptions))}; the file does not record that", err=True)
     code = EXIT_FINDINGS if counts["error"] else EXIT_CLEAN
     click.get_current_context().exit(code)
     return code
