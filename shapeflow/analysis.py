@@ -129,6 +129,8 @@ def analyze(
         inference = infer(graph, dims, limits, progress, assumptions)
         if assumptions:
             check_proven(assumptions, inference.ranges, file=loaded.path)
+        if progress is not None:  # the next phase: the rules (and the rewrite search) judge
+            progress(len(graph.nodes), len(graph.nodes))
         with inference.domain():  # the rules judge dims in the domain inference proved them in
             return _judge(loaded, graph, inference, rules)
 

@@ -131,8 +131,9 @@ def progress_printer(label: str, min_nodes: int = 20_000) -> Callable[[int, int]
 
     def show(done: int, total: int) -> None:
         if total >= min_nodes:
-            end = "\n" if done >= total else ""
-            sys.stderr.write(f"\r{label}: {done:,}/{total:,} nodes{end}")
+            # done == total: inference is over and the rules run (the caller clears the line)
+            text = f"{label}: checking rules" if done >= total else f"{label}: {done:,}/{total:,} nodes"
+            sys.stderr.write(f"\r\033[K{text}")
             sys.stderr.flush()
 
     return show
@@ -160,7 +161,9 @@ class FileProgress:
 
     def phase(self, done: int, total: int) -> None:
         if total >= self.min_nodes:
-            self._write(f"{self.head}: inferring {done:,}/{total:,} nodes")
+            # done == total: inference is over; the rules and the rewrite search run
+            what = "checking rules" if done >= total else f"inferring {done:,}/{total:,} nodes"
+            self._write(f"{self.head}: {what}")
 
     @staticmethod
     def _write(text: str) -> None:
