@@ -22,6 +22,7 @@ FROM_INITIALIZER = "<initializer>"
 FROM_GRAPH_INPUT = "<graph input>"
 FROM_OUTER_SCOPE = "<outer scope>"
 FROM_CUSTOM = "<custom>"
+FROM_NOTHING = "<no input>"  # the root has no input at all (a Constant)
 
 
 def chain(self: "RoundContext", nid: int, op_type: str, limit: int = 16) -> list[int]:
@@ -68,8 +69,11 @@ def plan(dispatch: "_Dispatch", ctx: "RoundContext", roots: list[int]) -> list[t
         info = nodes[nid]
         if info.domain != "" or info.since_version is None:
             continue
-        p = producers[info.scope].get(info.inputs[0])
-        if p is None:
+        names = info.inputs
+        p = producers[info.scope].get(names[0]) if names else None
+        if not names:
+            kind = FROM_NOTHING
+        elif p is None:
             kind = FROM_OUTER_SCOPE
         elif p < 0:
             kind = FROM_INITIALIZER if p == INITIALIZER else FROM_GRAPH_INPUT

@@ -119,6 +119,12 @@ FROM_INITIALIZER = _fast.FROM_INITIALIZER
 FROM_GRAPH_INPUT = _fast.FROM_GRAPH_INPUT
 FROM_OUTER_SCOPE = _fast.FROM_OUTER_SCOPE  # an enclosing scope's tensor (or no tensor at all)
 FROM_CUSTOM = _fast.FROM_CUSTOM  # a node of another domain or of an unknown version
+FROM_NOTHING = _fast.FROM_NOTHING  # the root has no input (a Constant)
+# ``RewriteRule.roots`` entry for a rule asked about every standard node (common subexpressions)
+ANY_OP = "*"
+# The op types whose nodes carry axis facts (``RoundContext.facts``); a pass whose rules are all
+# rooted at them visits only those nodes.
+AXIS_OPS = frozenset({"Squeeze", "Unsqueeze"})
 
 
 class RewriteRule:

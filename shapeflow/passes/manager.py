@@ -38,9 +38,12 @@ from ..io import LoadedModel, refuse_unsafe_external_data
 from ..limits import DEFAULT_LIMITS, Limits
 from ..opsets import MAX_KNOWN_OPSET, canonical_domain
 from .base import (
+    ANY_OP,
+    AXIS_OPS,
     FROM_CUSTOM,
     FROM_GRAPH_INPUT,
     FROM_INITIALIZER,
+    FROM_NOTHING,
     FROM_OUTER_SCOPE,
     Match,
     NoMatch,
@@ -119,6 +122,9 @@ class _Dispatch:
     def __init__(self, rules: Sequence[RewriteRule]) -> None:
         self.rules = list(rules)
         self._table: dict[tuple[str, str], list[RewriteRule]] = {}
+        # The op types some rule is rooted at (ANY_OP: every node); when they are only
+        # Squeeze/Unsqueeze, a round visits the nodes with axis facts and nothing else.
+        self.root_ops: frozenset[str] = frozenset(op for r in self.rules for op in r.roots)
 
     def rules_for(self, op: str, kind: str) -> list[RewriteRule]:
         """For a root of op type ``op`` whose data input comes from ``kind``: the op type of an
@@ -126,13 +132,14 @@ class _Dispatch:
         found = self._table.get((op, kind))
         if found is None:
             found = self._table[op, kind] = [r for r in self.rules
-                                             if op in r.roots and (r.after is None or kind in r.after)]
+                                             if (op in r.roots or ANY_OP in r.roots)
+                                             and (r.after is None or kind in r.after)]
         return found
 
     def plan_plain(self, ctx: RoundContext, latest_first: bool = True) -> list[tuple[int, list[RewriteRule]]]:
         """The round's roots (``_roots``) that some rule may fire on, each with those rules."""
         out: list[tuple[int, list[RewriteRule]]] = []
-        for nid in _roots(ctx, latest_first):
+        for nid in _roots(ctx, self.root_ops, latest_first):
             if not ctx.is_standard(nid):
                 continue
             found = self.rules_for(ctx.info(nid).op_type, input_kind(ctx, nid))
@@ -141,15 +148,18 @@ class _Dispatch:
         return out
 
     def plan(self, ctx: RoundContext, latest_first: bool = True) -> list[tuple[int, list[RewriteRule]]]:
-        """``plan_plain`` with its lookups written out (``_fast.plan``): it visits every
-        Squeeze/Unsqueeze of the model."""
-        return _fast.plan(self, ctx, _roots(ctx, latest_first))
+        """``plan_plain`` with its lookups written out (``_fast.plan``): it visits every root of
+        the model (every Squeeze/Unsqueeze, at least)."""
+        return _fast.plan(self, ctx, _roots(ctx, self.root_ops, latest_first))
 
 
 def input_kind(ctx: RoundContext, nid: int) -> str:
     """What produces the data input of ``nid`` (``RewriteRule.after``): the op type of an ai.onnx
     node of its scope, or a ``FROM_*``."""
-    p = ctx.graph.scopes[ctx.sid(nid)].producer.get(ctx.inputs(nid)[0])
+    names = ctx.inputs(nid)
+    if not names:
+        return FROM_NOTHING
+    p = ctx.graph.scopes[ctx.sid(nid)].producer.get(names[0])
     if p is None:
         return FROM_OUTER_SCOPE
     if p < 0:
@@ -158,12 +168,19 @@ def input_kind(ctx: RoundContext, nid: int) -> str:
 
 
 def resolve_places(inference: Inference, places: Collection[Place]) -> set[int]:
-    """The node ids of this round's index at ``places`` (Squeeze/Unsqueeze nodes only: every
-    rewrite is rooted at one, and the facts know their names without reading a proto)."""
+    """The node ids of this round's index at ``places``. Squeeze/Unsqueeze nodes are found by
+    their facts, which know their names without reading a proto; other nodes by their display
+    name, read only when some place is not such a node."""
     if not places:
         return set()
     wanted = places if isinstance(places, (set, frozenset)) else set(places)
-    return {a.nid for a in inference.axis_nodes if (a.graph, a.node) in wanted}
+    found = {a.nid for a in inference.axis_nodes if (a.graph, a.node) in wanted}
+    if len(found) < len(wanted):
+        graph = inference.graph
+        for nid, info in enumerate(graph.nodes):
+            if info.op_type not in AXIS_OPS and (graph.scopes[info.scope].path, graph.display(nid)) in wanted:
+                found.add(nid)
+    return found
 
 
 def find_candidates(graph: ModelGraph, inference: Inference, *, strict: bool = False,
@@ -244,15 +261,25 @@ class _Round:
     written: set[int] = field(default_factory=set)
 
 
-def _roots(ctx: RoundContext, latest_first: bool = True) -> list[int]:
-    """The round's Squeeze/Unsqueeze nodes, scope by scope, each scope from its last node back
-    (or in file order). Malformed ones (no data input or no output) are left alone."""
+def _roots(ctx: RoundContext, ops: Collection[str] = AXIS_OPS, latest_first: bool = True) -> list[int]:
+    """The round's nodes of op types ``ops`` (ANY_OP: all), scope by scope, each scope from its
+    last node back (or in file order). Malformed ones (a Squeeze/Unsqueeze without data input, a
+    node without output) are left alone."""
     graph = ctx.graph
     by_scope: dict[int, list[int]] = {}
     for nid in ctx.facts:
         info = graph.nodes[nid]
         if info.inputs and info.inputs[0] and info.outputs and info.outputs[0]:
             by_scope.setdefault(info.scope, []).append(nid)
+    others = set(ops) - AXIS_OPS
+    if others:
+        every = ANY_OP in others
+        for nid, info in enumerate(graph.nodes):
+            op = info.op_type
+            if op in AXIS_OPS or not (every or op in others):
+                continue
+            if info.outputs and info.outputs[0]:
+                by_scope.setdefault(info.scope, []).append(nid)
     out: list[int] = []
     for sid in sorted(by_scope):
         scope = graph.scopes[sid]
@@ -281,21 +308,22 @@ def _conflicts(m: Match, written: set[int], read: set[int], rewired: set[int]) -
     return False
 
 
-def _may_continue(ctx: RoundContext, edit: Editor) -> bool:
+def _may_continue(ctx: RoundContext, edit: Editor, roots: Iterable[int] | None = None) -> bool:
     """Whether a next round could rewrite anything, judged from what this round changed.
 
-    Every rule is rooted at a Squeeze/Unsqueeze, and what its match looks at is the node itself,
-    the tensors it reads and writes, their producers and readers, and runs of Squeeze/Unsqueeze
-    through them. A Squeeze/Unsqueeze whose match could differ in the next round was edited, or
-    reads or writes a tensor whose producer or readers changed (every such tensor got a reader
-    count or a new producer in the editor). If no surviving one did, the next round would find
-    what this round found not to fire: nothing. ``full_inference`` runs that round anyway, and
-    the tests check that both ways give the same model."""
+    What a rule's match looks at is its root node, the tensors the root reads and writes, their
+    producers and readers, and runs of nodes through them (values and shapes of surviving
+    tensors never change: ``reinfer``). A root whose match could differ in the next round was
+    edited, or reads or writes a tensor whose producer or readers changed (every such tensor got
+    a reader count or a new producer in the editor). If no surviving root did, the next round
+    would find what this round found not to fire: nothing. ``roots`` are the round's roots (by
+    default its Squeeze/Unsqueeze). ``full_inference`` runs that round anyway, and the tests
+    check that both ways give the same model."""
     dirty = edit.touched_tensors()
     deleted = edit.deleted
     modified = edit.modified
     nodes = ctx.graph.nodes
-    for nid in ctx.facts:
+    for nid in (ctx.facts if roots is None else roots):
         if nid in deleted:
             continue
         if nid in modified:
@@ -512,7 +540,9 @@ def _fixpoint(loaded: LoadedModel, dispatch: _Dispatch, strict: bool, limits: Li
         # round rewrote (say, a failing pair cancelled) can make a caller's outputs known, which
         # carrying inference over would miss. Such a round is followed by a whole inference.
         bodies = _rewrote_function_bodies(graph, edit, result.written)
-        last = not full_inference and not bodies and not deferred and not _may_continue(ctx, edit)
+        roots_seen = None if dispatch.root_ops <= AXIS_OPS else _roots(ctx, dispatch.root_ops)
+        last = (not full_inference and not bodies and not deferred
+                and not _may_continue(ctx, edit, roots_seen))
         changed = True
         for name, n in result.fired.items():
             fired[name] = fired.get(name, 0) + n
