@@ -319,6 +319,9 @@ def _counts_after(graph: ModelGraph, edit: Editor) -> dict[str, int]:
         op = info.op_type
         if op in COUNTED_OPS and info.domain == "" and nid not in deleted:
             counts[op] += 1
+    for domain, op in edit.created_ops():
+        if op in COUNTED_OPS and domain == "":
+            counts[op] += 1
     return counts
 
 
