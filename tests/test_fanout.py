@@ -11,6 +11,7 @@ import os
 import subprocess
 import sys
 
+import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
@@ -261,7 +262,7 @@ def test_squeeze_of_a_static_one_cancels_under_strict():
 def _if_model(opset: int) -> onnx.ModelProto:
     """The dynamo pattern inside an If branch, reading the outer x."""
     def axes(name: str, values: list[int]) -> onnx.TensorProto:
-        return numpy_helper.from_array(__import__("numpy").array(values, dtype="int64"), name)
+        return numpy_helper.from_array(np.array(values, dtype=np.int64), name)
 
     then = helper.make_graph(
         [helper.make_node("Unsqueeze", ["x", "b_a0"], ["bt"]),
@@ -294,21 +295,21 @@ def test_in_an_if_branch():
 
 
 def test_in_a_function_body():
-    text = f"""<ir_version: 8, opset_import: ["" : 13, "local" : 1]>
+    text = """<ir_version: 8, opset_import: ["" : 13, "local" : 1]>
     g (float[N, 3] x) => (float[1, 1, N, 3] y)
-    {{
+    {
       y = local.F(x)
-    }}
+    }
     <domain: "local", opset_import: ["" : 13]>
     F (a) => (o)
-    {{
-      k0 = Constant<value = int64[1] {{0}}>()
-      k1 = Constant<value = int64[1] {{1}}>()
+    {
+      k0 = Constant<value = int64[1] {0}>()
+      k1 = Constant<value = int64[1] {1}>()
       t = Unsqueeze(a, k0)
       p = Unsqueeze(t, k0)
       q = Unsqueeze(t, k1)
       o = Add(p, q)
-    }}"""
+    }"""
     out = optimize(text)
     assert out.fired[RULE] == 1
     body = out.after.functions[0]
@@ -350,3 +351,31 @@ def test_cli_lint_select_sf206(tmp_path):
                          capture_output=True, text=True, env=env, timeout=300)
     assert run.returncode == 0, run.stderr
     assert "SF206 fan-out-merge" in run.stdout and "'first' (Unsqueeze) [0, 1]" in run.stdout
+
+
+def test_lint_fix_leaves_a_reader_whose_finding_is_suppressed(tmp_path):
+    """The cancelling reader's SF201 is suppressed in the model: --fix must not rewrite that node,
+    neither by the cancel rooted at it nor by the fan-out rooted at the node it reads."""
+    model = parse(f"""{head(13)}
+    g (float[N, 3] x) => (float[N, 3] a, float[1, N, 3, 1] c) <int64[1] a0 = {{0}}, int64[1] a3 = {{3}}>
+    {{
+      t = Unsqueeze(x, a0)
+      [keep] z = Squeeze(t, a0)
+      a = Relu(z)
+      c = Unsqueeze(t, a3)
+    }}""")
+    node = next(n for n in model.graph.node if n.name == "keep")
+    node.doc_string = "shapeflow: ignore[SF201]"
+    path = tmp_path / "m.onnx"
+    path.write_bytes(model.SerializeToString())
+    plain = lint_file(str(path))
+    assert {d.code for d in plain.diagnostics} == {"SF206"}  # SF201 at 'keep' is suppressed
+    lint_file(str(path), LintOptions(fix=True))
+    after = onnx.load(str(path))
+    kept = [n for n in after.graph.node if n.name == "keep"]
+    assert len(kept) == 1 and kept[0].op_type == "Squeeze" and kept[0].input[0] == "t"
+    # without the suppression, the same fix rewrites both readers
+    node.doc_string = ""
+    path.write_bytes(model.SerializeToString())
+    lint_file(str(path), LintOptions(fix=True))
+    assert sorted(n.op_type for n in onnx.load(str(path)).graph.node) == ["Relu", "Unsqueeze"]

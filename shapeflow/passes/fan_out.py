@@ -114,7 +114,10 @@ class FanOutMerge(RewriteRule):
         me = ctx.display(nid)
         if ctx.is_output(sid, y):
             return NoMatch(f"{me}: its output is a graph output (read by Squeeze/Unsqueeze only)")
+        blocked = ctx.blocked
         for r in readers:
+            if r in blocked:
+                return NoMatch(f"{me}: {ctx.display(r)} is not to be touched (a suppressed finding)")
             ins = nodes[r].inputs
             if ins[0] != y or y in ins[1:]:
                 return NoMatch(f"{me}: {ctx.display(r)} reads its output as axes or by name in a subgraph")
