@@ -379,3 +379,21 @@ def test_lint_fix_leaves_a_reader_whose_finding_is_suppressed(tmp_path):
     path.write_bytes(model.SerializeToString())
     lint_file(str(path), LintOptions(fix=True))
     assert sorted(n.op_type for n in onnx.load(str(path)).graph.node) == ["Relu", "Unsqueeze"]
+
+
+def test_opset11_squeeze_reader_becomes_an_unsqueeze_with_the_attribute():
+    text = f"""{head(11)}
+    g (float[N, 3] x) => (float[N, 1, 3] b, float[1, N, 1, 3, 1] c)
+    {{
+      t = Unsqueeze<axes = [0, -2]>(x)
+      [sq0] b = Squeeze<axes = [0]>(t)
+      c = Unsqueeze<axes = [4]>(t)
+    }}"""
+    out = checked(optimize(text))
+    assert out.fired[RULE] == 1
+    nodes = by_output(out.after.graph)
+    assert nodes["b"].op_type == "Unsqueeze" and list(nodes["b"].input) == ["x"]
+    assert [list(a.ints) for a in nodes["b"].attribute if a.name == "axes"] == [[1]]
+    assert [list(a.ints) for a in nodes["c"].attribute if a.name == "axes"] == [[0, 2, 4]]
+    # carrying inference over between rounds gives the model a whole inference per round gives
+    assert optimize(text, full_inference=True).data == out.data
