@@ -618,6 +618,53 @@ class _Gen:
             u = self.axes_form("Unsqueeze", d.name, [ax], d.dtype)
             self.add_data(self.axes_form("Squeeze", u, [ax], d.dtype), d.rank, d.bound, d.dtype)
 
+    def op_fan_out(self) -> None:
+        """A Squeeze or Unsqueeze read by 2-3 Squeeze/Unsqueeze nodes (torch's dynamo exporter:
+        ``Unsqueeze(Range, [0, 1])`` read by ``Unsqueeze[3]`` and ``Unsqueeze[2]``): merging and
+        cancelling readers, sometimes a reader that absorbs nothing or one of another op."""
+        rng = self.rng
+        d = self.pick_data()
+        if d.rank > 3:
+            return
+        squeezed: int | None = None
+        if d.rank >= 2 and rng.random() < 0.35:
+            # a Squeeze of a dim that may be 1 (symbolic, or static 1 when onnx proves it)
+            squeezed = rng.randrange(d.rank)
+            first = self.axes_form("Squeeze", d.name, [squeezed - d.rank if rng.random() < 0.3 else squeezed],
+                                   d.dtype)
+            rank, ones = d.rank - 1, []
+        else:
+            k = rng.choice((1, 2))
+            rank = d.rank + k
+            ones = sorted(rng.sample(range(rank), k))
+            first = self.axes_form("Unsqueeze", d.name, [p - rank if rng.random() < 0.3 else p for p in ones],
+                                   d.dtype)
+        self.ranks[first] = rank
+        for _ in range(rng.choice((2, 2, 3))):
+            pick = rng.random()
+            if ones and pick < 0.45:
+                sub = sorted(rng.sample(ones, rng.randint(1, len(ones))))
+                if rank - len(sub) < 1:
+                    continue
+                if rng.random() < 0.2:  # also a dim that is not one the Unsqueeze inserted
+                    extra = [p for p in range(rank) if p not in ones]
+                    if extra:
+                        sub = sorted(sub + [rng.choice(extra)])
+                if rank - len(sub) < 1:
+                    continue
+                axes = [p - rank if rng.random() < 0.3 else p for p in sub]
+                self.add_data(self.axes_form("Squeeze", first, axes, d.dtype), rank - len(sub), d.bound, d.dtype)
+            elif squeezed is not None and pick < 0.6:
+                self.add_data(self.axes_form("Unsqueeze", first, [squeezed], d.dtype), d.rank, d.bound, d.dtype)
+            elif squeezed is not None and rank >= 2 and pick < 0.7:
+                ax = rng.randrange(rank)
+                self.add_data(self.axes_form("Squeeze", first, [ax], d.dtype), rank - 1, d.bound, d.dtype)
+            elif rank < 5:
+                ax = rng.randrange(-rank - 1, rank + 1)
+                self.add_data(self.axes_form("Unsqueeze", first, [ax], d.dtype), rank + 1, d.bound, d.dtype)
+        if rng.random() < 0.15:  # a reader of another op: the first node stays
+            self.add_data(self.node("Abs", [first], d.dtype), rank, d.bound, d.dtype)
+
     def op_positions(self) -> None:
         """Exporter form of position ids and a causal mask: past = a dim of one tensor, seq = a
         dim of another, Range(past, past + seq), mask ConstantOfShape([seq, past + seq]), and
@@ -660,10 +707,10 @@ class _Gen:
             (self.op_where, 1), (self.op_squeeze_val, 0.6), (self.op_constant_of_shape, 1.2),
             (self.op_range, 1), (self.op_expand, 1), (self.op_reshape, 1.2), (self.op_tile, 0.6),
             (self.op_pad, 0.6), (self.op_slice_data, 1.5), (self.op_squeeze_data, 0.6),
-            (self.op_positions, 0.5),
+            (self.op_positions, 0.5), (self.op_fan_out, 1.5),
         ]
         checked = {self.op_expand, self.op_reshape, self.op_tile, self.op_pad, self.op_arith,
-                   self.op_where, self.op_concat_val}
+                   self.op_where, self.op_concat_val, self.op_fan_out}
         funcs = [f for f, _ in ops]
         weights = [w for _, w in ops]
         self.new_shape_val()

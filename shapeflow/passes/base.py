@@ -178,6 +178,9 @@ class RoundContext:
     # so their values are not constants.
     overridable: set[tuple[int, str]] = field(default_factory=set)
     cache: dict[object, object] = field(default_factory=dict)  # rules' memo tables, for one round
+    # Node ids the caller said not to touch (the manager skips them as roots; a rule that writes
+    # nodes other than its root, such as the readers of a fan-out, checks them here).
+    blocked: frozenset[int] | set[int] = frozenset()
     _outputs: dict[int, frozenset[str]] = field(default_factory=dict)
 
     @classmethod

@@ -29,7 +29,8 @@ from .base import AXES_INPUT_SINCE, RoundContext
 
 # Suffixes of the names the editor creates. Only existing names that end like these can collide
 # with a new one, so only those are collected when the registry is built.
-_SUFFIXES = frozenset({"axes", "starts", "ends", "identity", "shape", "slice", "folded", "const"})
+_SUFFIXES = frozenset({"axes", "starts", "ends", "identity", "shape", "slice", "folded", "const",
+                       "squeeze", "unsqueeze"})
 # Small int64 vectors (axes, slice bounds) are reused when an identical initializer exists.
 _REUSE_MAX_ELEMS = 64
 
@@ -194,6 +195,11 @@ class Editor:
     def created(self) -> int:
         """How many nodes the round created."""
         return len(self._new)
+
+    def created_ops(self) -> list[tuple[str, str]]:
+        """(domain, op type) of each node the round created (a fan-out merge may create a
+        Squeeze/Unsqueeze in place of another)."""
+        return [(n.proto.domain, n.proto.op_type) for n in self._new]
 
     def touched_tensors(self) -> set[tuple[int, str]]:
         """(scope id, name) of every tensor whose readers or producer this round changed (or that

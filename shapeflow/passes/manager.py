@@ -347,6 +347,9 @@ def _counts_after(graph: ModelGraph, edit: Editor) -> dict[str, int]:
         op = info.op_type
         if op in COUNTED_OPS and info.domain == "" and nid not in deleted:
             counts[op] += 1
+    for domain, op in edit.created_ops():
+        if op in COUNTED_OPS and domain == "":
+            counts[op] += 1
     return counts
 
 
@@ -525,6 +528,8 @@ def _fixpoint(loaded: LoadedModel, dispatch: _Dispatch, strict: bool, limits: Li
         # Node ids are the round's: blocked places are looked up again each round.
         blocked = resolve_places(inference, blocked_places) if blocked_places else None
         ctx = RoundContext.build(graph, inference, strict)
+        if blocked:
+            ctx.blocked = blocked
         edit = Editor(ctx, names, explain=explain)
         with inference.domain():  # rewrites decide dims in the domain inference proved them in
             result = _run_round(ctx, edit, dispatch, explain, blocked)

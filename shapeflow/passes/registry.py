@@ -9,6 +9,7 @@ from .base import RewriteRule
 from .cancel_squeeze_unsqueeze import CancelSqueezeUnsqueeze
 from .cancel_unsqueeze_squeeze import CancelUnsqueezeSqueeze
 from .dead_nodes import NAME as DEAD_NODES
+from .fan_out import FanOutMerge
 from .fold_constant import FoldConstant
 from .fold_known_value import FoldKnownValue
 from .merge_squeeze import MergeSqueeze
@@ -18,7 +19,8 @@ from .squeeze_non_unit import SqueezeNonUnitFix
 
 # Priority on one root: folds first (they remove the most: a fold of the last node of a chain
 # takes the whole chain with it), then cancels (which remove two nodes), merges, and shape slicing
-# last (its Unsqueeze may fold or cancel instead).
+# (its Unsqueeze may fold or cancel instead), and last the fan-out merge, which a node read by a
+# single Squeeze/Unsqueeze leaves to the chain rules.
 ALL_RULES: tuple[type[RewriteRule], ...] = (
     FoldConstant,
     FoldKnownValue,
@@ -27,6 +29,7 @@ ALL_RULES: tuple[type[RewriteRule], ...] = (
     MergeUnsqueeze,
     MergeSqueeze,
     ShapeSlice,
+    FanOutMerge,
 )
 
 RULE_NAMES: tuple[str, ...] = tuple(r.name for r in ALL_RULES)

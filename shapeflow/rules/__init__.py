@@ -48,6 +48,7 @@ from .sf201_cancelling_pair import CancellingPair
 from .sf202_mergeable_chain import MergeableChain
 from .sf203_foldable_constant import FoldableConstant
 from .sf204_shape_slice import ShapeSlice
+from .sf206_fan_out_merge import FanOutMerge
 
 ALL_RULES: tuple[type[Rule], ...] = tuple(
     sorted(
@@ -59,7 +60,7 @@ ALL_RULES: tuple[type[Rule], ...] = tuple(
             UnsqueezeEmptyAxes, ShapeConflict, SqueezeEmptyAxes, InvalidDimValue, RankAbove64,
             ControlFlowSignature, InvalidAttribute,
             DuplicateAttribute, EmptyOutputName, AttributeRefType, AttributeRefMissing, FunctionOpsetMismatch,
-            CancellingPair, MergeableChain, FoldableConstant, ShapeSlice,
+            CancellingPair, MergeableChain, FoldableConstant, ShapeSlice, FanOutMerge,
         ),
         key=lambda r: r.code,
     )
