@@ -339,6 +339,16 @@ def _may_continue(ctx: RoundContext, edit: Editor, roots: Iterable[int] | None =
     return False
 
 
+def _created_roots(edit: Editor, ops: frozenset[str]) -> bool:
+    """Whether the round created a node some rule is rooted at: no round has matched it yet (two
+    new ``Shape(x, start=0, end=1)`` of one round, say, are duplicates only the next one sees)."""
+    every = ANY_OP in ops
+    for domain, op in edit.created_ops():
+        if domain in ("", "ai.onnx") and (every or op in ops):
+            return True
+    return False
+
+
 def _counts_after(graph: ModelGraph, edit: Editor) -> dict[str, int]:
     """count_ops of the model a round wrote, from the round's index and the editor."""
     counts = {"nodes": len(graph.nodes) - len(edit.deleted) + edit.created, "Squeeze": 0, "Unsqueeze": 0}
@@ -547,6 +557,7 @@ def _fixpoint(loaded: LoadedModel, dispatch: _Dispatch, strict: bool, limits: Li
         bodies = _rewrote_function_bodies(graph, edit, result.written)
         roots_seen = None if dispatch.root_ops <= AXIS_OPS else _roots(ctx, dispatch.root_ops)
         last = (not full_inference and not bodies and not deferred
+                and not _created_roots(edit, dispatch.root_ops)
                 and not _may_continue(ctx, edit, roots_seen))
         changed = True
         for name, n in result.fired.items():
