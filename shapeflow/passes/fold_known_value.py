@@ -163,7 +163,7 @@ class FoldKnownValue(RewriteRule):
     def _with_cone(self, ctx: RoundContext, m: Match[_Value]) -> Match[_Value]:
         """``m`` writing also the nodes that only feed its root: the sweep deletes them after the
         fold, so no other rewrite of the round may spend itself on them."""
-        cone = _cone(ctx, m.nid)
+        cone = exclusive_cone(ctx, m.nid)
         if not cone:
             return m
         return Match(m.nid, (m.nid, *cone), m.reads, m.message, m.note, m.payload, m.rewires)
@@ -186,10 +186,11 @@ class FoldKnownValue(RewriteRule):
 MAX_CONE = 256
 
 
-def _cone(ctx: RoundContext, nid: int) -> tuple[int, ...]:
-    """The standard nodes of ``nid``'s scope that only ``nid`` needs, directly or through each
-    other: every output read only by nodes of the set, none a graph output. What the sweep will
-    delete once ``nid`` is folded."""
+def exclusive_cone(ctx: RoundContext, nid: int, names: "tuple[str, ...] | None" = None) -> tuple[int, ...]:
+    """The standard nodes of ``nid``'s scope that only ``nid`` needs through its inputs ``names``
+    (default all), directly or through each other: every output read only by nodes of the set,
+    none a graph output. What the sweep deletes once ``nid`` stops reading ``names``; a rewrite
+    that claims them (writes) keeps the round's other rewrites from spending themselves there."""
     info = ctx.graph.nodes[nid]
     sid = info.scope
     scope = ctx.graph.scopes[sid]
@@ -197,7 +198,7 @@ def _cone(ctx: RoundContext, nid: int) -> tuple[int, ...]:
     outputs = ctx.outputs(sid)
     inside = {nid}
     out: list[int] = []
-    stack = [n for n in info.inputs if n]
+    stack = [n for n in (info.inputs if names is None else names) if n]
     while stack and len(out) < MAX_CONE:
         name = stack.pop()
         p = producer.get(name)

@@ -13,12 +13,14 @@ from .fold_constant import FoldConstant
 from .fold_known_value import FoldKnownValue
 from .merge_squeeze import MergeSqueeze
 from .merge_unsqueeze import MergeUnsqueeze
+from .reshape_target import NoOpReshape, StaticReshapeTarget
 from .shape_slice import ShapeSlice
 from .squeeze_non_unit import SqueezeNonUnitFix
 
 # Priority on one root: folds first (they remove the most: a fold of the last node of a chain
 # takes the whole chain with it), then cancels (which remove two nodes), merges, and shape slicing
-# last (its Unsqueeze may fold or cancel instead).
+# (its Unsqueeze may fold or cancel instead). On a Reshape/Expand: a fold of its value, else its
+# removal when it changes nothing, else a constant target.
 ALL_RULES: tuple[type[RewriteRule], ...] = (
     FoldConstant,
     FoldKnownValue,
@@ -27,6 +29,8 @@ ALL_RULES: tuple[type[RewriteRule], ...] = (
     MergeUnsqueeze,
     MergeSqueeze,
     ShapeSlice,
+    NoOpReshape,
+    StaticReshapeTarget,
 )
 
 RULE_NAMES: tuple[str, ...] = tuple(r.name for r in ALL_RULES)

@@ -48,6 +48,8 @@ from .sf201_cancelling_pair import CancellingPair
 from .sf202_mergeable_chain import MergeableChain
 from .sf203_foldable_constant import FoldableConstant
 from .sf204_shape_slice import ShapeSlice
+from .sf211_static_reshape_target import StaticReshapeTarget
+from .sf212_no_op_reshape import NoOpReshape
 
 ALL_RULES: tuple[type[Rule], ...] = tuple(
     sorted(
@@ -59,7 +61,7 @@ ALL_RULES: tuple[type[Rule], ...] = tuple(
             UnsqueezeEmptyAxes, ShapeConflict, SqueezeEmptyAxes, InvalidDimValue, RankAbove64,
             ControlFlowSignature, InvalidAttribute,
             DuplicateAttribute, EmptyOutputName, AttributeRefType, AttributeRefMissing, FunctionOpsetMismatch,
-            CancellingPair, MergeableChain, FoldableConstant, ShapeSlice,
+            CancellingPair, MergeableChain, FoldableConstant, ShapeSlice, StaticReshapeTarget, NoOpReshape,
         ),
         key=lambda r: r.code,
     )
