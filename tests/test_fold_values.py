@@ -348,3 +348,20 @@ def test_lint_reports_sf211_and_sf212_and_fix_applies(tmp_path: Path) -> None:
     want = ort.InferenceSession(parse(text).SerializeToString()).run(None, {"x": x})[0]
     got = ort.InferenceSession(after.SerializeToString()).run(None, {"x": x})[0]
     assert want.tobytes() == got.tobytes()
+
+
+def test_allowzero_minus_one_beside_an_empty_dim_is_unknown(runner: shapearith.Runner) -> None:
+    """Found by the fuzzer's own-shape pattern: with allowzero=1, onnxruntime makes a -1 beside a
+    0 dim a 1 ([1, batch, seq] -> [1, -1, seq] at batch = seq = 0 gives [1, 1, 0]); inference
+    stated batch there."""
+    text = model("""
+      sh = Shape(x)
+      g0 = Gather <axis = 0> (sh, i0)
+      u0 = Unsqueeze(g0, a0)
+      g2 = Gather <axis = 0> (sh, i2)
+      u2 = Unsqueeze(g2, a0)
+      t = Concat <axis = 0> (u0, m1, u2)
+      y = Reshape <allowzero = 1> (x, t)
+    """, inputs="float[1, b, s] x", outputs="float[?, ?, ?] y", opset=18,
+        inits="int64 i0 = {0}, int64 i2 = {2}, int64[1] a0 = {0}, int64[1] m1 = {-1}")
+    oracle(runner, text)
