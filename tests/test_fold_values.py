@@ -228,6 +228,22 @@ MERGE = """
 MERGE_INITS = "int64 i0 = {0}, int64 i1 = {1}, int64[1] a0 = {0}, int64[1] c64 = {64}"
 
 
+def test_allowzero_1_target_of_own_dims_drops_allowzero(runner: shapearith.Runner) -> None:
+    # torch's dynamo exporter writes allowzero=1: [b, s, 12, 64] has no 0 and no -1, and its
+    # symbolic elements are the input's dims, which the constant's 0s copy once allowzero is 0
+    text = HEADS.replace("y = Reshape(x, t)", "y = Reshape <allowzero = 1> (x, t)")
+    out = optimize(text)
+    assert out.fired["static-reshape-target"] == 1
+    (node,) = out.after.graph.node
+    assert inits(out)[node.input[1]] == [0, 0, 12, 64] and not node.attribute
+    check_rewrite(out, values=(0, 1, 2, 7))
+    oracle(runner, text)
+    # a -1 beside them stays computed: under allowzero=1 a -1 beside a 0 dim is 1, under 0 an error
+    minus = text.replace("int64[1] c12 = {12}", "int64[1] c12 = {-1}").replace("float[b, s, 12, 64] y",
+                                                                           "float[?, ?, ?, ?] y")
+    assert "static-reshape-target" not in optimize(minus).fired
+
+
 def test_product_of_dims_becomes_minus_one_only_where_proven_nonzero(runner: shapearith.Runner) -> None:
     # [b*s, 64] from [b, s, 64]: b*s may be 0, where the computed 0 copies dim 0 (b) and fails in
     # onnxruntime at b=3, s=0 while -1 would give [0, 64]: no -1, and nothing else to do
@@ -252,8 +268,9 @@ def test_product_of_dims_becomes_minus_one_only_where_proven_nonzero(runner: sha
 
 
 def test_static_reshape_target_near_misses() -> None:
-    # allowzero=1: a 0 would mean an empty dim
-    az = HEADS.replace("y = Reshape(x, t)", "y = Reshape <allowzero = 1> (x, t)")
+    # allowzero=1 with a 0 in the target: the 0 means an empty dim, no constant says that
+    az = HEADS.replace("y = Reshape(x, t)", "y = Reshape <allowzero = 1> (x, t)").replace(
+        "int64[1] c12 = {12}", "int64[1] c12 = {0}").replace("float[b, s, 12, 64] y", "float[?, ?, ?, ?] y")
     assert "static-reshape-target" not in optimize(az).fired
     # a constant target is left alone (termination)
     const = model("y = Reshape(x, t)", inputs="float[b, s, 768] x", outputs="float[b, s, 12, 64] y",

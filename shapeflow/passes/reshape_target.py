@@ -97,9 +97,12 @@ class StaticReshapeTarget(RewriteRule):
     product equals the input's element count: then the -1 is that element wherever the model runs,
     empty tensors included.
 
-    Does not fire with ``allowzero=1`` (a 0 there means an empty dim), when the target is already a
-    constant, when an element is unknown or symbolic in another way, or when the model has
-    initializers that are also graph inputs (values could be overridden at run time).
+    With ``allowzero=1`` (torch's dynamo exporter writes it) the rewrite also drops the attribute,
+    and fires only when the target has no 0 and no -1 and every symbolic element is the input's
+    dim: the 0s of the constant then copy dims that the computed target gave as they are, 0
+    included. Does not fire when the target is already a constant, when an element is unknown or
+    symbolic in another way, or when the model has initializers that are also graph inputs
+    (values could be overridden at run time).
     """
 
     name = "static-reshape-target"
@@ -121,8 +124,7 @@ class StaticReshapeTarget(RewriteRule):
             return _CONSTANT_TARGET if p == INITIALIZER else _OUTSIDE_TARGET
         if ctx.graph.nodes[p].op_type == "Constant":
             return _CONSTANT_TARGET
-        if _allowzero(ctx, nid):
-            return NoMatch(f"{ctx.display(nid)}: allowzero=1, a 0 in the target would mean an empty dim")
+        allowzero = _allowzero(ctx, nid)
         if ctx.overridable:
             return NoMatch(f"{ctx.display(nid)}: the model has initializers that are also graph "
                            "inputs, so computed values may change at run time")
@@ -137,6 +139,14 @@ class StaticReshapeTarget(RewriteRule):
             else:
                 rest.append(i)
                 new.append(-1)
+        if allowzero:
+            # The constant's 0s copy the input's dims only with allowzero=0, which the rewrite sets.
+            # Elements equal to the input's dims give those dims either way (0 where they are 0);
+            # a 0 or -1 in the target would change meaning (a -1 beside a 0 dim is 1 under
+            # allowzero=1, an error under 0).
+            if rest or _has_int(value, (0, -1)):
+                return NoMatch(f"{ctx.display(nid)}: allowzero=1 and a target element is 0, -1 or "
+                               "symbolic: a 0 in the target would mean an empty dim")
         if len(rest) > 1:
             return NoMatch(f"{ctx.display(nid)}: target elements {fmt_axes(rest)} are symbolic and "
                            "not the input's dims there")
@@ -152,13 +162,28 @@ class StaticReshapeTarget(RewriteRule):
 
         # The target's computation dies with the rewrite: claimed, so that no other rewrite of the
         # round makes new nodes there for the sweep to miss.
-        return Match(nid, (nid, *exclusive_cone(ctx, nid, (target,))), (), message, "", tuple(new))
+        return Match(nid, (nid, *exclusive_cone(ctx, nid, (target,))), (), message, "",
+                     _Target(tuple(new), bool(allowzero)))
 
-    def apply(self, ctx: RoundContext, edit: Editor, m: Match[tuple[int, ...]]) -> None:
+    def apply(self, ctx: RoundContext, edit: Editor, m: Match["_Target"]) -> None:
         sid = ctx.sid(m.nid)
         base = ctx.graph.nodes[m.nid].peek().name or ctx.output(m.nid)
-        name = edit.int64_const(sid, list(m.payload), base, "shape", m.nid)
+        name = edit.int64_const(sid, list(m.payload.values), base, "shape", m.nid)
         edit.set_input(m.nid, 1, name)
+        if m.payload.clear_allowzero:
+            edit.drop_attribute(m.nid, "allowzero")
+
+
+class _Target(NamedTuple):
+    values: tuple[int, ...]  # the constant target
+    clear_allowzero: bool  # the node had allowzero=1, which its 0s must not keep
+
+
+def _has_int(value: tuple[Dim, ...], ints: tuple[int, ...]) -> bool:
+    for v in value:
+        if type(v) is int and v in ints:
+            return True
+    return False
 
 
 def _minus_one_problem(value: tuple[Dim, ...], shape: tuple[Dim, ...], new: list[int], k: int) -> str | None:

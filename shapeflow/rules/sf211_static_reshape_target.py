@@ -7,11 +7,12 @@ class StaticReshapeTarget(RewriteHint):
     """Reports a Reshape whose computed target is a constant, dim by dim (info).
 
     ## What it does
-    Reports a ``Reshape`` (``allowzero=0``) whose target is computed at run time but is, element by
-    element, an integer or the input's own dim at the same position, where ``shapeflow optimize``
-    would give it the constant target: the input's dims become 0 ("copy the input's dim"), the
-    integers stay. One other symbolic element becomes -1 only where that is right for every
-    binding, empty tensors included. The nodes that computed the target go when nothing else
+    Reports a ``Reshape`` whose target is computed at run time but is, element by element, an
+    integer or the input's own dim at the same position, where ``shapeflow optimize`` would give
+    it the constant target: the input's dims become 0 ("copy the input's dim", ``allowzero=0``),
+    the integers stay. One other symbolic element becomes -1 only where that is right for every
+    binding, empty tensors included. With ``allowzero=1`` it fires only when the target has no 0
+    and no -1, and drops the attribute. The nodes that computed the target go when nothing else
     reads them.
 
     ## Why is this bad?
