@@ -242,6 +242,12 @@ def test_allowzero_1_target_of_own_dims_drops_allowzero(runner: shapearith.Runne
     minus = text.replace("int64[1] c12 = {12}", "int64[1] c12 = {-1}").replace("float[b, s, 12, 64] y",
                                                                            "float[?, ?, ?, ?] y")
     assert "static-reshape-target" not in optimize(minus).fired
+    # unless b and s are >= 1 (assumed here): then no element beside the -1 is ever 0
+    out = optimize(minus, assumptions={"b": (1, None), "s": (1, None)})
+    assert out.fired["static-reshape-target"] == 1
+    (node,) = out.after.graph.node
+    assert inits(out)[node.input[1]] == [0, 0, -1, 64] and not node.attribute
+    check_rewrite(out, values=(1, 2, 7))
 
 
 def test_product_of_dims_becomes_minus_one_only_where_proven_nonzero(runner: shapearith.Runner) -> None:

@@ -98,9 +98,10 @@ class StaticReshapeTarget(RewriteRule):
     empty tensors included.
 
     With ``allowzero=1`` (torch's dynamo exporter writes it) the rewrite also drops the attribute,
-    and fires only when the target has no 0 and no -1 and every symbolic element is the input's
-    dim: the 0s of the constant then copy dims that the computed target gave as they are, 0
-    included. Does not fire when the target is already a constant, when an element is unknown or
+    and fires only when the target has no 0, every symbolic element is the input's dim (the 0s of
+    the constant then copy dims that the computed target gave as they are, 0 included), and a -1
+    only beside elements provably >= 1 (beside a 0, onnxruntime makes it 1 under allowzero=1 and
+    fails under 0). Does not fire when the target is already a constant, when an element is unknown or
     symbolic in another way, or when the model has initializers that are also graph inputs
     (values could be overridden at run time).
     """
@@ -144,9 +145,12 @@ class StaticReshapeTarget(RewriteRule):
             # Elements equal to the input's dims give those dims either way (0 where they are 0);
             # a 0 or -1 in the target would change meaning (a -1 beside a 0 dim is 1 under
             # allowzero=1, an error under 0).
-            if rest or _has_int(value, (0, -1)):
-                return NoMatch(f"{ctx.display(nid)}: allowzero=1 and a target element is 0, -1 or "
+            if rest or _has_int(value, (0,)):
+                return NoMatch(f"{ctx.display(nid)}: allowzero=1 and a target element is 0 or "
                                "symbolic: a 0 in the target would mean an empty dim")
+            if _has_int(value, (-1,)) and not _others_positive(value):
+                return NoMatch(f"{ctx.display(nid)}: allowzero=1 and a -1 beside elements that may be "
+                               "0 (a 1 there under allowzero=1, an error under 0)")
         if len(rest) > 1:
             return NoMatch(f"{ctx.display(nid)}: target elements {fmt_axes(rest)} are symbolic and "
                            "not the input's dims there")
@@ -177,6 +181,17 @@ class StaticReshapeTarget(RewriteRule):
 class _Target(NamedTuple):
     values: tuple[int, ...]  # the constant target
     clear_allowzero: bool  # the node had allowzero=1, which its 0s must not keep
+
+
+def _others_positive(value: tuple[Dim, ...]) -> bool:
+    """Every element but the -1 is >= 1 for every binding."""
+    for v in value:
+        if type(v) is int and v == -1:
+            continue
+        lo, _ = dim_bounds(v)
+        if lo is None or lo < 1:
+            return False
+    return True
 
 
 def _has_int(value: tuple[Dim, ...], ints: tuple[int, ...]) -> bool:

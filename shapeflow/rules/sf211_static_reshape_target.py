@@ -12,7 +12,7 @@ class StaticReshapeTarget(RewriteHint):
     it the constant target: the input's dims become 0 ("copy the input's dim", ``allowzero=0``),
     the integers stay. One other symbolic element becomes -1 only where that is right for every
     binding, empty tensors included. With ``allowzero=1`` it fires only when the target has no 0
-    and no -1, and drops the attribute. The nodes that computed the target go when nothing else
+    and a -1 only beside elements provably at least 1, and drops the attribute. The nodes that computed the target go when nothing else
     reads them.
 
     ## Why is this bad?
