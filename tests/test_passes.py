@@ -22,6 +22,11 @@ def head(opset: int, ir: int | None = None, extra: str = "") -> str:
     return f'<ir_version: {ir}, opset_import: ["" : {opset}{extra}]>'
 
 
+# The rules of the shape-slice tests: their Reshape targets are symbolically the input's own dims,
+# which static-reshape-target would otherwise make constant, taking the whole chain away.
+NOT_RESHAPE_RULES = [n for n in RULE_NAMES if n not in ("static-reshape-target", "no-op-reshape")]
+
+
 def axes_of(model: onnx.ModelProto, node: onnx.NodeProto) -> list[int]:
     for a in node.attribute:
         if a.name == "axes":
@@ -591,7 +596,7 @@ def test_shape_slice(opset, expect, index):
       c = Concat <axis = 0> (m1, d, eight)
       r = Reshape(x, c)
       y = Add(x, r)
-    }}""")
+    }}""", rules=NOT_RESHAPE_RULES)
     assert out.count("Unsqueeze") == 0 and out.count("Gather") == 0
     assert out.fired["shape-slice"] == 1
     if expect == "Shape":
@@ -618,7 +623,7 @@ def test_shape_slice_with_shape_start_attribute():
       c = Concat <axis = 0> (m1, d, eight)
       r = Reshape(x, c)
       y = Add(x, r)
-    }}""")
+    }}""", rules=NOT_RESHAPE_RULES)
     shape = only(out, "Shape")
     assert {a.name: a.i for a in shape.attribute} == {"start": 1, "end": 2}
     check_rewrite(out)
@@ -637,7 +642,7 @@ def test_shape_slice_keeps_a_shared_shape():
       c = Concat <axis = 0> (d0, d1, one)
       r = Reshape(x, c)
       y = Add(x, r)
-    }}""")
+    }}""", rules=NOT_RESHAPE_RULES)
     assert out.count("Shape") == 1 and out.count("Slice") == 2 and out.count("Gather") == 0
     check_rewrite(out)
 

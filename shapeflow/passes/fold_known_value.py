@@ -197,6 +197,8 @@ def exclusive_cone(ctx: RoundContext, nid: int, names: "tuple[str, ...] | None" 
     producer, consumers, nodes = scope.producer, scope.consumers, ctx.graph.nodes
     outputs = ctx.outputs(sid)
     inside = {nid}
+    # what ``nid`` goes on reading: a producer it reads through them is no member
+    kept = frozenset() if names is None else frozenset(info.inputs).difference(names)
     out: list[int] = []
     stack = [n for n in (info.inputs if names is None else names) if n]
     while stack and len(out) < MAX_CONE:
@@ -212,6 +214,9 @@ def exclusive_cone(ctx: RoundContext, nid: int, names: "tuple[str, ...] | None" 
             if not o:
                 continue
             if o in outputs:
+                only = False
+                break
+            if o in kept:
                 only = False
                 break
             for r in consumers.get(o, ()):

@@ -29,6 +29,7 @@ _NO_TARGET = not_applicable("no target input")
 _CONSTANT_TARGET = not_applicable("target is already a constant")
 _UNKNOWN_TARGET = not_applicable("target value not known before run time")
 _OUTSIDE_TARGET = not_applicable("target is not computed in this graph")
+_FOLDS = not_applicable("target value is all integers: fold-known-value folds it")
 _UNKNOWN_INPUT = not_applicable("input rank unknown")
 _NOT_IDENTITY = not_applicable("output shape differs from the input's")
 _ABSENT = object()
@@ -125,6 +126,11 @@ class StaticReshapeTarget(RewriteRule):
             return _CONSTANT_TARGET if p == INITIALIZER else _OUTSIDE_TARGET
         if ctx.graph.nodes[p].op_type == "Constant":
             return _CONSTANT_TARGET
+        for v in value:
+            if type(v) is not int:
+                break
+        else:
+            return _FOLDS  # fold-known-value makes the target a constant where it is computed
         allowzero = _allowzero(ctx, nid)
         if ctx.overridable:
             return NoMatch(f"{ctx.display(nid)}: the model has initializers that are also graph "
