@@ -42,6 +42,7 @@ VALUE_OPS: tuple[str, ...] = (
 _AXIS_OPS = frozenset({"Squeeze", "Unsqueeze"})
 _ROOTS = frozenset(VALUE_OPS)
 _NOT_A_ROOT = not_applicable("not an op whose value is folded")
+_MEMO = "fold-known-value-alone"  # ctx.cache key
 _READERS_FOLD = not_applicable("every reader folds, and this node goes with them")
 
 
@@ -73,18 +74,44 @@ class FoldKnownValue(RewriteRule):
     roots = VALUE_OPS
 
     def match(self, ctx: RoundContext, nid: int) -> Result:
-        found = self._foldable(ctx, nid)
-        if type(found) is not Match:
-            return found
+        info = ctx.graph.nodes[nid]
+        # The common case first, in one lookup: the value is unknown (most roots of a model).
+        t = ctx.inference.tensors[info.scope].get(info.outputs[0], _ABSENT)
+        if t is None or (t is not _ABSENT and cast("TensorInfo", t).value is None):
+            return _UNKNOWN
+        # The nodes judged alone this round, for the readers' check: a node of a run of known
+        # values is asked about as a root and as a reader (only known values are kept: the rest
+        # answers in one lookup anyway).
+        memo = cast("dict[int, _Value | NoMatch] | None", ctx.cache.get(_MEMO))
+        if memo is None:
+            memo = ctx.cache[_MEMO] = {}
+        found = memo.get(nid)
+        if found is None:
+            found = memo[nid] = self._foldable(ctx, nid)
+        if type(found) is not _Value:
+            return found  # type: ignore[return-value]
         # Only the end of a run of known values folds: when every reader folds too, this node goes
         # with them (the sweep), and folding it as well would make a constant nobody reads.
-        readers = found.reads
-        if readers and not ctx.is_output(ctx.sid(nid), ctx.output(nid)):
+        sid, z = info.scope, info.outputs[0]
+        readers = tuple(ctx.readers(sid, z))
+        if readers and not ctx.is_output(sid, z):
             for r in readers:
-                if type(self._foldable(ctx, r)) is not Match:
-                    return self._with_cone(ctx, found)
-            return _READERS_FOLD
-        return self._with_cone(ctx, found)
+                judged = memo.get(r)
+                if judged is None:
+                    judged = memo[r] = self._foldable(ctx, r)
+                if type(judged) is not _Value:
+                    break
+            else:
+                return _READERS_FOLD
+        value = found
+        n = len(value.values)
+        shown = list(value.values) if n <= 8 else f"{n} values"
+        message = lambda: f"{ctx.display(nid)} is the constant {shown}"  # noqa: E731
+        # Its readers are "read": when one of them was folded or cancelled earlier in the round
+        # (the rounds visit chains from their end), this node is left to the dead-node sweep. The
+        # nodes that only feed it are written: the sweep deletes them after the fold, so no other
+        # rewrite of the round may spend itself on them.
+        return Match(nid, (nid, *exclusive_cone(ctx, nid)), readers, message, "", value)
 
     def may_fire_later(self, ctx: RoundContext, nid: int) -> bool:
         info = ctx.graph.nodes[nid]
@@ -96,11 +123,11 @@ class FoldKnownValue(RewriteRule):
                 return False
         return True
 
-    def _foldable(self, ctx: RoundContext, nid: int) -> Result:
-        """The fold of ``nid`` judged alone (its readers not considered)."""
-        info = ctx.graph.nodes[nid]  # (asked about every root: one lookup, not one per field)
+    def _foldable(self, ctx: RoundContext, nid: int) -> "_Value | NoMatch":
+        """The value ``nid`` folds to, judged alone (its readers not considered), or why not."""
+        info = ctx.graph.nodes[nid]
         if info.op_type not in _ROOTS or info.domain != "" or info.since_version is None:
-            return _NOT_A_ROOT
+            return _NOT_A_ROOT  # (a reader: the roots are such nodes)
         names, sid, outs = info.inputs, info.scope, info.outputs
         z = outs[0]
         # One lookup in the scope's table, where ``ctx.tensor`` looks first: the table holds every
@@ -152,21 +179,7 @@ class FoldKnownValue(RewriteRule):
         for v in t.value:
             if not lo <= v <= hi:  # type: ignore[operator]  # ints: checked above
                 return NoMatch(f"{ctx.display(nid)}: value out of range of its element type")
-        value = _Value(t.dtype, tuple(t.shape), tuple(t.value))  # type: ignore[arg-type]  # ints: checked above
-        shown = list(value.values) if n <= 8 else f"{n} values"
-        message = lambda: f"{ctx.display(nid)} is the constant {shown}"  # noqa: E731
-        # Its readers are "read": when one of them was folded or cancelled earlier in the round
-        # (the rounds visit chains from their end), this node is left to the dead-node sweep.
-        readers = tuple(ctx.readers(sid, z))
-        return Match(nid, (nid,), readers, message, "", value)
-
-    def _with_cone(self, ctx: RoundContext, m: Match[_Value]) -> Match[_Value]:
-        """``m`` writing also the nodes that only feed its root: the sweep deletes them after the
-        fold, so no other rewrite of the round may spend itself on them."""
-        cone = exclusive_cone(ctx, m.nid)
-        if not cone:
-            return m
-        return Match(m.nid, (m.nid, *cone), m.reads, m.message, m.note, m.payload, m.rewires)
+        return _Value(t.dtype, tuple(t.shape), tuple(t.value))  # type: ignore[arg-type]  # ints: checked above
 
     def apply(self, ctx: RoundContext, edit: Editor, m: Match[_Value]) -> None:
         value = m.payload
