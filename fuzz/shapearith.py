@@ -693,6 +693,45 @@ class _Gen:
             last = self.node("Slice", [mask, start, self.const([INT64_MAX]), self.const([1])], FLOAT)
             self.add_data(last, 2, b.bound)
 
+    def op_own_shape(self) -> None:
+        """Reshape/Expand to a tensor's own dims, computed as exporters do (``Shape -> Gather ->
+        Unsqueeze -> Concat``), now and then merging two dims or putting a constant 0/-1/1 in:
+        what static-reshape-target and no-op-reshape rewrite."""
+        rng = self.rng
+        d = self.pick_data()
+        if d.rank < 1 or d.rank > 4:
+            return
+        shape = self.node("Shape", [d.name], INT64)
+        parts = [self.axes_form("Unsqueeze", self.node("Gather", [shape, self.const(i)], INT64, axis=0), [0], INT64)
+                 for i in range(d.rank)]
+        kind = rng.choice(("same", "same", "merge", "expand", "expand"))
+        attrs: dict[str, int] = {}
+        if kind == "merge" and d.rank >= 2:
+            i = rng.randrange(d.rank - 1)
+            a = self.node("Gather", [shape, self.const(i)], INT64, axis=0)
+            b = self.node("Gather", [shape, self.const(i + 1)], INT64, axis=0)
+            m = self.axes_form("Unsqueeze", self.node("Mul", [a, b], INT64), [0], INT64)
+            parts = parts[:i] + [m] + parts[i + 2:]
+            if rng.random() < 0.5:  # another Reshape proves the dims >= 1, sometimes
+                parts[rng.randrange(len(parts))] = self.const([-1])
+        elif kind == "expand":
+            if rng.random() < 0.4:
+                target = shape
+            else:
+                k = rng.randint(1, d.rank)
+                target = self.node("Concat", [p if rng.random() < 0.6 else self.const([1]) for p in parts[-k:]],
+                                   INT64, axis=0) if k > 1 else parts[-1]
+            out = self.node("Expand", [d.name, target], d.dtype)
+            self.add_data(out, d.rank, d.bound, d.dtype)
+            return
+        elif rng.random() < 0.4:
+            parts[rng.randrange(len(parts))] = self.const([rng.choice((0, -1))])
+        if self.opset >= 14 and rng.random() < 0.3:
+            attrs["allowzero"] = rng.choice((0, 1))
+        target = self.node("Concat", parts, INT64, axis=0) if len(parts) > 1 else parts[0]
+        out = self.node("Reshape", [d.name, target], d.dtype, **attrs)
+        self.add_data(out, len(parts), d.bound * d.bound, d.dtype)
+
     def op_shape_of_new(self) -> None:
         self.new_shape_val()
 
@@ -707,10 +746,10 @@ class _Gen:
             (self.op_where, 1), (self.op_squeeze_val, 0.6), (self.op_constant_of_shape, 1.2),
             (self.op_range, 1), (self.op_expand, 1), (self.op_reshape, 1.2), (self.op_tile, 0.6),
             (self.op_pad, 0.6), (self.op_slice_data, 1.5), (self.op_squeeze_data, 0.6),
-            (self.op_positions, 0.5), (self.op_fan_out, 1.5),
+            (self.op_positions, 0.5), (self.op_fan_out, 1.5), (self.op_own_shape, 1),
         ]
         checked = {self.op_expand, self.op_reshape, self.op_tile, self.op_pad, self.op_arith,
-                   self.op_where, self.op_concat_val, self.op_fan_out}
+                   self.op_where, self.op_concat_val, self.op_fan_out, self.op_own_shape}
         funcs = [f for f, _ in ops]
         weights = [w for _, w in ops]
         self.new_shape_val()

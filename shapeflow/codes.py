@@ -64,6 +64,8 @@ FOLDABLE_CONSTANT = Code("SF203", "foldable-constant", INFO, fixable=True)
 SHAPE_SLICE = Code("SF204", "shape-slice", INFO, fixable=True)
 DEAD_NODES = Code("SF205", "dead-nodes", INFO, fixable=True)
 FAN_OUT_MERGE = Code("SF206", "fan-out-merge", INFO, fixable=True)
+STATIC_RESHAPE_TARGET = Code("SF211", "static-reshape-target", INFO, fixable=True)
+NO_OP_RESHAPE = Code("SF212", "no-op-reshape", INFO, fixable=True)
 
 ALL_CODES: tuple[Code, ...] = tuple(v for v in list(globals().values()) if isinstance(v, Code))
 BY_CODE: dict[str, Code] = {c.code: c for c in ALL_CODES}

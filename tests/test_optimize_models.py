@@ -42,7 +42,10 @@ def test_benchmark_chain_goes_to_zero(opset):
     model = squeeze_unsqueeze_chain(400, opset)
     out = optimize(model)
     assert out.count("Squeeze") == 0 and out.count("Unsqueeze") == 0
-    assert out.result.rounds == 1
+    # each segment's Reshape returns its input (no-op-reshape): it goes with its target's whole
+    # computation, in a second round (its reader is the Unsqueeze of a pair cancelled in the first)
+    assert out.count("Reshape") == 0 and out.count("Shape") == 0
+    assert out.result.rounds == 2
     check_rewrite(out)
 
 

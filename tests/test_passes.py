@@ -22,6 +22,11 @@ def head(opset: int, ir: int | None = None, extra: str = "") -> str:
     return f'<ir_version: {ir}, opset_import: ["" : {opset}{extra}]>'
 
 
+# The rules of the shape-slice tests: their Reshape targets are symbolically the input's own dims,
+# which static-reshape-target would otherwise make constant, taking the whole chain away.
+NOT_RESHAPE_RULES = [n for n in RULE_NAMES if n not in ("static-reshape-target", "no-op-reshape")]
+
+
 def axes_of(model: onnx.ModelProto, node: onnx.NodeProto) -> list[int]:
     for a in node.attribute:
         if a.name == "axes":
@@ -554,7 +559,8 @@ def _dims_model(opset: int, index: int, *, shape_attrs: str = "") -> str:
 
 @pytest.mark.parametrize("opset", [11, 13, 17])
 def test_fold_known_value_of_a_static_dim(opset):
-    # dim 2 of x is 8 on every run: [8] is a constant, and the Shape and Gather go
+    # dim 2 of x is 8 on every run: the Reshape target is the constant [-1, 8], and the Concat,
+    # the Unsqueeze, the Shape and the Gather go (the fold at the end of the chain takes it all)
     text = f"""{head(opset)}
     g (float[N, S, 8] x) => (float[M, 8] y) {'<int64 i = {2}>' if opset < 13 else '<int64 i = {2}, int64[1] a0 = {0}>'}
     {{
@@ -567,8 +573,9 @@ def test_fold_known_value_of_a_static_dim(opset):
     }}"""
     out = optimize(text)
     assert out.count("Unsqueeze") == 0 and out.count("Shape") == 0 and out.count("Gather") == 0
+    assert out.count("Concat") == 0 and out.count("Constant") == 0
     inits = {t.name: numpy_helper.to_array(t).tolist() for t in out.after.graph.initializer}
-    assert inits["d"] == [8]
+    assert inits["c"] == [-1, 8]
     assert out.fired["fold-known-value"] == 1
     check_rewrite(out)
 
@@ -589,7 +596,7 @@ def test_shape_slice(opset, expect, index):
       c = Concat <axis = 0> (m1, d, eight)
       r = Reshape(x, c)
       y = Add(x, r)
-    }}""")
+    }}""", rules=NOT_RESHAPE_RULES)
     assert out.count("Unsqueeze") == 0 and out.count("Gather") == 0
     assert out.fired["shape-slice"] == 1
     if expect == "Shape":
@@ -616,7 +623,7 @@ def test_shape_slice_with_shape_start_attribute():
       c = Concat <axis = 0> (m1, d, eight)
       r = Reshape(x, c)
       y = Add(x, r)
-    }}""")
+    }}""", rules=NOT_RESHAPE_RULES)
     shape = only(out, "Shape")
     assert {a.name: a.i for a in shape.attribute} == {"start": 1, "end": 2}
     check_rewrite(out)
@@ -635,7 +642,7 @@ def test_shape_slice_keeps_a_shared_shape():
       c = Concat <axis = 0> (d0, d1, one)
       r = Reshape(x, c)
       y = Add(x, r)
-    }}""")
+    }}""", rules=NOT_RESHAPE_RULES)
     assert out.count("Shape") == 1 and out.count("Slice") == 2 and out.count("Gather") == 0
     check_rewrite(out)
 

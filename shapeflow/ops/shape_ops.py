@@ -279,18 +279,24 @@ def _product(dims: list[Dim]) -> Dim:
     return total
 
 
-def _infer_minus_one(in_shape: Shape, target: list[Dim], minus_at: int) -> Dim:
+def _infer_minus_one(in_shape: Shape, target: list[Dim], minus_at: int, allowzero: int = 0) -> Dim:
     """The -1 of a Reshape: input numel / product of the other target dims, cancelling equal
     factors first so that ``[batch, seq, 64] -> [batch, seq, 4, -1]`` gives 16, then dividing
     what is left exactly (``[batch, 4, seq, 16] -> [4*batch, -1, 16]`` gives ``seq``).
     onnxruntime refuses a -1 when the other dims multiply to 0, so a divisor that is 0 only for
-    some bindings is one where the model fails: the quotient holds wherever it runs."""
+    some bindings is one where the model fails: the quotient holds wherever it runs. With
+    ``allowzero=1`` it does not refuse (it makes the -1 a 1), so there the other dims must be
+    provably non-zero."""
     if in_shape is None:
         return None
     num = list(in_shape)
     den = [d for k, d in enumerate(target) if k != minus_at]
     if any(d is None for d in num) or any(d is None for d in den):
         return None
+    if allowzero:
+        lo, _ = dim_bounds(_product(den))
+        if lo is None or lo < 1:
+            return None
     rest_den: list[Dim] = []
     for d in den:
         for k, n in enumerate(num):
@@ -372,7 +378,7 @@ def reshape(call: OpCall) -> list[TensorInfo | None]:
             # the exact answer is no readable expression: unknown (--assume batch>=1 restores it)
             out[k] = None
     if minus_at >= 0:
-        out[minus_at] = None if doubtful else _infer_minus_one(in_shape, out, minus_at)
+        out[minus_at] = None if doubtful else _infer_minus_one(in_shape, out, minus_at, allowzero)
         if not doubtful and call.scope == 0 and not allowzero:
             # (with allowzero=1 onnxruntime infers a -1 beside a 0 without complaint)
             _prove_nonzero(out, minus_at, in_shape)

@@ -147,6 +147,12 @@ class RewriteRule:
     def apply(self, ctx: "RoundContext", edit: "Editor", m: "Match[Any]") -> None:  # pragma: no cover
         raise NotImplementedError
 
+    def may_fire_later(self, ctx: "RoundContext", nid: int) -> bool:
+        """False when no change of the graph around root ``nid`` can make the rule fire on it in a
+        later round (what it needs is a value of the root's own tensors, which rewrites never
+        change, and that value is unknown): the engine then does not run a round for it."""
+        return True
+
     @classmethod
     def doc(cls) -> str:
         return inspect.cleandoc(cls.__doc__ or "")

@@ -260,6 +260,15 @@ class Editor:
             self._add_read(sid, name)
         self.changed = True
 
+    def drop_attribute(self, nid: int, name: str) -> None:
+        """Remove attribute ``name`` of node ``nid`` (its default applies), if it has one."""
+        node = self._edit(nid)
+        for k, a in enumerate(node.attribute):
+            if a.name == name:
+                del node.attribute[k]
+                self.changed = True
+                return
+
     def make_identity(self, nid: int) -> None:
         """Turn node ``nid`` into an Identity of its first input, keeping its name and outputs
         (the inputs after the first, such as an axes tensor, are no longer read)."""

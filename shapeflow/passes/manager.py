@@ -126,6 +126,23 @@ class _Dispatch:
         # Squeeze/Unsqueeze, a round visits the nodes with axis facts and nothing else.
         self.root_ops: frozenset[str] = frozenset(op for r in self.rules for op in r.roots)
 
+    def unsettled(self, ctx: RoundContext, roots: list[int]) -> list[int]:
+        """The ``roots`` some rule may still fire on in a later round (``may_fire_later``): only
+        their neighbourhoods decide whether another round is worth running."""
+        by_op: dict[str, list[RewriteRule]] = {}
+        nodes = ctx.graph.nodes
+        out = []
+        for nid in roots:
+            op = nodes[nid].op_type
+            rules = by_op.get(op)
+            if rules is None:
+                rules = by_op[op] = [r for r in self.rules if op in r.roots or ANY_OP in r.roots]
+            for r in rules:
+                if r.may_fire_later(ctx, nid):
+                    out.append(nid)
+                    break
+        return out
+
     def rules_for(self, op: str, kind: str) -> list[RewriteRule]:
         """For a root of op type ``op`` whose data input comes from ``kind``: the op type of an
         ai.onnx node of its scope, or a ``FROM_*``."""
@@ -555,7 +572,7 @@ def _fixpoint(loaded: LoadedModel, dispatch: _Dispatch, strict: bool, limits: Li
         # round rewrote (say, a failing pair cancelled) can make a caller's outputs known, which
         # carrying inference over would miss. Such a round is followed by a whole inference.
         bodies = _rewrote_function_bodies(graph, edit, result.written)
-        roots_seen = None if dispatch.root_ops <= AXIS_OPS else _roots(ctx, dispatch.root_ops)
+        roots_seen = None if dispatch.root_ops <= AXIS_OPS else dispatch.unsettled(ctx, _roots(ctx, dispatch.root_ops))
         last = (not full_inference and not bodies and not deferred
                 and not _created_roots(edit, dispatch.root_ops)
                 and not _may_continue(ctx, edit, roots_seen))

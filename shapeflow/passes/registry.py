@@ -14,13 +14,15 @@ from .fold_constant import FoldConstant
 from .fold_known_value import FoldKnownValue
 from .merge_squeeze import MergeSqueeze
 from .merge_unsqueeze import MergeUnsqueeze
+from .reshape_target import NoOpReshape, StaticReshapeTarget
 from .shape_slice import ShapeSlice
 from .squeeze_non_unit import SqueezeNonUnitFix
 
 # Priority on one root: folds first (they remove the most: a fold of the last node of a chain
 # takes the whole chain with it), then cancels (which remove two nodes), merges, and shape slicing
 # (its Unsqueeze may fold or cancel instead), and last the fan-out merge, which a node read by a
-# single Squeeze/Unsqueeze leaves to the chain rules.
+# single Squeeze/Unsqueeze leaves to the chain rules. On a Reshape/Expand: a fold of its value,
+# else its removal when it changes nothing, else a constant target.
 ALL_RULES: tuple[type[RewriteRule], ...] = (
     FoldConstant,
     FoldKnownValue,
@@ -30,6 +32,8 @@ ALL_RULES: tuple[type[RewriteRule], ...] = (
     MergeSqueeze,
     ShapeSlice,
     FanOutMerge,
+    NoOpReshape,
+    StaticReshapeTarget,
 )
 
 RULE_NAMES: tuple[str, ...] = tuple(r.name for r in ALL_RULES)

@@ -49,6 +49,8 @@ from .sf202_mergeable_chain import MergeableChain
 from .sf203_foldable_constant import FoldableConstant
 from .sf204_shape_slice import ShapeSlice
 from .sf206_fan_out_merge import FanOutMerge
+from .sf211_static_reshape_target import StaticReshapeTarget
+from .sf212_no_op_reshape import NoOpReshape
 
 ALL_RULES: tuple[type[Rule], ...] = tuple(
     sorted(
@@ -60,7 +62,8 @@ ALL_RULES: tuple[type[Rule], ...] = tuple(
             UnsqueezeEmptyAxes, ShapeConflict, SqueezeEmptyAxes, InvalidDimValue, RankAbove64,
             ControlFlowSignature, InvalidAttribute,
             DuplicateAttribute, EmptyOutputName, AttributeRefType, AttributeRefMissing, FunctionOpsetMismatch,
-            CancellingPair, MergeableChain, FoldableConstant, ShapeSlice, FanOutMerge,
+            CancellingPair, MergeableChain, FoldableConstant, ShapeSlice, FanOutMerge, StaticReshapeTarget,
+            NoOpReshape,
         ),
         key=lambda r: r.code,
     )

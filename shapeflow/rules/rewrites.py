@@ -1,4 +1,4 @@
-"""What the rewrite engine would do, as lint findings: the info rules SF201-SF204.
+"""What the rewrite engine would do, as lint findings: the info rules SF2xx.
 
 The rules judge nothing themselves and import no rewrite code: the lint driver
 (``analysis.analyze``) asks the engine (``shapeflow.passes.find_candidates``) for its candidates on
@@ -56,7 +56,7 @@ def _by_code(ctx: LintContext, code: str) -> list[CandidateLike]:
 
 
 def _location(ctx: LintContext, c: CandidateLike) -> Location:
-    # Every candidate is rooted at a Squeeze/Unsqueeze, whose facts hold its location: cheaper
+    # A candidate rooted at a Squeeze/Unsqueeze has its location in its facts: cheaper
     # than ``location_of``, which reads the node's proto (at a hundred thousand findings, that counts).
     fact = c.fact
     return Rule.at(fact) if fact is not None else ctx.location_of(c.nid)
@@ -68,7 +68,7 @@ def findings(ctx: LintContext, code: str) -> Iterator[Finding]:
 
 
 class RewriteHint(Rule):
-    """Base of SF201-SF204: each reports the rewrite candidates of its code."""
+    """Base of the SF2xx rewrite rules: each reports the rewrite candidates of its code."""
 
     def check(self, ctx: LintContext) -> Iterator[Finding]:
         return findings(ctx, self.code)
