@@ -542,6 +542,67 @@ def table(report: Report, tools: list[str]) -> str:
     return "\n".join(lines)
 
 
+def markdown(report: Report, tools: list[str]) -> str:
+    """The per-model counts (S+U / shape-arith / nodes per tool), exactness and signature, and the
+    failing bars, as Markdown tables."""
+    by = {(r.model, r.tool): r for r in report.runs}
+    out = ["Cells: Squeeze+Unsqueeze / shape-arithmetic nodes / total nodes; `!x` = not bit-exact in onnxruntime "
+           "(ORT_DISABLE_ALL), `!sig` = signature changed.", "",
+           "| model | kind | original | " + " | ".join(tools) + " |",
+           "|---|---|---|" + "---|" * len(tools)]
+    for m in report.models:
+        cells = []
+        for t in tools:
+            r = by.get((m.name, t))
+            if r is None:
+                cells.append("")
+            elif r.status != "ok":
+                cells.append(r.status[:40].replace("|", "/"))
+            else:
+                flags = (" !x" if r.exact is False else "") + (" !sig" if r.signature_same is False else "")
+                cells.append(f"{r.squeeze_unsqueeze} / {r.shape_arith} / {r.nodes}{flags}")
+        out.append(f"| {m.name} | {m.kind} | {m.squeeze_unsqueeze} / {m.shape_arith} / {m.nodes} | "
+                   + " | ".join(cells) + " |")
+    for kinds, label in ((("shared", "text", "vision"), "total (no chains)"), (("text",), "total text corpus")):
+        ms = [m for m in report.models if m.kind in kinds]
+        if not ms:
+            continue
+        cells = []
+        for t in tools:
+            ok = [by[(m.name, t)] for m in ms if (m.name, t) in by and by[(m.name, t)].status == "ok"]
+            cells.append(f"{sum(r.squeeze_unsqueeze or 0 for r in ok)} / {sum(r.shape_arith or 0 for r in ok)} / "
+                         f"{sum(r.nodes or 0 for r in ok)} ({len(ok)} ok)")
+        out.append(f"| **{label}** | | {sum(m.squeeze_unsqueeze for m in ms)} / {sum(m.shape_arith for m in ms)} / "
+                   f"{sum(m.nodes for m in ms)} | " + " | ".join(cells) + " |")
+    out += ["", "| bar | models passing |", "|---|---|"]
+    kinds: dict[str, list[bool | None]] = {}
+    for name, ok, _detail in report.bars:
+        kinds.setdefault(name.split(": ", 1)[-1], []).append(ok)
+    for bar, oks in kinds.items():
+        out.append(f"| {bar} | {sum(1 for ok in oks if ok is not False)}/{len(oks)} |")
+    if report.failing:
+        out += ["", "| failing bar | model | kind | detail | gap |", "|---|---|---|---|---|"]
+        for f in sorted(report.failing, key=lambda f: (f["bar"], -(f["gap"] or 0), f["model"])):
+            gap = "" if f["gap"] is None else f"{f['gap']:+g}"
+            out.append(f"| {f['bar']} | {f['model']} | {f['kind']} | {str(f['detail']).replace('|', '/')[:120]} | {gap} |")
+    return "\n".join(out) + "\n"
+
+
+def load_reports(paths: list[str]) -> Report:
+    """Merge the --json files of earlier runs, a later file's model or run replacing an earlier one of
+    the same name (the bars are judged again)."""
+    models: dict[str, Model] = {}
+    runs: dict[tuple[str, str], Run] = {}
+    for path in paths:
+        with open(path) as fh:
+            data = json.load(fh)
+        for m in data["models"]:
+            models[m["name"]] = Model(**m)
+        for r in data["runs"]:
+            runs[(r["model"], r["tool"])] = Run(**r)
+    return Report(models=list(models.values()), runs=list(runs.values()))
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="10k/100k chains, 120 s timeout, one run of each tool")
@@ -556,7 +617,20 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--runs", type=int, default=None, help="onnxruntime runs per latency median (30; --quick 10)")
     ap.add_argument("--ort-max-nodes", type=int, default=200_000, help="no onnxruntime check above this many nodes")
     ap.add_argument("--no-ort", action="store_true", help="skip the onnxruntime checks and latencies")
+    ap.add_argument("--markdown", default=None, help="also write the per-model tables as Markdown to this file")
+    ap.add_argument("--from-json", default=None, help="run nothing: merge these --json files (comma-separated) "
+                    "and print their tables")
     args = ap.parse_args(argv)
+    if args.from_json:
+        report = load_reports(args.from_json.split(","))
+        present = {r.tool for r in report.runs}
+        tools = [t for t in TOOLS if t in present]
+        judge(report)
+        print(table(report, tools))
+        if args.markdown:
+            with open(args.markdown, "w") as fh:
+                fh.write(markdown(report, tools))
+        return 0 if all(ok is not False for _, ok, _ in report.bars) else 1
     corpora = tuple(c for c in args.only_corpus.split(",") if c)
     tools = [t for t in args.tools.split(",") if t]
     bad = [c for c in corpora if c not in CORPORA] + [t for t in tools if t not in TOOLS]
@@ -595,6 +669,9 @@ def main(argv: list[str] | None = None) -> int:
                       + (f"; NOT exact: {', '.join(bad_tools)}" if bad_tools else ""), file=sys.stderr, flush=True)
         judge(report)
         print(table(report, tools))
+        if args.markdown:
+            with open(args.markdown, "w") as fh:
+                fh.write(markdown(report, tools))
         if args.json:
             with open(args.json, "w") as fh:
                 json.dump({"models": [asdict(m) for m in report.models], "runs": [asdict(r) for r in report.runs],
