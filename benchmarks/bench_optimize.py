@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import shutil
 import signal
@@ -587,6 +588,26 @@ def markdown(report: Report, tools: list[str]) -> str:
                          f"{sum(r.nodes or 0 for r in ok)} ({len(ok)} ok)")
         out.append(f"| **{label}** | | {sum(m.squeeze_unsqueeze for m in ms)} / {sum(m.shape_arith for m in ms)} / "
                    f"{sum(m.nodes for m in ms)} | " + " | ".join(cells) + " |")
+    timed = [m for m in report.models if m.latency_disable and m.latency_all]
+    if timed:
+        out += ["", "onnxruntime latency, ms (median, batch 1, one thread): ORT_DISABLE_ALL / ORT_ENABLE_ALL; last row: "
+                "geometric mean of the ratio to the original model's latency (under 1: faster).", "",
+                "| model | original | " + " | ".join(tools) + " |", "|---|---|" + "---|" * len(tools)]
+        logs: dict[str, list[tuple[float, float]]] = {t: [] for t in tools}
+        for m in timed:
+            cells = []
+            for t in tools:
+                r = by.get((m.name, t))
+                if r is None or not r.latency_disable or not r.latency_all:
+                    cells.append("")
+                    continue
+                cells.append(f"{_ms(r.latency_disable)} / {_ms(r.latency_all)}")
+                logs[t].append((math.log(r.latency_disable / m.latency_disable),  # type: ignore[operator]
+                                math.log(r.latency_all / m.latency_all)))  # type: ignore[operator]
+            out.append(f"| {m.name} | {_ms(m.latency_disable)} / {_ms(m.latency_all)} | " + " | ".join(cells) + " |")
+        means = [f"{math.exp(sum(a for a, _ in v) / len(v)):.3f} / {math.exp(sum(b for _, b in v) / len(v)):.3f}"
+                 if v else "" for v in logs.values()]
+        out.append("| **geomean ratio** | 1 / 1 | " + " | ".join(means) + " |")
     out += ["", "| bar | models passing |", "|---|---|"]
     kinds: dict[str, list[bool | None]] = {}
     for name, ok, _detail in report.bars:
