@@ -100,3 +100,32 @@ def test_feeds_follow_symbols_and_names() -> None:
     assert 1 <= f["input_ids"].min() and f["input_ids"].max() < 10
     assert (f["attention_mask"] == 1).all()
     assert f["pixel"].shape == (2, 3, 3) and f["pixel"].dtype == np.float32  # unknown symbol: the largest given
+
+
+def test_bench_optimize_bars_name_the_failing_models() -> None:
+    import bench_optimize as bo
+
+    m1 = bo.Model("a", "a.onnx", "text", nodes=10, squeeze_unsqueeze=4, shape_arith=5)
+    m2 = bo.Model("b", "b.onnx", "vision", nodes=10, squeeze_unsqueeze=4, shape_arith=5)
+
+    def run(model: str, tool: str, su: int, arith: int, **kw: object) -> bo.Run:
+        base: dict = {"nodes": 9, "exact": True, "signature_same": True}
+        base.update(kw)
+        return bo.Run(model, tool, "ok", 1.0, 1.0, 1, su, shape_arith=arith, **base)
+
+    runs = [run("a", "shapeflow", 2, 3), run("a", "onnxsim", 1, 3), run("a", "onnxslim", 3, 1),
+            run("b", "shapeflow", 0, 2, exact=False, exact_why="binding 1: y differs"),
+            run("b", "onnxsim", 1, 1, signature_same=False), run("b", COMPOSED := "onnxsim+shapeflow", 2, 1)]
+    report = bo.Report(models=[m1, m2], runs=runs)
+    bo.judge(report)
+    failing = {(f["model"], f["bar"]): f for f in report.failing}
+    assert failing[("a", "S+U <= every peer")]["gap"] == 1  # 2 vs onnxsim's 1
+    assert ("a", "shape-arith <= onnxsim") not in failing  # onnxslim's 1 is not the bar: onnxsim's 3 is
+    assert failing[("b", "shape-arith <= onnxsim")]["detail"] == "2 vs onnxsim 1 (signature changed)"
+    assert failing[("b", "bit-exact")]["detail"] == "binding 1: y differs"
+    assert ("b", "S+U <= every peer") not in failing
+    assert (("b", "onnxsim+shapeflow composes")) in failing  # S+U 1 -> 2 undoes onnxsim's work
+    assert COMPOSED in bo.TOOLS
+    md = bo.markdown(report, list(bo.TOOLS))
+    assert "| a | text | 4 / 5 / 10 | 2 / 3 / 9 | 1 / 3 / 9 |" in md
+    assert "0 / 2 / 9 !x" in md
