@@ -37,6 +37,9 @@ at 10k/100k/500k nodes (onnxruntime checks skip models above ``--ort-max-nodes``
     python benchmarks/bench_optimize.py                       # everything (the peers are slow)
     python benchmarks/bench_optimize.py --quick               # 10k/100k chains, short timeout, 1 run each
     python benchmarks/bench_optimize.py --only-corpus text,shared --tools shapeflow,onnxsim --json out.json
+    # shapeflow of another checkout again, peers reused from a kept run; then the merged tables:
+    python benchmarks/bench_optimize.py --keep /tmp/b --tools shapeflow,onnxsim+shapeflow --shapeflow-root ../main --json new.json
+    python benchmarks/bench_optimize.py --from-json old.json,new.json --markdown tables.md
 """
 
 from __future__ import annotations
@@ -67,6 +70,7 @@ sys.path.insert(0, ROOT)
 
 import graphstats  # noqa: E402  (benchmarks/ is on sys.path only from here)
 
+SHAPEFLOW_ROOT = ROOT  # the checkout whose shapeflow is measured (--shapeflow-root)
 PEERS = ("onnxsim", "onnxslim", "onnxoptimizer")
 COMPOSED = "onnxsim+shapeflow"
 TOOLS = ("shapeflow", "onnxsim", COMPOSED, "onnxslim", "onnxoptimizer")
@@ -298,7 +302,7 @@ def run_tool(tool: str, model: Model, workdir: str, timeout: float) -> Run:
     else:
         cmd = [sys.executable, "-c", RUNNER, tool, src, out]
     env_path = os.environ.get("PYTHONPATH", "")
-    os.environ["PYTHONPATH"] = ROOT + (os.pathsep + env_path if env_path else "")
+    os.environ["PYTHONPATH"] = SHAPEFLOW_ROOT + (os.pathsep + env_path if env_path else "")
     try:
         status, seconds, rss, cpu = measure(cmd, timeout)
     finally:
@@ -641,7 +645,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="10k/100k chains, 120 s timeout, one run of each tool")
     ap.add_argument("--sizes", default=None, help="chain sizes, comma-separated (default 10000,100000,500000)")
-    ap.add_argument("--tools", default=",".join(TOOLS), help="tools to run, comma-separated")
+    ap.add_argument("--tools", default=",".join(TOOLS), help="tools to run, comma-separated (onnxsim+shapeflow "
+                    "reads onnxsim's output: run onnxsim too, or reuse a --keep folder holding it)")
     ap.add_argument("--only-corpus", default=",".join(CORPORA), help="corpora, comma-separated: " + ", ".join(CORPORA))
     ap.add_argument("--timeout", type=float, default=None, help="seconds per tool and model (default 900)")
     ap.add_argument("--keep", default=None, help="keep models and outputs in this folder")
@@ -654,7 +659,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--markdown", default=None, help="also write the per-model tables as Markdown to this file")
     ap.add_argument("--from-json", default=None, help="run nothing: merge these --json files (comma-separated) "
                     "and print their tables")
+    ap.add_argument("--shapeflow-root", default=None, help="measure the shapeflow of this checkout (default: the "
+                    "one holding this script)")
     args = ap.parse_args(argv)
+    if args.shapeflow_root:
+        global SHAPEFLOW_ROOT
+        SHAPEFLOW_ROOT = os.path.abspath(args.shapeflow_root)
+        if not os.path.isfile(os.path.join(SHAPEFLOW_ROOT, "shapeflow", "__init__.py")):
+            ap.error(f"--shapeflow-root {args.shapeflow_root}: no shapeflow/__init__.py there")
     if args.from_json:
         report = load_reports(args.from_json.split(","))
         present = {r.tool for r in report.runs}
@@ -682,8 +694,6 @@ def main(argv: list[str] | None = None) -> int:
         report.models = build_models(workdir, sizes, args.quick, corpora)
         # Tool by tool, shapeflow first: its runs on all models sit close in time, so the
         # 500k/100k ratio is not skewed by a change of load on a shared machine in between.
-        if COMPOSED in tools and "onnxsim" not in tools:
-            tools.insert(tools.index(COMPOSED), "onnxsim")
         tools.sort(key=TOOLS.index)  # onnxsim before onnxsim+shapeflow, which reads its output
         for tool in tools:
             for m in report.models:
