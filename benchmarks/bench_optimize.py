@@ -168,13 +168,13 @@ sys.stderr.buffer.write(err)
 """
 
 
-def measure(cmd: list[str], timeout: float) -> tuple[str, float, int | None, float | None]:
-    """Run ``cmd``; (status, wall seconds, peak RSS in bytes, CPU seconds) of that process."""
+def measure(cmd: list[str], timeout: float, cwd: str | None = None) -> tuple[str, float, int | None, float | None]:
+    """Run ``cmd`` in ``cwd``; (status, wall seconds, peak RSS in bytes, CPU seconds) of that process."""
     fd, report = tempfile.mkstemp(prefix="bench_rss.")
     os.close(fd)
     started = time.perf_counter()
     proc = subprocess.Popen([sys.executable, "-c", LAUNCHER, report, *cmd], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, start_new_session=True)
+                            stderr=subprocess.PIPE, start_new_session=True, cwd=cwd)
     try:
         _, err_bytes = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -304,7 +304,9 @@ def run_tool(tool: str, model: Model, workdir: str, timeout: float) -> Run:
     env_path = os.environ.get("PYTHONPATH", "")
     os.environ["PYTHONPATH"] = SHAPEFLOW_ROOT + (os.pathsep + env_path if env_path else "")
     try:
-        status, seconds, rss, cpu = measure(cmd, timeout)
+        # in the work folder: "python -m" puts the current folder first on sys.path, and a checkout's
+        # own shapeflow/ there would win over --shapeflow-root
+        status, seconds, rss, cpu = measure(cmd, timeout, cwd=workdir)
     finally:
         if env_path:
             os.environ["PYTHONPATH"] = env_path
@@ -687,7 +689,7 @@ def main(argv: list[str] | None = None) -> int:
     timeout = args.timeout or (120.0 if args.quick else 900.0)
     repeat = args.repeat or (1 if args.quick else 3)
     n_runs = args.runs or (10 if args.quick else 30)
-    workdir = args.keep or tempfile.mkdtemp(prefix="bench_optimize.")
+    workdir = os.path.abspath(args.keep) if args.keep else tempfile.mkdtemp(prefix="bench_optimize.")
     os.makedirs(workdir, exist_ok=True)
     report = Report()
     try:
