@@ -325,6 +325,15 @@ def _conflicts(m: Match, written: set[int], read: set[int], rewired: set[int]) -
     return False
 
 
+def _reserved(m: Match, reserved: set[int]) -> bool:
+    """Whether ``m`` touches a node that a deferred rewrite of the round will write."""
+    for group in (m.writes, m.reads, m.rewires):
+        for n in group:
+            if n in reserved:
+                return True
+    return False
+
+
 def _may_continue(ctx: RoundContext, edit: Editor, roots: Iterable[int] | None = None) -> bool:
     """Whether a next round could rewrite anything, judged from what this round changed.
 
@@ -386,6 +395,7 @@ def _run_round(ctx: RoundContext, edit: Editor, dispatch: _Dispatch, explain: bo
     written = out.written
     read: set[int] = set()
     rewired: set[int] = set()
+    reserved: set[int] = set()  # the nodes deferred rewrites will write
     facts = ctx.facts
     for nid, tried in dispatch.plan(ctx):
         if blocked and nid in blocked:
@@ -396,9 +406,13 @@ def _run_round(ctx: RoundContext, edit: Editor, dispatch: _Dispatch, explain: bo
                 if r.near:
                     out.skipped.append((nid, f"{rule.name}: {r.reason}"))
                 continue
-            if _conflicts(r, written, read, rewired):
+            if _conflicts(r, written, read, rewired) or (reserved and _reserved(r, reserved)):
                 if nid not in written:  # (a root taken by an earlier rewrite has nothing left to do)
                     out.deferred.append(nid)
+                    # What it will rewrite next round is left alone in this one: a no-op Reshape
+                    # deferred here takes its whole target computation with it next round, which
+                    # rewriting that computation now would only have wasted.
+                    reserved.update(r.writes)
                 break  # a node it needs was rewritten this round; the next round retries
             rule.apply(ctx, edit, r)
             written.update(r.writes)
