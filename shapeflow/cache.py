@@ -25,10 +25,10 @@ import json
 import os
 import shutil
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from ._version import __version__
+from . import _version
 from .config import find_config
 from .diagnostics import Diagnostic, Location, Severity
 from .errors import EXIT_INTERNAL, display_path
@@ -69,7 +69,7 @@ class LintCache:
     """A cache folder. Plain data: it goes to worker processes and Ray tasks with each file."""
 
     directory: str
-    version: str = __version__
+    version: str = field(default_factory=lambda: _version.__version__)  # read at creation (tests patch it)
 
     def key(self, data: bytes, settings: str) -> str:
         h = hashlib.sha256()
