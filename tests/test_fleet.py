@@ -8,10 +8,12 @@ be trusted (same bytes, settings and version) and never otherwise.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import onnx
@@ -24,18 +26,24 @@ from shapeflow import _version
 from shapeflow.cache import CACHE_DIR_NAME, LintCache, default_cache_dir, settings_digest
 from shapeflow.cli.lint_cmd import _JsonLines, jsonl_line
 from shapeflow.executors import Task, run_task
-from shapeflow.linter import FileResult, LintOptions
+from shapeflow.diagnostics import Severity
+from shapeflow.linter import FileResult, Linter, LintOptions
 
 ROOT = Path(__file__).resolve().parent.parent
 BAD = ("sf003_unsorted", "sf101_axes_out_of_range", "sf104_squeeze_non_unit_dim", "sf105_squeeze_symbolic_dim")
 FORMATS = ("text", "concise", "json", "jsonl", "sarif", "github")
 
 
+@functools.lru_cache(maxsize=None)
+def _bert() -> bytes:
+    return bert_like(13).SerializeToString()
+
+
 def make_corpus(folder: Path) -> list[str]:
     """Good models, models with findings, and hostile files (truncated, not a model, missing)."""
     folder.mkdir(parents=True, exist_ok=True)
     names = []
-    good = bert_like(13).SerializeToString()
+    good = _bert()
     for name, data in (("good_bert.onnx", good), ("good_chain.onnx", squeeze_unsqueeze_chain(40).SerializeToString()),
                        ("truncated.onnx", good[: len(good) // 3]), ("not_a_model.onnx", b"\x08\x07hello, world\n")):
         (folder / name).write_bytes(data)
@@ -119,88 +127,117 @@ def test_a_warm_run_reads_the_cache_and_renders_the_current_path(tmp_path: Path)
     assert {d["file"] for d in out["diagnostics"]} == {"copy.onnx"}
 
 
-@pytest.mark.parametrize("change", ["content", "select", "severity", "dim", "exit-zero"])
+SF104 = "sf104_squeeze_non_unit_dim.onnx"
+
+
+def _lint_cached(path: str, options: LintOptions, cache: Path) -> FileResult:
+    return run_task(Task(path, options, LintCache(str(cache))))
+
+
+def _view(r: FileResult) -> tuple[object, ...]:
+    """Everything of a result that output or a baseline uses."""
+    return (r.to_json(), r.anchors, r.assumptions, r.notes)
+
+
+@pytest.mark.parametrize("change", ["content", "select", "severity", "dim", "exit-zero", "limits"])
 def test_the_cache_is_invalidated_by_content_and_settings(tmp_path: Path, change: str) -> None:
     folder = tmp_path / "m"
     make_corpus(folder)
     cache = tmp_path / "c"
-    name = "sf104_squeeze_non_unit_dim.onnx"
-    base = ["--select", "SF"]
-    lint_cli(folder, "--cache-dir", str(cache), *base, name)
+    path = str(folder / SF104)
+    options = LintOptions(select=("SF104", "SF105"), ignore=())
+    _lint_cached(path, options, cache)
     _plant(cache, "PLANTED")
-    args = list(base)
+    assert {d.message for d in _lint_cached(path, options, cache).diagnostics} == {"PLANTED"}
     if change == "content":
-        model = onnx.load(str(folder / name))
+        model = onnx.load(path)
         model.doc_string = "edited"
-        onnx.save(model, str(folder / name))
+        onnx.save(model, path)
     elif change == "select":
-        args = ["--select", "SF1"]
+        options = replace(options, select=("SF104",))
     elif change == "severity":
-        args += ["--severity", "SF104=warning"]
+        options = replace(options, severity=(("SF104", Severity.WARNING),))
     elif change == "dim":
-        args += ["--dim", "batch=2"]
+        options = replace(options, dims=(("batch", 2),))
+    elif change == "exit-zero":
+        options = replace(options, exit_zero=True)
     else:
-        args += ["--exit-zero"]
-    out = json.loads(_run_planted(folder, cache, *args, name))
-    assert out["diagnostics"] and "PLANTED" not in {d["message"] for d in out["diagnostics"]}
-    fresh = json.loads(lint_cli(folder, "--no-cache", "--format", "json", *args, name).stdout)
-    assert out == fresh
+        options = replace(options, limits=shapeflow.Limits(max_nodes=1000))
+    got = _lint_cached(path, options, cache)
+    assert got.diagnostics and "PLANTED" not in {d.message for d in got.diagnostics}
+    assert _view(got) == _view(Linter(options).run(path))
 
 
 def test_the_cache_is_invalidated_by_the_version(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     folder = tmp_path / "m"
     make_corpus(folder)
-    path = str(folder / "sf104_squeeze_non_unit_dim.onnx")
+    path = str(folder / SF104)
     options = LintOptions()
-    first = run_task(Task(path, options, LintCache(str(tmp_path / "c"))))
+    first = _lint_cached(path, options, tmp_path / "c")
     _plant(tmp_path / "c", "PLANTED")
-    hit = run_task(Task(path, options, LintCache(str(tmp_path / "c"))))
-    assert {d.message for d in hit.diagnostics} == {"PLANTED"}
+    assert {d.message for d in _lint_cached(path, options, tmp_path / "c").diagnostics} == {"PLANTED"}
     monkeypatch.setattr(_version, "__version__", "999.0.0")
-    other = run_task(Task(path, options, LintCache(str(tmp_path / "c"))))
-    assert other.diagnostics == first.diagnostics  # a miss: linted afresh
+    other = _lint_cached(path, options, tmp_path / "c")
+    assert _view(other) == _view(first)  # a miss: linted afresh
 
 
-@pytest.mark.parametrize("damage", ["truncated", "garbage", "empty", "wrong-version", "wrong-key", "wrong-shape",
-                                    "bad-severity", "bad-exit-code"])
-def test_a_corrupt_or_foreign_entry_is_ignored_and_rewritten(tmp_path: Path, damage: str) -> None:
+DAMAGES = ["truncated", "garbage", "empty", "wrong-version", "wrong-key", "wrong-shape", "bad-severity",
+           "bad-exit-code", "not-an-object"]
+
+
+def _damaged(text: bytes, damage: str) -> bytes:
+    doc = json.loads(text)
+    doc["result"]["diagnostics"] = [[*d[:3], "PLANTED", *d[4:]] for d in doc["result"]["diagnostics"]]
+    if damage == "truncated":
+        return text[: len(text) // 2]
+    if damage == "garbage":
+        return os.urandom(200)
+    if damage == "empty":
+        return b""
+    if damage == "wrong-version":
+        return json.dumps({**doc, "version": "0.0.1"}).encode()
+    if damage == "wrong-key":
+        return json.dumps({**doc, "key": "0" * 64}).encode()
+    if damage == "wrong-shape":
+        return json.dumps({**doc, "result": {"diagnostics": "nope"}}).encode()
+    if damage == "bad-severity":
+        doc["result"]["diagnostics"] = [[*d[:2], "fatal", *d[3:]] for d in doc["result"]["diagnostics"]]
+        return json.dumps(doc).encode()
+    if damage == "not-an-object":
+        return b"[1, 2, 3]"
+    return json.dumps({**doc, "result": {**doc["result"], "exit_code": 7}}).encode()
+
+
+def test_a_corrupt_or_foreign_entry_is_ignored_and_rewritten(tmp_path: Path) -> None:
     folder = tmp_path / "m"
     make_corpus(folder)
     cache = tmp_path / "c"
-    args = ["--select", "SF", "--format", "json", "sf104_squeeze_non_unit_dim.onnx", "good_chain.onnx"]
+    paths = [str(folder / n) for n in (SF104, "sf101_axes_out_of_range.onnx", "good_chain.onnx")]
+    options = LintOptions(select=("SF1", "SF2"))
+    fresh = [_view(Linter(options).run(p)) for p in paths]
+    assert [_view(_lint_cached(p, options, cache)) for p in paths] == fresh
+    stored = entries(cache)
+    assert len(stored) == 3
+    originals = {e: e.read_bytes() for e in stored}
+    for damage in DAMAGES:
+        for e in stored:
+            e.write_bytes(_damaged(originals[e], damage))
+        assert [_view(_lint_cached(p, options, cache)) for p in paths] == fresh, damage
+        # each entry was rewritten with the fresh result, and nothing half-written is left
+        assert {e: e.read_bytes() for e in entries(cache)} == originals, damage
+    assert not [p for p in cache.rglob("*") if p.name.startswith(".tmp-")]
+
+
+def test_a_corrupt_entry_does_not_change_the_command_output(tmp_path: Path) -> None:
+    folder = tmp_path / "m"
+    make_corpus(folder)
+    cache = tmp_path / "c"
+    args = ["--select", "SF", "--format", "sarif", SF104, "good_chain.onnx"]
     fresh = lint_cli(folder, "--no-cache", *args)
     lint_cli(folder, "--cache-dir", str(cache), *args)
-    stored = entries(cache)
-    assert len(stored) == 2
-    originals = {e: e.read_bytes() for e in stored}
-    for e in stored:
-        text = e.read_bytes()
-        doc = json.loads(text)
-        doc["result"]["diagnostics"] = [[*d[:3], "PLANTED", *d[4:]] for d in doc["result"]["diagnostics"]]
-        if damage == "truncated":
-            bad = text[: len(text) // 2]
-        elif damage == "garbage":
-            bad = os.urandom(200)
-        elif damage == "empty":
-            bad = b""
-        elif damage == "wrong-version":
-            bad = json.dumps({**doc, "version": "0.0.1"}).encode()
-        elif damage == "wrong-key":
-            bad = json.dumps({**doc, "key": "0" * 64}).encode()
-        elif damage == "wrong-shape":
-            bad = json.dumps({**doc, "result": {"diagnostics": "nope"}}).encode()
-        elif damage == "bad-severity":
-            doc["result"]["diagnostics"] = [[*d[:2], "fatal", *d[3:]] for d in doc["result"]["diagnostics"]]
-            bad = json.dumps(doc).encode() if doc["result"]["diagnostics"] else text[:10]
-        else:
-            bad = json.dumps({**doc, "result": {**doc["result"], "exit_code": 7}}).encode()
-        e.write_bytes(bad)
-    again = lint_cli(folder, "--cache-dir", str(cache), *args)
-    same(fresh, again)
-    assert "PLANTED" not in again.stdout
-    # each entry was rewritten with the fresh result, and nothing half-written is left
-    assert {e: e.read_bytes() for e in entries(cache)} == originals
-    assert not [p for p in cache.rglob("*") if p.name.startswith(".tmp-")]
+    for k, e in enumerate(entries(cache)):
+        e.write_bytes(_damaged(e.read_bytes(), DAMAGES[k]))
+    same(fresh, lint_cli(folder, "--cache-dir", str(cache), *args))
 
 
 def test_cache_folder_location_tag_and_clean(tmp_path: Path) -> None:
