@@ -12,6 +12,7 @@ retried by Ray (``max_retries``); one that still fails, or that runs past its ti
 
 from __future__ import annotations
 
+import os
 import time
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import dataclass, replace
@@ -30,9 +31,10 @@ Done = Callable[[int, FileResult], None]  # (index of the task, its result), in 
 class Task:
     """One file's work: plain, picklable data (the options' progress callback is dropped)."""
 
-    path: str
+    path: str  # as the user gave it: findings name it
     options: LintOptions
     cache: LintCache | None = None
+    source: str | None = None  # where to read it, when not at ``path`` (absolute, for Ray workers)
 
 
 def run_task(task: Task, linter: Linter | None = None) -> FileResult:
@@ -40,16 +42,16 @@ def run_task(task: Task, linter: Linter | None = None) -> FileResult:
     ``load_model``), hash those bytes, and reuse the entry or lint the bytes and store the result."""
     linter = linter if linter is not None else Linter(task.options)
     if task.cache is None:
-        return linter.run(task.path)
+        return linter.run(task.path, source=task.source)
     try:
-        data = linter.read(task.path)
+        data = linter.read(task.source or task.path)
     except ShapeflowError:
-        return linter.run(task.path)  # unreadable: reported as without a cache, and not cached
+        return linter.run(task.path, source=task.source)  # unreadable: reported as without a cache, not cached
     key = task.cache.key(data, settings_digest(task.options))
     hit = task.cache.get(key, task.path)
     if hit is not None:
         return hit
-    result = linter.run(task.path, data)
+    result = linter.run(task.path, data, task.source)
     task.cache.put(key, result)
     return result
 
@@ -126,7 +128,7 @@ def run_ray(tasks: Sequence[Task], done: Done, *, address: str | None = None, ti
             while queue and len(running) < window:
                 k, task = queue.pop()
                 limit = timeout if timeout is not None else default_task_timeout(task.options)
-                running[remote.remote(_plain(task))] = (k, time.monotonic() + limit)
+                running[remote.remote(_located(task))] = (k, time.monotonic() + limit)
             nearest = min(deadline for _, deadline in running.values())
             ready, _ = ray.wait(list(running), num_returns=1, timeout=max(0.0, nearest - time.monotonic()))
             for ref in ready:
@@ -160,3 +162,14 @@ def _not_linted(path: str, why: str) -> FileResult:
 def _plain(task: Task) -> Task:
     """The task without the progress callback (a callable does not cross processes)."""
     return task if task.options.progress is None else replace(task, options=replace(task.options, progress=None))
+
+
+def _located(task: Task) -> Task:
+    """For a Ray worker, whose current directory is its own: the file's absolute path to read
+    (a URL stays as it is)."""
+    from .io import is_url
+
+    task = _plain(task)
+    if task.source is None and not is_url(task.path):
+        task = replace(task, source=os.path.abspath(task.path))
+    return task

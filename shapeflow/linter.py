@@ -101,11 +101,13 @@ class _Linter:
         self.dims = dict(options.dims)
 
     # -- one file --------------------------------------------------------------------------------
-    def run(self, path: str, data: bytes | None = None) -> FileResult:
-        """Lint ``path``; ``data``: its bytes, when the caller read them already (the cache)."""
+    def run(self, path: str, data: bytes | None = None, source: str | None = None) -> FileResult:
+        """Lint ``path``; ``data``: its bytes, when the caller read them already (the cache);
+        ``source``: where to read it, when not at ``path`` (a Ray worker's current directory is
+        not the caller's). Findings always name ``path``."""
         result = FileResult(path)
         try:
-            self._lint(path, result, data)
+            self._lint(path, result, data, source)
         except ShapeflowError as exc:
             result.diagnostics = [rejection_diagnostic(exc, path)] if exc.code or isinstance(exc, LimitExceededError) else []
             result.rejected = bool(result.diagnostics)
@@ -124,12 +126,14 @@ class _Linter:
         result.exit_code = EXIT_INTERNAL
         result.diagnostics = []
 
-    def _lint(self, path: str, result: FileResult, data: bytes | None = None) -> None:
+    def _lint(self, path: str, result: FileResult, data: bytes | None = None, source: str | None = None) -> None:
         opts = self.options
-        if data is None:
+        if data is None and source is None:
             loaded = load_model(path, opts.limits, repo_root=_root_for(path, opts.repo_root))
         else:
-            loaded = parse_model_file(path, data, opts.limits)
+            if data is None:
+                data = self.read(source or path)
+            loaded = parse_model_file(path, data, opts.limits, source=source)
         result.external = loaded.external
         analysis = self._analyze(loaded)
         result.assumptions = tuple(assumption_texts(analysis.inference.assumptions))
@@ -148,6 +152,10 @@ class _Linter:
         has_error = any(d.severity is Severity.ERROR for d in diags)
         code = EXIT_FINDINGS if has_error or (opts.diff and result.changed) else EXIT_CLEAN
         result.exit_code = EXIT_CLEAN if opts.exit_zero else code
+
+    def read(self, path: str) -> bytes:
+        """The file's bytes, read with every check of ``load_model``; raises ShapeflowError."""
+        return read_model_file(path, self.options.limits, repo_root=_root_for(path, self.options.repo_root))
 
     def _analyze(self, loaded: LoadedModel) -> Analysis:
         return analyze(loaded, dims=self.dims, limits=self.options.limits, rules=self.rules,
@@ -299,10 +307,6 @@ def lint_file(path: str, options: LintOptions = LintOptions()) -> FileResult:
 
 class Linter(_Linter):
     """Lints files with one set of options (the executors keep one per set of options)."""
-
-    def read(self, path: str) -> bytes:
-        """The file's bytes, read with every check of ``load_model``; raises ShapeflowError."""
-        return read_model_file(path, self.options.limits, repo_root=_root_for(path, self.options.repo_root))
 
 
 def lint_paths(paths: Sequence[str], options: LintOptions = LintOptions(), jobs: int = 1) -> list[FileResult]:

@@ -70,6 +70,8 @@ def run(paths: Sequence[str], cli: CommandLine, base: LintOptions, *, config: st
     if executor not in EXECUTORS:
         raise UsageError(f"unknown executor '{executor}' (choose from {', '.join(EXECUTORS)})")
     if executor == "ray":
+        if base.fix:
+            raise UsageError("--fix writes models in place: run it without --executor ray")
         import_ray()  # before any work: a missing extra is a usage error
     planned = plan(paths, cli, config=config, isolated=isolated)
     root = base.repo_root or find_repo_root()

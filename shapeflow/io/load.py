@@ -177,15 +177,18 @@ def load_model(
     return parse_model_file(shown, read_model_file(shown, limits, repo_root=repo_root), limits)
 
 
-def parse_model_file(shown: str, data: bytes, limits: Limits = DEFAULT_LIMITS) -> LoadedModel:
+def parse_model_file(shown: str, data: bytes, limits: Limits = DEFAULT_LIMITS, *,
+                     source: str | None = None) -> LoadedModel:
     """The second half of ``load_model``: parse and check the bytes ``read_model_file`` returned for
-    ``shown`` (the lint cache hashes them in between)."""
+    ``shown`` (the lint cache hashes them in between). ``source``: where they were read, when not
+    at ``shown`` (a Ray worker has another current directory): external data is looked up there."""
     proto, external = _parse_checked(data, shown, limits)
-    if is_url(shown):
+    where = source if source is not None else shown
+    if is_url(where):
         return LoadedModel(path=shown, proto=proto, raw=data, directory="", external=external)
     # The directory of the path *as given* (not of the symlink target): external data is
     # resolved next to the name the user sees (Hugging Face cache layout, RELIABILITY row 50).
-    directory = os.path.realpath(os.path.dirname(os.path.abspath(shown)))
+    directory = os.path.realpath(os.path.dirname(os.path.abspath(where)))
     return LoadedModel(path=shown, proto=proto, raw=data, directory=directory, external=external)
 
 
