@@ -126,10 +126,11 @@ class LintCache:
         """The folder, with a CACHEDIR.TAG (backup tools skip it) and a .gitignore of ``*``."""
         os.makedirs(self.directory, exist_ok=True)
         for name, text in (("CACHEDIR.TAG", _TAG), (".gitignore", "# created by shapeflow\n*\n")):
-            target = os.path.join(self.directory, name)
-            if not os.path.exists(target):
-                with open(target, "w", encoding="utf-8") as f:
+            try:
+                with open(os.path.join(self.directory, name), "x", encoding="utf-8") as f:
                     f.write(text)
+            except FileExistsError:
+                pass
 
 
 def clean(directory: str) -> bool:
