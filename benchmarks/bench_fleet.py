@@ -8,6 +8,7 @@ Squeeze/Unsqueeze chains of 20 to 20,000 nodes, and a few lint fixtures with fin
 each a fresh ``python -m shapeflow lint`` over the whole folder (output to /dev/null):
 
     serial      -j 1 --no-cache
+    in process  shapeflow.lint(paths) in this process (no start-up: compare with the running cluster)
     -j N        -j N --no-cache
     ray         --executor ray --no-cache   (a new local cluster: its start-up is in the time)
     ray (warm)  shapeflow.lint(paths, executor="ray") in a process already connected to a local
@@ -40,7 +41,7 @@ def generate(folder: str, count: int) -> list[str]:
     import onnx
 
     from lint_fixtures import FIXTURES
-    from model_builders import bert_like, gpt2_like, squeeze_unsqueeze_chain
+    from model_builders import OPSETS, bert_like, gpt2_like, squeeze_unsqueeze_chain
 
     os.makedirs(folder, exist_ok=True)
     fixtures = [f for f in FIXTURES if f.text][:20]
@@ -53,9 +54,9 @@ def generate(folder: str, count: int) -> list[str]:
             continue
         kind = k % 5
         if kind == 0:
-            model = bert_like(13 + k % 5, layers=1 + k % 4, hidden=32 * (1 + k % 3), heads=4)
+            model = bert_like(OPSETS[k % len(OPSETS)], layers=1 + k % 4, hidden=32 * (1 + k % 3), heads=4)
         elif kind == 1:
-            model = gpt2_like(13 + k % 5, layers=1 + k % 3, hidden=32 * (1 + k % 2), heads=4)
+            model = gpt2_like(OPSETS[(k // 5) % len(OPSETS)], layers=1 + k % 3, hidden=32 * (1 + k % 2), heads=4)
         elif kind == 4 and fixtures:
             model = fixtures[(k // 5) % len(fixtures)].model()
         else:
@@ -114,6 +115,11 @@ def main() -> int:
             ("serial (-j 1)", timed(["--no-cache", "-j", "1", "."], folder)),
             (f"-j {args.jobs}", timed(["--no-cache", "-j", str(args.jobs), "."], folder)),
         ]
+        import shapeflow
+
+        start = time.perf_counter()
+        shapeflow.lint(paths)
+        rows.append(("serial, in process (API)", time.perf_counter() - start))
         if not args.no_ray:
             try:
                 import ray  # noqa: F401

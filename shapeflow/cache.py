@@ -11,11 +11,10 @@ and the fresh result overwrites it. Writes go to a temp file in the same folder,
 ``os.replace``: a reader sees the old entry or the new one, never half of one. JSON, not pickle:
 a cache folder is data anyone may have written, and loading it must not run code.
 
-Not cached: runs with ``--fix`` (they write models), internal errors (their traceback belongs to
-that run), files that could not be read (no bytes to
-hash), models with external data (their checks look at the files beside them), results that hit
-the time or memory limit (they depend on the machine), and results whose text names the path (they
-would not render identically under another one).
+Not cached: runs with ``--fix`` (they write models), rejected files (SF001/SF002/SF006: nothing is
+written on rejection, and a rejection is quick to find again), internal errors (their traceback
+belongs to that run), models with external data (their checks look at the files beside them), and
+results whose text names the path (they would not render identically under another one).
 """
 
 from __future__ import annotations
@@ -31,8 +30,7 @@ from typing import Any
 from . import _version
 from .config import find_config
 from .diagnostics import Diagnostic, Location, Severity
-from .errors import EXIT_INTERNAL, display_path
-from .limits import Limits
+from .errors import EXIT_REJECTED, display_path
 from .linter import FileResult, LintOptions
 
 CACHE_DIR_NAME = ".shapeflow_cache"
@@ -41,8 +39,6 @@ _SUBDIR = f"lint-v{FORMAT}"
 _TAG = ("Signature: 8a477f597d28d172789f06886806bc55\n"
         "# This file is a cache directory tag created by shapeflow.\n"
         "# For information about cache directory tags see https://bford.info/cachedir/\n")
-# flags of the limits whose verdict depends on the machine, not on the file
-_MACHINE_LIMITS = (Limits.FLAGS["timeout"], Limits.FLAGS["max_memory"])
 
 
 def default_cache_dir(config: str | None = None, isolated: bool = False, start: str | None = None) -> str:
@@ -149,9 +145,8 @@ def clean(directory: str) -> bool:
 # -- the record ------------------------------------------------------------------------------------
 
 def _record(r: FileResult) -> dict[str, Any] | None:
-    if r.exit_code == EXIT_INTERNAL or r.details is not None or r.changed or r.diff or r.fixed or r.external:
-        return None
-    if any(d.code == "SF006" and any(flag in d.message for flag in _MACHINE_LIMITS) for d in r.diagnostics):
+    if r.rejected or r.exit_code >= EXIT_REJECTED or r.details is not None or r.changed or r.diff or r.fixed \
+            or r.external:
         return None
     record: dict[str, Any] = {
         "exit_code": r.exit_code, "rejected": r.rejected, "error": r.error, "notes": list(r.notes),
