@@ -158,15 +158,15 @@ def command(models: tuple[str, ...], fmt: str, select: tuple[str, ...], extend_s
     options = LintOptions(dims=tuple(bindings.items()), limits=limits, fix=fix, diff=diff, repo_root=find_repo_root())
     workers = jobs or os.cpu_count() or 1
     shown_progress = None if quiet or executor == "ray" else file_progress("linting")
-    cache = None
-    if not no_cache and not fix:
-        from ..cache import LintCache, default_cache_dir
+    from ..cache import LintCache, default_cache_dir
 
-        cache = LintCache(os.path.abspath(cache_dir) if cache_dir else default_cache_dir(config_path, isolated))
+    store: LintCache | None = None
+    if not no_cache and not fix:
+        store = LintCache(os.path.abspath(cache_dir) if cache_dir else default_cache_dir(config_path, isolated))
     stream = _JsonLines(unordered) if fmt == "jsonl" and not (write_baseline or add_ignore or statistics) else None
     run = workspace.run(list(models), cli, options, config=config_path, isolated=isolated, jobs=workers,
                         use_baseline=not write_baseline, progress=shown_progress.file if shown_progress else None,
-                        phase_progress=shown_progress.phase if shown_progress else None, cache=cache,
+                        phase_progress=shown_progress.phase if shown_progress else None, cache=store,
                         executor=executor, ray_address=ray_address, task_timeout=task_timeout,
                         on_result=stream.add if stream is not None else None)
     results = run.results

@@ -204,7 +204,7 @@ def is_url(path: str) -> bool:
 def _read_url(url: str, limits: Limits) -> bytes:
     """The bytes of the model at ``url``, through fsspec; only that object, never external data."""
     try:
-        import fsspec
+        import fsspec  # type: ignore[import-untyped, import-not-found, unused-ignore]
     except ImportError:
         raise ModelUnreadableError("a URL needs fsspec (pip install 'shapeflow[ray]')", file=url) from None
     try:
