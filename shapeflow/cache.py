@@ -23,6 +23,7 @@ import hashlib
 import json
 import os
 import shutil
+import stat
 import tempfile
 from dataclasses import dataclass, field
 from typing import Any
@@ -81,7 +82,12 @@ class LintCache:
         """The cached result for ``key``, rendered under ``path``; None on a miss, and for an entry
         that is unreadable, corrupt or another version's or key's (it is then overwritten)."""
         try:
-            with open(self._entry(key), "rb") as f:
+            # O_NONBLOCK and a regular-file check: a FIFO or device planted in the folder must not
+            # hang or feed the run
+            fd = os.open(self._entry(key), os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY)
+            with os.fdopen(fd, "rb") as f:
+                if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+                    return None
                 doc = json.loads(f.read())
             if not isinstance(doc, dict) or doc.get("version") != self.version or doc.get("key") != key \
                     or doc.get("format") != FORMAT:
@@ -133,11 +139,16 @@ def clean(directory: str) -> bool:
     """Remove a cache folder; whether there was one. Refuses a folder that is not a cache."""
     if not os.path.isdir(directory):
         return False
-    if not os.path.exists(os.path.join(directory, "CACHEDIR.TAG")) and not os.path.isdir(
-            os.path.join(directory, _SUBDIR)):
+    try:
+        with open(os.path.join(directory, "CACHEDIR.TAG"), encoding="utf-8", errors="replace") as f:
+            ours = "created by shapeflow" in f.read(4096)
+    except OSError:
+        ours = False
+    if not ours:
         from .errors import UsageError
 
-        raise UsageError(f"{display_path(directory)}: not a shapeflow cache (no CACHEDIR.TAG); not removed")
+        raise UsageError(f"{display_path(directory)}: not a shapeflow cache (no CACHEDIR.TAG of shapeflow's); "
+                         "not removed")
     shutil.rmtree(directory)
     return True
 

@@ -259,10 +259,37 @@ def test_cache_folder_location_tag_and_clean(tmp_path: Path) -> None:
     # a folder that is not a cache is never removed
     (tmp_path / "precious").mkdir()
     (tmp_path / "precious" / "data.txt").write_text("keep")
+    (tmp_path / "precious" / "CACHEDIR.TAG").write_text("Signature: 8a477f597d28d172789f06886806bc55\n# other tool\n")
     refused = subprocess.run([sys.executable, "-m", "shapeflow", "clean", "--cache-dir", str(tmp_path / "precious")],
                              cwd=sub, env=env, capture_output=True, text=True)
     assert refused.returncode == 2 and "not a shapeflow cache" in refused.stderr
     assert (tmp_path / "precious" / "data.txt").read_text() == "keep"
+
+
+def test_a_baseline_hides_the_same_findings_from_the_cache(tmp_path: Path) -> None:
+    folder = tmp_path / "m"
+    names = make_corpus(folder)
+    baseline = str(tmp_path / "baseline.json")
+    assert lint_cli(folder, "--no-cache", "--write-baseline", baseline, *names[:6]).returncode == 2
+    args = ["--baseline", baseline, "--format", "json", *names]
+    fresh = lint_cli(folder, "--no-cache", *args)
+    assert "in the baseline" in fresh.stderr
+    cache = ["--cache-dir", str(tmp_path / "c")]
+    same(fresh, lint_cli(folder, *cache, *args))
+    same(fresh, lint_cli(folder, *cache, *args))
+
+
+def test_a_planted_fifo_in_the_cache_is_a_miss(tmp_path: Path) -> None:
+    folder = tmp_path / "m"
+    make_corpus(folder)
+    path = str(folder / "good_chain.onnx")
+    options = LintOptions()
+    first = run_task(Task(path, options, LintCache(str(tmp_path / "c"))))
+    (entry,) = entries(tmp_path / "c")
+    entry.unlink()
+    os.mkfifo(entry)
+    again = run_task(Task(path, options, LintCache(str(tmp_path / "c"))))  # neither hangs nor fails
+    assert again.to_json() == first.to_json()
 
 
 def test_no_cache_writes_nothing_and_fix_bypasses_the_cache(tmp_path: Path) -> None:
