@@ -116,6 +116,7 @@ def run_ray(tasks: Sequence[Task], done: Done, *, address: str | None = None, ti
     if started:
         import logging
 
+        logging.getLogger("ray").setLevel(logging.ERROR)  # its start-up notices are not lint output
         ray.init(address=address, include_dashboard=False, log_to_driver=False, logging_level=logging.ERROR,
                  configure_logging=False)
     try:
