@@ -20,7 +20,7 @@ import onnx
 import pytest
 
 import shapeflow
-from lint_fixtures import FIXTURES
+from lint_fixtures import FIXTURES, external_data_model
 from model_builders import bert_like, squeeze_unsqueeze_chain
 from shapeflow import _version
 from shapeflow.cache import CACHE_DIR_NAME, LintCache, default_cache_dir, settings_digest
@@ -290,6 +290,28 @@ def test_a_planted_fifo_in_the_cache_is_a_miss(tmp_path: Path) -> None:
     os.mkfifo(entry)
     again = run_task(Task(path, options, LintCache(str(tmp_path / "c"))))  # neither hangs nor fails
     assert again.to_json() == first.to_json()
+
+
+def test_a_model_with_external_data_is_not_cached(tmp_path: Path) -> None:
+    """Its findings depend on the files beside it (a data file that appears or goes), not only
+    on its bytes."""
+    folder = tmp_path / "m"
+    folder.mkdir()
+    path = folder / "ext.onnx"
+    onnx.save(external_data_model(str(folder)), str(path))
+    first = run_task(Task(str(path), LintOptions(), LintCache(str(tmp_path / "c"))))
+    assert first.external and not first.rejected
+    assert not entries(tmp_path / "c")
+
+
+def test_ray_options_need_the_ray_executor(tmp_path: Path) -> None:
+    folder = tmp_path / "m"
+    make_corpus(folder)
+    for args, said in ((["--task-timeout", "5"], "--task-timeout needs --executor ray"),
+                       (["--ray-address", "auto"], "--ray-address needs --executor ray"),
+                       (["--executor", "ray", "--fix"], "--fix writes models in place")):
+        run = lint_cli(folder, *args, "good_chain.onnx")
+        assert run.returncode == 2 and said in run.stderr and run.stdout == "", run.stderr
 
 
 def test_no_cache_writes_nothing_and_fix_bypasses_the_cache(tmp_path: Path) -> None:
