@@ -33,7 +33,7 @@ Examples:
   shapeflow lint . --write-baseline shapeflow-baseline.json   (then: --baseline FILE)
   shapeflow lint model.onnx --add-ignore        (mark today's findings in the model)
   find /models -name '*.onnx' | shapeflow lint --files-from - --format jsonl
-  shapeflow lint s3://zoo/ --executor ray --ray-address auto   (a fleet: README "Fleets")
+  shapeflow lint --files-from zoo.txt --executor ray --ray-address auto   (README "Fleets")
 
 \b
 Settings live in the nearest pyproject.toml ([tool.shapeflow]) or shapeflow.toml to each
