@@ -368,6 +368,25 @@ def test_jsonl_lines_are_the_per_file_objects_in_input_order(corpus: tuple[Path,
     assert lint_cli(folder, "--unordered", *order).returncode == 2  # only with jsonl
 
 
+def test_jsonl_lines_reach_a_pipe_while_later_files_are_linted(tmp_path: Path) -> None:
+    """Each line is flushed when written: a reader of the pipe has the first file's line while the
+    command is still busy with a large second file."""
+    (tmp_path / "small.onnx").write_bytes(squeeze_unsqueeze_chain(20).SerializeToString())
+    (tmp_path / "large.onnx").write_bytes(squeeze_unsqueeze_chain(60000).SerializeToString())
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen([sys.executable, "-m", "shapeflow", "lint", "--no-cache", "--format", "jsonl",
+                             "small.onnx", "large.onnx"], cwd=tmp_path, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL, text=True)
+    assert proc.stdout is not None
+    first = proc.stdout.readline()
+    still_running = proc.poll() is None
+    rest = proc.stdout.read()
+    proc.wait(timeout=120)
+    assert json.loads(first)["path"] == "small.onnx"
+    assert still_running
+    assert [json.loads(line)["path"] for line in rest.splitlines()] == ["large.onnx"]
+
+
 def test_jsonl_writer_buffers_out_of_order_completions(capsys: pytest.CaptureFixture[str]) -> None:
     results = [FileResult(f"m{k}.onnx", exit_code=k % 2) for k in range(4)]
     ordered = _JsonLines(unordered=False)
