@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import _version
-from .config import find_config
+from .config import find_config, load_config
 from .diagnostics import Diagnostic, Location, Severity
 from .errors import EXIT_REJECTED, display_path
 from .linter import FileResult, LintOptions
@@ -43,14 +43,15 @@ _TAG = ("Signature: 8a477f597d28d172789f06886806bc55\n"
 
 
 def default_cache_dir(config: str | None = None, isolated: bool = False, start: str | None = None) -> str:
-    """``.shapeflow_cache`` next to the config file in force: ``config`` when given, else the
-    nearest one from ``start`` (the current directory) up; the current directory when there is
-    none (or with ``isolated``)."""
+    """The config file's ``cache-dir``, or ``.shapeflow_cache`` next to it; the config file in
+    force is ``config`` when given, else the nearest one from ``start`` (the current directory)
+    up. The current directory's ``.shapeflow_cache`` when there is none (or with ``isolated``)."""
     here = os.path.abspath(start or os.getcwd())
-    if config is not None:
-        return os.path.join(os.path.dirname(os.path.abspath(config)), CACHE_DIR_NAME)
-    found = None if isolated else find_config(here)
-    return os.path.join(os.path.dirname(found) if found else here, CACHE_DIR_NAME)
+    found = os.path.abspath(config) if config is not None else None if isolated else find_config(here)
+    if found is None:
+        return os.path.join(here, CACHE_DIR_NAME)
+    chosen = load_config(found).cache_dir
+    return chosen if chosen is not None else os.path.join(os.path.dirname(found), CACHE_DIR_NAME)
 
 
 def settings_digest(options: LintOptions) -> str:

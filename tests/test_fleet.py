@@ -314,6 +314,22 @@ def test_ray_options_need_the_ray_executor(tmp_path: Path) -> None:
         assert run.returncode == 2 and said in run.stderr and run.stdout == "", run.stderr
 
 
+def test_the_config_can_name_the_cache_folder(tmp_path: Path) -> None:
+    project = tmp_path / "proj"
+    make_corpus(project / "models")
+    (project / "shapeflow.toml").write_text('cache-dir = "build/lint-cache"\n')
+    lint_cli(project / "models", "-q", "good_chain.onnx")
+    assert len(entries(project / "build" / "lint-cache")) == 1
+    assert not (project / CACHE_DIR_NAME).exists()
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run([sys.executable, "-m", "shapeflow", "clean"], cwd=project / "models", env=env,
+                          capture_output=True, text=True)
+    assert done.returncode == 0 and not (project / "build" / "lint-cache").exists()
+    (project / "shapeflow.toml").write_text("cache-dir = 3\n")
+    bad = lint_cli(project / "models", "good_chain.onnx")
+    assert bad.returncode == 2 and "cache-dir must be a folder name" in bad.stderr
+
+
 def test_no_cache_writes_nothing_and_fix_bypasses_the_cache(tmp_path: Path) -> None:
     folder = tmp_path / "m"
     make_corpus(folder)
