@@ -52,12 +52,19 @@ def load_graph(path: PathLike, *, dims: Mapping[str, int] | None = None,
 def lint(paths: PathLike | Sequence[PathLike], *, select: Sequence[str] | None = None,
          ignore: Sequence[str] = (), dims: Mapping[str, int] | None = None, assume: Sequence[str] = (),
          limits: Limits = DEFAULT_LIMITS, jobs: int = 1, config: PathLike | None = None,
-         isolated: bool = False, baseline: PathLike | None = None) -> list[FileResult]:
+         isolated: bool = False, baseline: PathLike | None = None, executor: str = "local",
+         ray_address: str | None = None, task_timeout: float | None = None,
+         cache: bool | PathLike = False) -> list[FileResult]:
     """Lint models, as ``shapeflow lint`` does (without ``--fix``): one ``FileResult`` per model
     file, in order (directories are searched for ``*.onnx``). Settings come from each model's
     nearest config file, or from ``config``, or none with ``isolated=True``; ``select`` and
     ``ignore`` act as the command-line options do. Unreadable files are results with SF001, not
-    exceptions; a bad setting raises ``ShapeflowError`` (exit code 2)."""
+    exceptions; a bad setting raises ``ShapeflowError`` (exit code 2).
+
+    ``executor="ray"`` runs each file as a Ray task (``shapeflow[ray]``) on the cluster this
+    process is connected to, or at ``ray_address``, or a new local one; results are the same, in
+    the same order. A path may then also be a URL fsspec opens. ``cache=True`` uses the lint cache
+    where ``shapeflow lint`` would (``.shapeflow_cache``), a path names its folder; off by default."""
     from .config import split_selectors
     from .workspace import run
 
@@ -67,8 +74,15 @@ def lint(paths: PathLike | Sequence[PathLike], *, select: Sequence[str] | None =
                       baseline=os.path.abspath(os.fspath(baseline)) if baseline is not None else None,
                       assume=tuple(assume))
     options = LintOptions(dims=tuple((dims or {}).items()), limits=limits, repo_root=find_repo_root())
-    return run([os.fspath(p) for p in items], cli, options, config=os.fspath(config) if config is not None else None,
-               isolated=isolated, jobs=jobs).results
+    config_path = os.fspath(config) if config is not None else None
+    store = None
+    if cache is not False:
+        from .cache import LintCache, default_cache_dir
+
+        store = LintCache(default_cache_dir(config_path, isolated) if cache is True
+                          else os.path.abspath(os.fspath(cache)))
+    return run([os.fspath(p) for p in items], cli, options, config=config_path, isolated=isolated, jobs=jobs,
+               cache=store, executor=executor, ray_address=ray_address, task_timeout=task_timeout).results
 
 
 def optimize(path: PathLike, output: PathLike | None = None, *, rules: Sequence[str] | None = None,

@@ -47,7 +47,7 @@ from .errors import UsageError
 from .rules import ALL_RULES, resolve_selector
 
 KEYS = ("select", "extend-select", "ignore", "extend-ignore", "per-file-ignores", "exclude", "severity",
-        "exit-zero", "baseline", "assume")
+        "exit-zero", "baseline", "assume", "cache-dir")
 CONFIG_NAMES = ("shapeflow.toml", "pyproject.toml")  # in one directory, the first found wins
 DEFAULT_EXCLUDE = (".git", ".hg", ".svn", ".venv", "venv", "node_modules", "__pycache__", ".tox", ".nox",
                    "build", "dist")
@@ -70,6 +70,7 @@ class Settings:
     assume: tuple[str, ...] = ()
     source: str | None = None  # the file they came from
     root: str | None = None  # its directory: globs and relative paths are relative to it
+    cache_dir: str | None = None  # absolute path of lint's cache folder (cache.py); None: the default
 
     def __hash__(self) -> int:  # severity is a dict: hash the rest (equal settings, equal hash)
         return hash((self.select, self.extend_select, self.ignore, self.extend_ignore, self.per_file_ignores,
@@ -196,6 +197,9 @@ def parse_config(table: object, source: str) -> Settings:
     baseline = norm.get("baseline")
     if baseline is not None and (not isinstance(baseline, str) or not baseline):
         raise UsageError("baseline must be a file name", file=source)
+    cache_dir = norm.get("cache-dir")
+    if cache_dir is not None and (not isinstance(cache_dir, str) or not cache_dir):
+        raise UsageError("cache-dir must be a folder name", file=source)
     return Settings(
         select=select,
         extend_select=_selectors(norm.get("extend-select", []), "extend-select", source),
@@ -209,6 +213,7 @@ def parse_config(table: object, source: str) -> Settings:
         assume=_strings(norm.get("assume", []), "assume", source),
         source=source,
         root=root,
+        cache_dir=os.path.join(root, cache_dir) if isinstance(cache_dir, str) else None,
     )
 
 

@@ -29,7 +29,7 @@ from .diagnostics import Diagnostic, Severity
 from .errors import EXIT_CLEAN, EXIT_FINDINGS, EXIT_INTERNAL, LimitExceededError, ShapeflowError, display_path
 from .graph import ModelGraph
 from .inference import Inference
-from .io import LoadedModel, load_model, save_model
+from .io import LoadedModel, load_model, parse_model_file, read_model_file, save_model
 from .assume import assumption_texts
 from .dims import Bound
 from .limits import DEFAULT_LIMITS, Limits
@@ -69,6 +69,8 @@ class FileResult:
     notes: list[str] = field(default_factory=list)  # what --fix could not do, and why
     anchors: dict[tuple[str, str], str] = field(default_factory=dict)  # unnamed nodes, for the baseline (suppress.py)
     assumptions: tuple[str, ...] = ()  # the --assume ranges in force for this file, as text
+    # the model names external data: its result depends on files beside it (not cached, cache.py)
+    external: bool = False
 
     def to_json(self) -> FileResultJSON:
         return {"path": self.path, "exit_code": self.exit_code, "rejected": self.rejected, "error": self.error,
@@ -99,10 +101,13 @@ class _Linter:
         self.dims = dict(options.dims)
 
     # -- one file --------------------------------------------------------------------------------
-    def run(self, path: str) -> FileResult:
+    def run(self, path: str, data: bytes | None = None, source: str | None = None) -> FileResult:
+        """Lint ``path``; ``data``: its bytes, when the caller read them already (the cache);
+        ``source``: where to read it, when not at ``path`` (a Ray worker's current directory is
+        not the caller's). Findings always name ``path``."""
         result = FileResult(path)
         try:
-            self._lint(path, result)
+            self._lint(path, result, data, source)
         except ShapeflowError as exc:
             result.diagnostics = [rejection_diagnostic(exc, path)] if exc.code or isinstance(exc, LimitExceededError) else []
             result.rejected = bool(result.diagnostics)
@@ -121,9 +126,15 @@ class _Linter:
         result.exit_code = EXIT_INTERNAL
         result.diagnostics = []
 
-    def _lint(self, path: str, result: FileResult) -> None:
+    def _lint(self, path: str, result: FileResult, data: bytes | None = None, source: str | None = None) -> None:
         opts = self.options
-        loaded = load_model(path, opts.limits, repo_root=_root_for(path, opts.repo_root))
+        if data is None and source is None:
+            loaded = load_model(path, opts.limits, repo_root=_root_for(path, opts.repo_root))
+        else:
+            if data is None:
+                data = self.read(source or path)
+            loaded = parse_model_file(path, data, opts.limits, source=source)
+        result.external = loaded.external
         analysis = self._analyze(loaded)
         result.assumptions = tuple(assumption_texts(analysis.inference.assumptions))
         diags = self._finish(analysis.diagnostics)
@@ -141,6 +152,10 @@ class _Linter:
         has_error = any(d.severity is Severity.ERROR for d in diags)
         code = EXIT_FINDINGS if has_error or (opts.diff and result.changed) else EXIT_CLEAN
         result.exit_code = EXIT_CLEAN if opts.exit_zero else code
+
+    def read(self, path: str) -> bytes:
+        """The file's bytes, read with every check of ``load_model``; raises ShapeflowError."""
+        return read_model_file(path, self.options.limits, repo_root=_root_for(path, self.options.repo_root))
 
     def _analyze(self, loaded: LoadedModel) -> Analysis:
         return analyze(loaded, dims=self.dims, limits=self.options.limits, rules=self.rules,
@@ -288,6 +303,10 @@ def find_repo_root(start: str | None = None) -> str | None:
 
 def lint_file(path: str, options: LintOptions = LintOptions()) -> FileResult:
     return _Linter(options).run(path)
+
+
+class Linter(_Linter):
+    """Lints files with one set of options (the executors keep one per set of options)."""
 
 
 def lint_paths(paths: Sequence[str], options: LintOptions = LintOptions(), jobs: int = 1) -> list[FileResult]:

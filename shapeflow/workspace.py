@@ -1,5 +1,6 @@
 """A lint run over a repository: files found, each file's settings resolved from its nearest config,
-the files linted (``linter.lint_paths``, grouped by identical settings), then the baseline applied.
+the files linted (one task per file, ``executors.py``: here, in processes or on Ray, through the
+cache), then the baseline applied to each result.
 
 Shared by ``shapeflow lint`` and ``shapeflow.lint()``, so both read the same settings.
 """
@@ -14,7 +15,9 @@ from .assume import parse_assumptions
 from .baseline import Baseline, apply_baseline, load_baseline
 from .config import CommandLine, ConfigCache, Resolved, Settings, resolve
 from .discover import model_files
-from .linter import FileResult, LintOptions, find_repo_root, lint_paths
+from .cache import LintCache
+from .errors import UsageError
+from .linter import FileResult, LintOptions, find_repo_root
 
 
 @dataclass
@@ -50,10 +53,26 @@ def plan(paths: Sequence[str], cli: CommandLine, *, config: str | None = None, i
 def run(paths: Sequence[str], cli: CommandLine, base: LintOptions, *, config: str | None = None,
         isolated: bool = False, jobs: int = 1, use_baseline: bool = True,
         progress: Callable[[int, int, str], None] | None = None,
-        phase_progress: Callable[[int, int], None] | None = None) -> RunResult:
+        phase_progress: Callable[[int, int], None] | None = None,
+        cache: LintCache | None = None, executor: str = "local", ray_address: str | None = None,
+        task_timeout: float | None = None,
+        on_result: Callable[[int, FileResult], None] | None = None) -> RunResult:
     """Lint every model file ``paths`` name under its own settings. ``progress(done, total, path)``
     is called before each file when given, and ``phase_progress(done, total)`` during each file's
-    inference (serial runs only: a parallel run has no order)."""
+    inference (serial runs only: a parallel run has no order).
+
+    Each file is a task (``executors.Task``): run here, in ``jobs`` processes, or as Ray tasks
+    (``executor="ray"``), through ``cache`` when given. ``on_result(index, result)`` is called for
+    each file as soon as it is done (completion order; baseline already applied); the returned
+    results are in input order whatever the executor."""
+    from .executors import EXECUTORS, Task, import_ray, run_processes, run_ray, run_serial
+
+    if executor not in EXECUTORS:
+        raise UsageError(f"unknown executor '{executor}' (choose from {', '.join(EXECUTORS)})")
+    if executor == "ray":
+        if base.fix:
+            raise UsageError("--fix writes models in place: run it without --executor ray")
+        import_ray()  # before any work: a missing extra is a usage error
     planned = plan(paths, cli, config=config, isolated=isolated)
     root = base.repo_root or find_repo_root()
     baselines: dict[str, Baseline] = {}  # read before any work: a bad baseline is a usage error (exit 2)
@@ -63,27 +82,35 @@ def run(paths: Sequence[str], cli: CommandLine, base: LintOptions, *, config: st
                 path = os.path.abspath(resolved.baseline)
                 if path not in baselines:
                     baselines[path] = load_baseline(path)
-    groups: dict[LintOptions, list[int]] = {}
-    for k, (_, _, resolved) in enumerate(planned):
-        groups.setdefault(options_for(base, resolved), []).append(k)
+    if base.fix:
+        cache = None  # --fix writes models: its results are never reused
+    serial = executor == "local" and (jobs <= 1 or len(planned) <= 1)
+    by_resolved: dict[Resolved, LintOptions] = {}
+    tasks = []
+    for path, _, resolved in planned:
+        options = by_resolved.get(resolved)
+        if options is None:
+            options = by_resolved[resolved] = options_for(base, resolved)
+            if serial and progress is not None:
+                options = by_resolved[resolved] = replace(options, progress=phase_progress)
+        tasks.append(Task(path, options, cache))
     results: list[FileResult | None] = [None] * len(planned)
-    if progress is not None and jobs <= 1:
-        for k, (path, _, resolved) in enumerate(planned):
-            progress(k, len(planned), path)
-            results[k] = lint_paths([path], replace(options_for(base, resolved), progress=phase_progress))[0]
-        progress(len(planned), len(planned), "")
-    else:
-        for options, members in groups.items():
-            for k, r in zip(members, lint_paths([planned[k][0] for k in members], options, jobs=jobs)):
-                results[k] = r
-    done = [r for r in results if r is not None]
     hidden = 0
-    if use_baseline:
-        by_file: dict[str, list[FileResult]] = {}
-        for (_, _, resolved), r in zip(planned, done):
-            if resolved.baseline:
-                by_file.setdefault(os.path.abspath(resolved.baseline), []).append(r)
-        for path, rs in by_file.items():
-            hidden += apply_baseline(rs, baselines[path], root, diff=base.diff)
-    return RunResult(done, planned, hidden, root)
 
+    def done(k: int, r: FileResult) -> None:
+        nonlocal hidden
+        baseline = planned[k][2].baseline if use_baseline else None
+        if baseline:
+            # entries are keyed by file: one file at a time hides what the whole run would
+            hidden += apply_baseline([r], baselines[os.path.abspath(baseline)], root, diff=base.diff)
+        results[k] = r
+        if on_result is not None:
+            on_result(k, r)
+
+    if executor == "ray":
+        run_ray(tasks, done, address=ray_address, timeout=task_timeout)
+    elif serial:
+        run_serial(tasks, done, progress)
+    else:
+        run_processes(tasks, done, jobs)
+    return RunResult([r for r in results if r is not None], planned, hidden, root)

@@ -33,7 +33,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     # optimize, and what is built from an analysis on request (networkx graph, shape diff).
     ("drivers", ("shapeflow.analysis", "shapeflow.annotate", "shapeflow.suppress", "shapeflow.config",
                  "shapeflow.discover", "shapeflow.infer_settings", "shapeflow.linter", "shapeflow.baseline",
-                 "shapeflow.workspace", "shapeflow.optimizer", "shapeflow.verify", "shapeflow.netx",
+                 "shapeflow.workspace", "shapeflow.cache", "shapeflow.executors", "shapeflow.optimizer", "shapeflow.verify", "shapeflow.netx",
                  "shapeflow.modeldiff", "shapeflow.rewritediff", "shapeflow.api")),
     ("render", ("shapeflow.render", "shapeflow.report", "shapeflow.pictures", "shapeflow.docs")),
     # The command line, and the package itself, whose lazy attributes are the API.

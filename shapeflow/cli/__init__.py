@@ -41,6 +41,7 @@ def _show_version(ctx: click.Context, param: click.Parameter, value: bool) -> No
 # command name -> (module in this package, attribute): a command's module, and what it imports
 # (onnx, the rules, SARIF, the passes), is loaded only when that command runs or help lists it.
 COMMANDS: dict[str, tuple[str, str]] = {
+    "clean": ("clean_cmd", "command"),
     "diff": ("diff_cmd", "command"),
     "infer": ("infer_cmd", "infer"),
     "lint": ("lint_cmd", "command"),

@@ -19,7 +19,7 @@ from ..render.sarif import relative_path, sarif_log
 from ..assume import parse_assumptions
 from .options import assume_option, complete_codes, debug_option, dim_option, file_progress, limit_options, limits_from, parse_dims
 
-FORMATS = ("text", "concise", "json", "sarif", "github")
+FORMATS = ("text", "concise", "json", "jsonl", "sarif", "github")
 # codes reported when a file cannot be processed at all: no setting can turn them off
 UNIGNORABLE = frozenset(r.code for r in REJECTION_RULES)
 
@@ -32,6 +32,8 @@ Examples:
   shapeflow lint model.onnx --fix --diff        (show the fix, write nothing)
   shapeflow lint . --write-baseline shapeflow-baseline.json   (then: --baseline FILE)
   shapeflow lint model.onnx --add-ignore        (mark today's findings in the model)
+  find /models -name '*.onnx' | shapeflow lint --files-from - --format jsonl
+  shapeflow lint --files-from zoo.txt --executor ray --ray-address auto   (README "Fleets")
 
 \b
 Settings live in the nearest pyproject.toml ([tool.shapeflow]) or shapeflow.toml to each
@@ -48,9 +50,14 @@ would change), 2 a file rejected (SF001 unreadable, SF002 invalid graph, SF006 o
 no model file found, or a usage error, 3 internal error. With several files the highest code
 wins; --exit-zero turns 1 into 0 but never hides a rejected file.""")
 @click.argument("models", nargs=-1, type=click.Path(dir_okay=True, allow_dash=False))
+@click.option("--files-from", "files_from", multiple=True, type=click.Path(dir_okay=False, allow_dash=True),
+              metavar="FILE", help="Also lint the paths listed in FILE, one a line ('-': standard input).")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True,
-              help="text like a compiler's; concise: one line a finding; json; SARIF 2.1.0; "
-                   "GitHub Actions annotations. text and concise show errors and warnings (see --show-info).")
+              help="text like a compiler's; concise: one line a finding; json; jsonl: one JSON object per "
+                   "file, written as soon as it is done; SARIF 2.1.0; GitHub Actions annotations. "
+                   "text and concise show errors and warnings (see --show-info).")
+@click.option("--unordered", is_flag=True,
+              help="--format jsonl: write each file's object when it completes, not in input order.")
 @click.option("--select", multiple=True, metavar="CODES", shell_complete=complete_codes,
               help="Only these rules: codes, prefixes (SF1) or names, comma-separated or repeated.")
 @click.option("--extend-select", multiple=True, metavar="CODES", shell_complete=complete_codes, help="Add these rules to the selection.")
@@ -73,6 +80,18 @@ wins; --exit-zero turns 1 into 0 but never hides a rejected file.""")
               help="Record every current finding in FILE and exit 0 (unless a file is rejected).")
 @click.option("-j", "--jobs", type=click.IntRange(min=0), default=1, show_default=True,
               help="Lint files in this many processes (0: one per CPU). Output order stays the input order.")
+@click.option("--executor", type=click.Choice(("local", "ray")), default="local", show_default=True,
+              help="Where the per-file work runs: here (with -j processes) or as Ray tasks "
+                   "(pip install 'shapeflow[ray]').")
+@click.option("--ray-address", metavar="ADDRESS", help="With --executor ray: the cluster to join (default: "
+              "RAY_ADDRESS, or a new local cluster).")
+@click.option("--task-timeout", type=click.FloatRange(min=0, min_open=True), metavar="SECONDS",
+              help="With --executor ray: cancel a file's task after this long and report the file "
+                   "(default: twice --timeout plus 60 s).")
+@click.option("--no-cache", is_flag=True, help="Neither read nor write the cache.")
+@click.option("--cache-dir", type=click.Path(file_okay=False), metavar="DIR",
+              help="The cache folder (default: .shapeflow_cache next to the nearest config file, "
+                   "or in the current directory). 'shapeflow clean' removes it.")
 @click.option("--config", "config_path", type=click.Path(dir_okay=False, exists=True),
               help="Read the settings from this file (it must have a [tool.shapeflow] table).")
 @click.option("--isolated", is_flag=True, help="Ignore every config file.")
@@ -87,7 +106,9 @@ def command(models: tuple[str, ...], fmt: str, select: tuple[str, ...], extend_s
             exit_zero: bool | None, show_info: bool, statistics: bool, fix: bool, diff: bool, add_ignore: bool,
             baseline_path: str | None, write_baseline: str | None, jobs: int, config_path: str | None,
             isolated: bool, show_settings: bool, quiet: bool, dims: tuple[str, ...], assume: tuple[str, ...],
-            **kwargs: object) -> int:
+            files_from: tuple[str, ...] = (), unordered: bool = False, executor: str = "local",
+            ray_address: str | None = None, task_timeout: float | None = None, no_cache: bool = False,
+            cache_dir: str | None = None, **kwargs: object) -> int:
     """Lint MODELS (files or directories) for axis and shape errors; quiet (no stdout) when they are fine.
 
     Findings go to stdout, one summary line to stderr. Every file is processed: one that cannot
@@ -126,14 +147,28 @@ def command(models: tuple[str, ...], fmt: str, select: tuple[str, ...], extend_s
         click.echo("\n\n".join(blocks))
         click.get_current_context().exit(0)
         return 0
+    if files_from:
+        models = models + tuple(_listed(files_from))
+    if executor != "ray" and (ray_address or task_timeout is not None):
+        raise UsageError(f"{'--ray-address' if ray_address else '--task-timeout'} needs --executor ray")
+    if unordered and fmt != "jsonl":
+        raise UsageError("--unordered needs --format jsonl")
     if not models:
         raise UsageError("no model files given (name .onnx files or directories)")
     options = LintOptions(dims=tuple(bindings.items()), limits=limits, fix=fix, diff=diff, repo_root=find_repo_root())
     workers = jobs or os.cpu_count() or 1
-    shown_progress = None if quiet else file_progress("linting")
+    shown_progress = None if quiet or executor == "ray" else file_progress("linting")
+    from ..cache import LintCache, default_cache_dir
+
+    store: LintCache | None = None
+    if not no_cache and not fix:
+        store = LintCache(os.path.abspath(cache_dir) if cache_dir else default_cache_dir(config_path, isolated))
+    stream = _JsonLines(unordered) if fmt == "jsonl" and not (write_baseline or add_ignore or statistics) else None
     run = workspace.run(list(models), cli, options, config=config_path, isolated=isolated, jobs=workers,
                         use_baseline=not write_baseline, progress=shown_progress.file if shown_progress else None,
-                        phase_progress=shown_progress.phase if shown_progress else None)
+                        phase_progress=shown_progress.phase if shown_progress else None, cache=store,
+                        executor=executor, ray_address=ray_address, task_timeout=task_timeout,
+                        on_result=stream.add if stream is not None else None)
     results = run.results
     if assume:  # an --assume that names a symbol of no model linted is a typo, not a no-op
         used = {name for r in results for name in parse_assumptions(r.assumptions)}
@@ -236,6 +271,8 @@ def _emit(results: list[FileResult], fmt: str, *, diff: bool, debug: bool, show_
         if assumed:  # only an output that used assumptions carries them (SPEC.md section 6)
             doc["assumptions"] = assumed  # type: ignore[typeddict-unknown-key]
         click.echo(json.dumps(doc, indent=2))
+    elif fmt == "jsonl":
+        pass  # written file by file as they completed (_JsonLines)
     elif fmt == "sarif":
         from .._version import __version__
 
@@ -257,3 +294,54 @@ def _emit(results: list[FileResult], fmt: str, *, diff: bool, debug: bool, show_
         visible = shown(diags, show_info)
         if visible:
             click.echo(concise_text(visible) if fmt == "concise" else lint_text(visible))
+
+
+def _listed(sources: tuple[str, ...]) -> list[str]:
+    """The paths ``--files-from`` files list, one a line; empty lines are skipped."""
+    import sys
+
+    out: list[str] = []
+    for source in sources:
+        try:
+            if source == "-":
+                text = sys.stdin.buffer.read()
+            else:
+                with open(source, "rb") as f:
+                    text = f.read()
+        except OSError as exc:
+            raise UsageError(f"--files-from {display_path(source)}: {exc.strerror or exc}") from None
+        for line in text.decode("utf-8", "surrogateescape").splitlines():
+            if line.strip():
+                out.append(line.rstrip("\r"))
+    return out
+
+
+def jsonl_line(r: FileResult) -> str:
+    """A file's line of ``--format jsonl``: its ``FileResult.to_json()`` object (README, "Fleets"),
+    plus its ``assumptions`` when any were in force, on one line."""
+    doc: dict[str, object] = dict(r.to_json())
+    if r.assumptions:
+        doc["assumptions"] = list(r.assumptions)
+    return json.dumps(doc)
+
+
+class _JsonLines:
+    """``--format jsonl``: each file's line on stdout as soon as it may go: in input order (a
+    result that completes early waits for those before it), or with ``unordered`` at once."""
+
+    def __init__(self, unordered: bool) -> None:
+        self.unordered = unordered
+        self.waiting: dict[int, FileResult] = {}
+        self.next = 0
+
+    def add(self, k: int, r: FileResult) -> None:
+        import sys
+
+        if self.unordered:
+            click.echo(jsonl_line(r))
+        else:
+            self.waiting[k] = r
+            while self.next in self.waiting:
+                click.echo(jsonl_line(self.waiting.pop(self.next)))
+                self.next += 1
+        sys.stdout.flush()

@@ -19,7 +19,7 @@ import os  # noqa: F401
 import tempfile  # noqa: F401
 
 from .external import external_data_problems, refuse_unsafe_external_data
-from .load import PROTOBUF_MAX_BYTES, load_model, load_model_bytes
+from .load import PROTOBUF_MAX_BYTES, is_url, load_model, load_model_bytes, parse_model_file, read_model_file
 from .model import STORAGE_FIELDS, ExternalDataProblem, LoadedModel
 from .save import (
     EXTERNAL_DATA_ALIGNMENT,
@@ -35,6 +35,6 @@ from .wire import _explain_decode_failure  # noqa: F401  (tests name it through 
 __all__ = [
     "EXTERNAL_DATA_ALIGNMENT", "EXTERNAL_MIN_TENSOR_BYTES", "MAX_INLINE_MODEL_BYTES", "PROTOBUF_MAX_BYTES",
     "STDOUT", "STORAGE_FIELDS", "ExternalDataProblem", "LoadedModel", "check_output_path",
-    "external_data_problems", "load_model", "load_model_bytes", "refuse_unsafe_external_data", "save_model",
+    "external_data_problems", "is_url", "load_model", "load_model_bytes", "parse_model_file", "read_model_file", "refuse_unsafe_external_data", "save_model",
     "write_to_stdout",
 ]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import stat
 from collections.abc import Iterable
 
@@ -173,6 +174,72 @@ def load_model(
     readable ONNX model.
     """
     shown = os.fsdecode(os.fspath(path))
+    return parse_model_file(shown, read_model_file(shown, limits, repo_root=repo_root), limits)
+
+
+def parse_model_file(shown: str, data: bytes, limits: Limits = DEFAULT_LIMITS, *,
+                     source: str | None = None) -> LoadedModel:
+    """The second half of ``load_model``: parse and check the bytes ``read_model_file`` returned for
+    ``shown`` (the lint cache hashes them in between). ``source``: where they were read, when not
+    at ``shown`` (a Ray worker has another current directory): external data is looked up there."""
+    proto, external = _parse_checked(data, shown, limits)
+    where = source if source is not None else shown
+    if is_url(where):
+        return LoadedModel(path=shown, proto=proto, raw=data, directory="", external=external)
+    # The directory of the path *as given* (not of the symlink target): external data is
+    # resolved next to the name the user sees (Hugging Face cache layout, RELIABILITY row 50).
+    directory = os.path.realpath(os.path.dirname(os.path.abspath(where)))
+    return LoadedModel(path=shown, proto=proto, raw=data, directory=directory, external=external)
+
+
+_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]+://")
+
+
+def is_url(path: str) -> bool:
+    """Whether ``path`` names a model by URL (``s3://``, ``https://``, ``file://``): read with
+    fsspec when it is installed. A local file that exists under that name stays a file."""
+    return _URL.match(path) is not None and not os.path.lexists(path)
+
+
+def _read_url(url: str, limits: Limits) -> bytes:
+    """The bytes of the model at ``url``, through fsspec; only that object, never external data."""
+    try:
+        import fsspec  # type: ignore[import-untyped, import-not-found, unused-ignore]
+    except ImportError:
+        raise ModelUnreadableError("a URL needs fsspec (pip install 'shapeflow[ray]')", file=url) from None
+    try:
+        fs, where = fsspec.core.url_to_fs(url)
+        info = fs.info(where)
+        size = info.get("size")
+        if info.get("type") not in (None, "file"):
+            raise ModelUnreadableError(f"not a regular file ({info.get('type')})", file=url)
+        if isinstance(size, int):
+            if size == 0:
+                raise ModelUnreadableError("empty file (0 bytes); not an ONNX model", file=url)
+            if size > limits.max_bytes:
+                raise ModelUnreadableError(_size_limit_message(size, limits), file=url)
+            require_memory(size * MEMORY_PER_BYTE + MEMORY_MARGIN, limits.max_memory, url)
+        with fs.open(where, "rb") as f:
+            data = f.read(limits.max_bytes + 1)  # one byte more: a size the listing did not tell
+    except ModelUnreadableError:
+        raise
+    except FileNotFoundError:
+        raise ModelUnreadableError("no such file", file=url) from None
+    except ImportError as exc:  # the filesystem's own package (s3fs, gcsfs) is missing
+        raise ModelUnreadableError(f"cannot open: {exc}", file=url) from None
+    except Exception as exc:  # whatever the remote store raises: this file cannot be read
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise ModelUnreadableError(f"cannot open: {first}", file=url) from None
+    if len(data) > limits.max_bytes:
+        raise ModelUnreadableError(_size_limit_message(len(data), limits), file=url)
+    return data
+
+
+def read_model_file(shown: str, limits: Limits = DEFAULT_LIMITS, *, repo_root: str | None = None) -> bytes:
+    """The first half of ``load_model``: the checks of the file and its one read (exactly its
+    bytes). Raises ModelUnreadableError like ``load_model``."""
+    if is_url(shown):
+        return _read_url(shown, limits)
     if repo_root is not None:
         # checked before opening: a pre-commit hook must not read what a link in the repo
         # points at
@@ -220,12 +287,7 @@ def load_model(
             raise ModelUnreadableError("file changed size while being read", file=shown)
     finally:
         os.close(fd)
-
-    proto, external = _parse_checked(data, shown, limits)
-    # The directory of the path *as given* (not of the symlink target): external data is
-    # resolved next to the name the user sees (Hugging Face cache layout, RELIABILITY row 50).
-    directory = os.path.realpath(os.path.dirname(os.path.abspath(shown)))
-    return LoadedModel(path=shown, proto=proto, raw=data, directory=directory, external=external)
+    return data
 
 
 def load_model_bytes(data: bytes, name: str = "<bytes>", limits: Limits = DEFAULT_LIMITS) -> LoadedModel:

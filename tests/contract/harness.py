@@ -196,11 +196,15 @@ def _digest(path: str, size: int) -> str:
 
 
 def snapshot(*roots: str | os.PathLike[str]) -> dict[str, Entry]:
-    """Every entry under ``roots`` (not following links), keyed by absolute path."""
+    """Every entry under ``roots`` (not following links), keyed by absolute path. Lint's cache
+    folder is not an output and is left out: test_audit.py holds it to its own rules (written only
+    inside it, atomically; nothing for a rejected file)."""
     out: dict[str, Entry] = {}
     stack = [os.path.abspath(r) for r in roots if os.path.lexists(r)]
     while stack:
         path = stack.pop()
+        if os.path.basename(path) == ".shapeflow_cache":
+            continue
         st = os.lstat(path)
         if stat.S_ISLNK(st.st_mode):
             out[path] = Entry("link", os.readlink(path), st.st_size, st.st_mtime_ns, st.st_ino)

@@ -9,7 +9,11 @@ it (``..``), with a data file that is a symlink out, and in the Hugging Face cac
 * the only write is one temp file in the output folder, created with O_EXCL, then linked or
   renamed onto the output and removed (and the folder opened to fsync the rename); nothing else is
   created, renamed, removed or chmod-ed;
-* no subprocess is started.
+* no subprocess is started;
+* lint's cache (README, "Fleets") is the one exception, and only inside its folder
+  (``.shapeflow_cache`` in the model's folder here): entries are read there, and written as temp
+  files created with O_EXCL, then renamed onto the entry. With ``--no-cache`` lint opens only the
+  model, as the other commands do.
 """
 
 from __future__ import annotations
@@ -106,9 +110,9 @@ SCENARIOS = {"plain": plain, "data-inside": inside, "data-dotdot": dotdot, "data
              "hugging-face-cache": hf_cache}
 
 
-def audited(cmd: str, model: Path, tmp: Path) -> tuple[dict, object]:
+def audited(cmd: str, model: Path, tmp: Path, extra: tuple[str, ...] = ()) -> tuple[dict, object]:
     log = tmp / "audit.json"
-    argv = [cmd, str(model)]
+    argv = [cmd, *extra, str(model)]
     if cmd in ("infer", "optimize"):
         argv += ["-o", str(model.parent / "out.onnx")]
     r = run_cli(argv, cwd=model.parent, module=[str(AUDIT), str(log)])
@@ -117,9 +121,16 @@ def audited(cmd: str, model: Path, tmp: Path) -> tuple[dict, object]:
     return json.loads(log.read_text()), r
 
 
-def violations(events: list, model: Path, data_files: list[Path], wrote: bool) -> list[str]:
-    """What the audit log shows shapeflow doing that it must not (empty when all is well)."""
+def _in(path: str, folder: str | None) -> bool:
+    return folder is not None and os.path.abspath(path).startswith(folder + os.sep)
+
+
+def violations(events: list, model: Path, data_files: list[Path], wrote: bool,
+               cache: str | None = None) -> list[str]:
+    """What the audit log shows shapeflow doing that it must not (empty when all is well).
+    ``cache``: lint's cache folder, where entries may be read and atomically written."""
     folder = os.path.abspath(model.parent)
+    cache_temps: set[str] = set()
     out = os.path.join(folder, "out.onnx")
     forbidden = {os.path.realpath(p) for p in data_files} | {os.path.abspath(p) for p in data_files}
     found: list[str] = []
@@ -134,6 +145,12 @@ def violations(events: list, model: Path, data_files: list[Path], wrote: bool) -
             absolute = os.path.abspath(os.path.join(folder, path))
             if absolute in forbidden or os.path.realpath(absolute) in forbidden:
                 found.append(f"opened external data {path}")
+            elif _in(absolute, cache):
+                if _writes(mode, flags):
+                    if not (isinstance(flags, int) and flags & os.O_EXCL) and not (
+                            isinstance(mode, str) and "x" in mode):
+                        found.append(f"cache file opened for writing without O_EXCL: {path}")
+                    cache_temps.add(absolute)
             elif _writes(mode, flags):
                 if os.path.dirname(absolute) != folder or not TEMP.match(os.path.basename(absolute)):
                     found.append(f"wrote something other than a temp file in the output folder: {path}")
@@ -150,6 +167,8 @@ def violations(events: list, model: Path, data_files: list[Path], wrote: bool) -
                 found.append(f"opened a file that is not the model: {path}")
         elif kind in ("os.rename", "os.link"):
             src, dst = (os.path.abspath(os.path.join(folder, x)) for x in ev[1:3])
+            if src in cache_temps and _in(dst, cache) and dst.endswith(".json"):
+                continue  # a cache entry, written whole then renamed into place
             if src not in temps or dst != out:
                 found.append(f"{kind} {src} -> {dst}")
         elif kind == "os.remove":
@@ -158,6 +177,8 @@ def violations(events: list, model: Path, data_files: list[Path], wrote: bool) -
         elif kind == "os.chmod":
             if not isinstance(ev[1], int) and os.path.abspath(ev[1]) not in temps:
                 found.append(f"chmod {ev[1]}")
+        elif kind == "os.mkdir" and (_in(ev[1], cache) or (cache is not None and os.path.abspath(ev[1]) == cache)):
+            pass  # the cache folder and its subfolders
         elif kind in ("os.truncate", "os.symlink", "os.rmdir", "os.mkdir", "os.utime", "os.chown",
                       "shutil.copyfile", "shutil.rmtree"):
             found.append(f"unexpected {kind} {ev[1:]}")
@@ -180,9 +201,25 @@ def test_opens_only_the_model_and_writes_only_its_temp(cmd: str, scenario: str, 
     log, run = audited(cmd, model, tmp_path)
     # infer -o writes with findings too (exit 1); optimize writes only when it exits 0
     wrote = cmd == "infer" and run.returncode <= 1 or cmd == "optimize" and run.returncode == 0
-    found = violations(log["events"], model, data_files, wrote)
+    cache = os.path.join(os.path.abspath(model.parent), ".shapeflow_cache") if cmd == "lint" else None
+    found = violations(log["events"], model, data_files, wrote, cache)
     assert not found, "\n".join(found) + "\n" + run.describe() + "\n" + "\n".join(map(str, log["events"]))
     assert os.path.exists(model.parent / "out.onnx") == wrote, run.describe()
+    if cmd == "lint":
+        # a second run reads what the first wrote, under the same rules
+        log, run = audited(cmd, model, tmp_path)
+        found = violations(log["events"], model, data_files, wrote, cache)
+        assert not found, "\n".join(found) + "\n" + run.describe()
+
+
+@pytest.mark.parametrize("scenario", list(SCENARIOS))
+def test_lint_without_cache_opens_only_the_model(scenario: str, tmp_path: Path) -> None:
+    require("lint")
+    model, data_files = SCENARIOS[scenario](tmp_path)
+    log, run = audited("lint", model, tmp_path, ("--no-cache",))
+    found = violations(log["events"], model, data_files, wrote=False)
+    assert not found, "\n".join(found) + "\n" + run.describe() + "\n" + "\n".join(map(str, log["events"]))
+    assert not (model.parent / ".shapeflow_cache").exists()
 
 
 def test_the_audit_check_is_not_vacuous(tmp_path: Path) -> None:
