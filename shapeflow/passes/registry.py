@@ -12,6 +12,7 @@ from .dead_nodes import NAME as DEAD_NODES
 from .fan_out import FanOutMerge
 from .fold_constant import FoldConstant
 from .fold_known_value import FoldKnownValue
+from .identity_element import IdentityElement
 from .merge_squeeze import MergeSqueeze
 from .merge_unsqueeze import MergeUnsqueeze
 from .reshape_target import NoOpReshape, StaticReshapeTarget
@@ -22,7 +23,8 @@ from .squeeze_non_unit import SqueezeNonUnitFix
 # takes the whole chain with it), then cancels (which remove two nodes), merges, and shape slicing
 # (its Unsqueeze may fold or cancel instead), and last the fan-out merge, which a node read by a
 # single Squeeze/Unsqueeze leaves to the chain rules. On a Reshape/Expand: a fold of its value,
-# else its removal when it changes nothing, else a constant target.
+# else its removal when it changes nothing, else a constant target. On integer arithmetic: a
+# fold, else the removal of an identity element.
 ALL_RULES: tuple[type[RewriteRule], ...] = (
     FoldConstant,
     FoldKnownValue,
@@ -34,6 +36,7 @@ ALL_RULES: tuple[type[RewriteRule], ...] = (
     FanOutMerge,
     NoOpReshape,
     StaticReshapeTarget,
+    IdentityElement,
 )
 
 RULE_NAMES: tuple[str, ...] = tuple(r.name for r in ALL_RULES)

@@ -51,6 +51,7 @@ from .sf204_shape_slice import ShapeSlice
 from .sf206_fan_out_merge import FanOutMerge
 from .sf211_static_reshape_target import StaticReshapeTarget
 from .sf212_no_op_reshape import NoOpReshape
+from .sf213_identity_element import IdentityElement
 
 ALL_RULES: tuple[type[Rule], ...] = tuple(
     sorted(
@@ -63,7 +64,7 @@ ALL_RULES: tuple[type[Rule], ...] = tuple(
             ControlFlowSignature, InvalidAttribute,
             DuplicateAttribute, EmptyOutputName, AttributeRefType, AttributeRefMissing, FunctionOpsetMismatch,
             CancellingPair, MergeableChain, FoldableConstant, ShapeSlice, FanOutMerge, StaticReshapeTarget,
-            NoOpReshape,
+            NoOpReshape, IdentityElement,
         ),
         key=lambda r: r.code,
     )
