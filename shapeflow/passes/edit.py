@@ -260,6 +260,17 @@ class Editor:
             self._add_read(sid, name)
         self.changed = True
 
+    def set_inputs(self, nid: int, names: "tuple[str, ...] | list[str]") -> None:
+        """Give node ``nid`` the inputs ``names`` (at least as many as it has: a list that grows)."""
+        node = self._edit(nid)
+        if len(names) < len(node.input):
+            raise AssertionError("set_inputs only grows an input list")
+        for i, name in enumerate(names):
+            if i < len(node.input):
+                self.set_input(nid, i, name)
+            else:
+                self.append_input(nid, name)
+
     def drop_attribute(self, nid: int, name: str) -> None:
         """Remove attribute ``name`` of node ``nid`` (its default applies), if it has one."""
         node = self._edit(nid)

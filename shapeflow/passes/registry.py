@@ -13,6 +13,7 @@ from .fan_out import FanOutMerge
 from .fold_constant import FoldConstant
 from .fold_known_value import FoldKnownValue
 from .identity_element import IdentityElement
+from .merge_concat import MergeConcat
 from .merge_squeeze import MergeSqueeze
 from .merge_unsqueeze import MergeUnsqueeze
 from .reshape_target import NoOpReshape, StaticReshapeTarget
@@ -37,6 +38,7 @@ ALL_RULES: tuple[type[RewriteRule], ...] = (
     NoOpReshape,
     StaticReshapeTarget,
     IdentityElement,
+    MergeConcat,
 )
 
 RULE_NAMES: tuple[str, ...] = tuple(r.name for r in ALL_RULES)

@@ -52,6 +52,7 @@ from .sf206_fan_out_merge import FanOutMerge
 from .sf211_static_reshape_target import StaticReshapeTarget
 from .sf212_no_op_reshape import NoOpReshape
 from .sf213_identity_element import IdentityElement
+from .sf214_merge_concat import MergeConcat
 
 ALL_RULES: tuple[type[Rule], ...] = tuple(
     sorted(
@@ -64,7 +65,7 @@ ALL_RULES: tuple[type[Rule], ...] = tuple(
             ControlFlowSignature, InvalidAttribute,
             DuplicateAttribute, EmptyOutputName, AttributeRefType, AttributeRefMissing, FunctionOpsetMismatch,
             CancellingPair, MergeableChain, FoldableConstant, ShapeSlice, FanOutMerge, StaticReshapeTarget,
-            NoOpReshape, IdentityElement,
+            NoOpReshape, IdentityElement, MergeConcat,
         ),
         key=lambda r: r.code,
     )
