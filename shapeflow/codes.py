@@ -63,6 +63,11 @@ MERGEABLE_CHAIN = Code("SF202", "mergeable-chain", INFO, fixable=True)
 FOLDABLE_CONSTANT = Code("SF203", "foldable-constant", INFO, fixable=True)
 SHAPE_SLICE = Code("SF204", "shape-slice", INFO, fixable=True)
 DEAD_NODES = Code("SF205", "dead-nodes", INFO, fixable=True)
+# (SF206 is taken by the Squeeze/Unsqueeze fan-out merge, on its own branch.)
+COMMON_SUBEXPRESSION = Code("SF207", "common-subexpression", INFO, fixable=True)
+NO_OP_CAST = Code("SF208", "no-op-cast", INFO, fixable=True)
+IDENTITY_NODE = Code("SF209", "identity-node", INFO, fixable=True)
+CONSTANT_NODE = Code("SF210", "constant-node", INFO, fixable=True)
 
 ALL_CODES: tuple[Code, ...] = tuple(v for v in list(globals().values()) if isinstance(v, Code))
 BY_CODE: dict[str, Code] = {c.code: c for c in ALL_CODES}

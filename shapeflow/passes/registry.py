@@ -8,17 +8,23 @@ from ..errors import UsageError
 from .base import RewriteRule
 from .cancel_squeeze_unsqueeze import CancelSqueezeUnsqueeze
 from .cancel_unsqueeze_squeeze import CancelUnsqueezeSqueeze
+from .constant_node import ConstantNode
 from .dead_nodes import NAME as DEAD_NODES
 from .fold_constant import FoldConstant
 from .fold_known_value import FoldKnownValue
+from .identity_node import IdentityNode
+from .merge_duplicates import MergeDuplicates
 from .merge_squeeze import MergeSqueeze
 from .merge_unsqueeze import MergeUnsqueeze
+from .no_op_cast import NoOpCast
 from .shape_slice import ShapeSlice
 from .squeeze_non_unit import SqueezeNonUnitFix
 
 # Priority on one root: folds first (they remove the most: a fold of the last node of a chain
 # takes the whole chain with it), then cancels (which remove two nodes), merges, and shape slicing
-# last (its Unsqueeze may fold or cancel instead).
+# last (its Unsqueeze may fold or cancel instead). The clean-ups rooted at other ops come after
+# them; merging duplicates is tried last of all (on a Constant, becoming an initializer comes
+# first).
 ALL_RULES: tuple[type[RewriteRule], ...] = (
     FoldConstant,
     FoldKnownValue,
@@ -27,6 +33,10 @@ ALL_RULES: tuple[type[RewriteRule], ...] = (
     MergeUnsqueeze,
     MergeSqueeze,
     ShapeSlice,
+    ConstantNode,
+    NoOpCast,
+    IdentityNode,
+    MergeDuplicates,
 )
 
 RULE_NAMES: tuple[str, ...] = tuple(r.name for r in ALL_RULES)

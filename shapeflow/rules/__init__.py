@@ -48,6 +48,10 @@ from .sf201_cancelling_pair import CancellingPair
 from .sf202_mergeable_chain import MergeableChain
 from .sf203_foldable_constant import FoldableConstant
 from .sf204_shape_slice import ShapeSlice
+from .sf207_common_subexpression import CommonSubexpression
+from .sf208_no_op_cast import NoOpCast
+from .sf209_identity_node import IdentityNode
+from .sf210_constant_node import ConstantNode
 
 ALL_RULES: tuple[type[Rule], ...] = tuple(
     sorted(
@@ -60,6 +64,7 @@ ALL_RULES: tuple[type[Rule], ...] = tuple(
             ControlFlowSignature, InvalidAttribute,
             DuplicateAttribute, EmptyOutputName, AttributeRefType, AttributeRefMissing, FunctionOpsetMismatch,
             CancellingPair, MergeableChain, FoldableConstant, ShapeSlice,
+            CommonSubexpression, NoOpCast, IdentityNode, ConstantNode,
         ),
         key=lambda r: r.code,
     )

@@ -1,4 +1,4 @@
-"""What the rewrite engine would do, as lint findings: the info rules SF201-SF204.
+"""What the rewrite engine would do, as lint findings: the info rules SF201-SF204 and SF207-SF210.
 
 The rules judge nothing themselves and import no rewrite code: the lint driver
 (``analysis.analyze``) asks the engine (``shapeflow.passes.find_candidates``) for its candidates on
@@ -68,7 +68,7 @@ def findings(ctx: LintContext, code: str) -> Iterator[Finding]:
 
 
 class RewriteHint(Rule):
-    """Base of SF201-SF204: each reports the rewrite candidates of its code."""
+    """Base of SF201-SF204 and SF207-SF210: each reports the rewrite candidates of its code."""
 
     def check(self, ctx: LintContext) -> Iterator[Finding]:
         return findings(ctx, self.code)
