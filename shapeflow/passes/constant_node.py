@@ -19,35 +19,47 @@ _NOT_MAIN = not_applicable("a Constant in a subgraph or function body stays a no
 _OLD_IR = not_applicable("below IR version 4 every initializer must also be a graph input")
 
 
-def constant_tensor(node: onnx.NodeProto, name: str) -> TensorProto | None:
-    """The value of a Constant node as a tensor named ``name``, or None (no value, a sparse or
-    external value, an attribute reference, several value attributes)."""
+# The value attributes a Constant may have, with the attribute type each needs (sparse_value is
+# left alone: an initializer of the main graph cannot be sparse).
+_VALUE_ATTRS = {
+    "value": AttributeProto.TENSOR, "value_float": AttributeProto.FLOAT,
+    "value_floats": AttributeProto.FLOATS, "value_int": AttributeProto.INT,
+    "value_ints": AttributeProto.INTS, "value_string": AttributeProto.STRING,
+    "value_strings": AttributeProto.STRINGS,
+}
+
+
+def convertible(node: onnx.NodeProto) -> bool:
+    """The Constant holds one plain value attribute (no sparse or external value, no attribute
+    reference). Reads no tensor data and imports nothing: lint asks it about every Constant."""
     if len(node.attribute) != 1:
-        return None
+        return False
     a = node.attribute[0]
-    if a.ref_attr_name:
-        return None
-    make = onnx.helper.make_tensor
-    if a.name == "value" and a.type == AttributeProto.TENSOR:
-        if a.t.data_location == TensorProto.EXTERNAL:
-            return None
+    if a.ref_attr_name or _VALUE_ATTRS.get(a.name) != a.type:
+        return False
+    return a.type != AttributeProto.TENSOR or a.t.data_location != TensorProto.EXTERNAL
+
+
+def constant_tensor(node: onnx.NodeProto, name: str) -> TensorProto:
+    """The value of a ``convertible`` Constant node as a tensor named ``name``."""
+    a = node.attribute[0]
+    if a.type == AttributeProto.TENSOR:
         t = TensorProto()
         t.CopyFrom(a.t)
         t.name = name
         return t
-    if a.name == "value_float" and a.type == AttributeProto.FLOAT:
+    make = onnx.helper.make_tensor  # (onnx.helper imports numpy: only when a rewrite is applied)
+    if a.type == AttributeProto.FLOAT:
         return make(name, TensorProto.FLOAT, [], [a.f])
-    if a.name == "value_floats" and a.type == AttributeProto.FLOATS:
+    if a.type == AttributeProto.FLOATS:
         return make(name, TensorProto.FLOAT, [len(a.floats)], list(a.floats))
-    if a.name == "value_int" and a.type == AttributeProto.INT:
+    if a.type == AttributeProto.INT:
         return make(name, TensorProto.INT64, [], [a.i])
-    if a.name == "value_ints" and a.type == AttributeProto.INTS:
+    if a.type == AttributeProto.INTS:
         return make(name, TensorProto.INT64, [len(a.ints)], list(a.ints))
-    if a.name == "value_string" and a.type == AttributeProto.STRING:
+    if a.type == AttributeProto.STRING:
         return make(name, TensorProto.STRING, [], [a.s])
-    if a.name == "value_strings" and a.type == AttributeProto.STRINGS:
-        return make(name, TensorProto.STRING, [len(a.strings)], list(a.strings))
-    return None  # sparse_value, or a malformed node
+    return make(name, TensorProto.STRING, [len(a.strings)], list(a.strings))
 
 
 class ConstantNode(RewriteRule):
@@ -79,11 +91,10 @@ class ConstantNode(RewriteRule):
         z = info.outputs[0]
         scope = ctx.scope(sid)
         if z in ctx.outputs(sid):
-            return NoMatch(f"{ctx.display(nid)}: '{z}' is a graph output (an initializer cannot be one "
-                           "in every runtime)")
+            return NoMatch(f"{ctx.display(nid)}: '{z}' is a graph output (its Constant node stays)")
         if z in scope.initializers or z in scope.inputs:
             return NoMatch(f"{ctx.display(nid)}: '{z}' is also an initializer or graph input")
-        if constant_tensor(ctx.peek(nid), z) is None:
+        if not convertible(ctx.peek(nid)):
             return NoMatch(f"{ctx.display(nid)}: its value is sparse, external or malformed")
         return Match(nid, (nid,), (), lambda: f"{ctx.display(nid)} is an initializer", "", None)
 
@@ -91,6 +102,5 @@ class ConstantNode(RewriteRule):
         sid = ctx.sid(m.nid)
         z = ctx.output(m.nid)
         tensor = constant_tensor(ctx.proto(m.nid), z)
-        assert tensor is not None  # (match checked it)
         edit.delete_node(m.nid)
         edit.add_initializer(sid, tensor)

@@ -27,60 +27,70 @@ _ALONE = not_applicable("no other node of its scope has the same op and inputs")
 _EXCLUDED = not_applicable("op not merged (random, stateful, subgraphs or not ai.onnx)")
 _FIRST = not_applicable("the first of its duplicates (it survives)")
 
-_Key = tuple[int, str, tuple[str, ...], tuple[bool, ...]]
-
-
 class DuplicatePlan(NamedTuple):
     survivor: int  # the earliest node computing the same values
     pairs: tuple[tuple[str, str], ...]  # (output of the root, output of the survivor) to rewire
 
 
-def _key(ctx: RoundContext, nid: int) -> _Key | None:
+def _excluded(ctx: RoundContext, nid: int) -> bool:
     info = ctx.graph.nodes[nid]
     op = info.op_type
-    if (info.domain != "" or info.since_version is None or info.subscopes or op in NONDETERMINISTIC
-            or op in _STATEFUL or op.startswith(_STATEFUL_PREFIXES) or not info.outputs):
-        return None
-    # Which outputs exist is part of the key: an op may compute differently (or the survivor lack
-    # an output the root's readers need) with a different set of outputs.
-    return (info.scope, op, info.inputs, tuple([bool(o) for o in info.outputs]))
+    return (info.domain != "" or info.since_version is None or bool(info.subscopes)
+            or op in NONDETERMINISTIC or op in _STATEFUL or op.startswith(_STATEFUL_PREFIXES)
+            or not info.outputs)
 
 
-def _buckets(ctx: RoundContext) -> dict[_Key, list[int]]:
-    """Per round: the nodes of each (scope, op, inputs, outputs present) with at least two members,
-    each in its scope's topological order. One pass over the index; attributes are not read."""
+def _buckets(ctx: RoundContext) -> dict[int, list[int]]:
+    """Per round: node id -> the nodes of its scope with the same op and inputs, in the scope's
+    topological order, for the nodes that have such company (a list shared by its members). One
+    pass over the index per round, reading no proto; the few candidates are judged later."""
     table = ctx.cache.get(_TABLE)
     if table is None:
-        graph = ctx.graph
-        found: dict[_Key, list[int]] = {}
-        for scope in graph.scopes:
+        nodes = ctx.graph.nodes
+        table = {}
+        for scope in ctx.graph.scopes:
+            first: dict[tuple[str, tuple[str, ...]], int] = {}
+            groups: dict[int, list[int]] = {}
             for nid in scope.order:
-                k = _key(ctx, nid)
-                if k is not None:
-                    found.setdefault(k, []).append(nid)
-        table = {k: v for k, v in found.items() if len(v) >= 2}
+                info = nodes[nid]
+                key = (info.op_type, info.inputs)
+                seen = first.setdefault(key, nid)
+                if seen != nid:
+                    group = groups.get(seen)
+                    if group is None:
+                        group = groups[seen] = [seen]
+                    group.append(nid)
+            for group in groups.values():
+                for nid in group:
+                    table[nid] = group
         ctx.cache[_TABLE] = table
     return table  # type: ignore[return-value]
 
 
-def _attributes(ctx: RoundContext, nid: int) -> bytes:
-    """The node's attributes, serialized in name order (an attribute reference inside a function
-    compares by the name it refers to, which is part of the serialized attribute)."""
-    node = ctx.peek(nid)
-    attrs = sorted(node.attribute, key=lambda a: a.name)
-    return b"\x00".join(a.SerializeToString(deterministic=True) for a in attrs)
+def _identity(ctx: RoundContext, nid: int) -> bytes:
+    """What, besides op and inputs, must be equal: which outputs exist (an op may compute
+    differently, or the survivor lack an output that the root's readers need, with another set
+    of outputs) and the attributes, serialized in name order (an attribute reference inside a
+    function compares by the name it refers to, which is part of the serialized attribute)."""
+    info = ctx.graph.nodes[nid]
+    present = bytes([1 if o else 0 for o in info.outputs])
+    if not info.has_attrs:
+        return present
+    attrs = sorted(ctx.peek(nid).attribute, key=lambda a: a.name)
+    return b"\x00".join([present, *(a.SerializeToString(deterministic=True) for a in attrs)])
 
 
-def _survivors(ctx: RoundContext, key: _Key, members: list[int]) -> dict[int, int]:
-    """For each member of a bucket, the first member (in topological order) with the same
-    attributes; computed once per bucket and round."""
-    cache_key = (_TABLE, key)
+def _survivors(ctx: RoundContext, group: list[int]) -> dict[int, int]:
+    """For each member of a group, the first member (in topological order) with the same
+    outputs present and attributes; computed once per group and round."""
+    cache_key = (_TABLE, group[0])
     found = ctx.cache.get(cache_key)
     if found is None:
         first: dict[bytes, int] = {}
         out: dict[int, int] = {}
-        for nid in members:
-            out[nid] = first.setdefault(_attributes(ctx, nid), nid)
+        for nid in group:
+            if not _excluded(ctx, nid):
+                out[nid] = first.setdefault(_identity(ctx, nid), nid)
         ctx.cache[cache_key] = found = out
     return found  # type: ignore[return-value]
 
@@ -105,16 +115,15 @@ class MergeDuplicates(RewriteRule):
     roots = (ANY_OP,)
 
     def match(self, ctx: RoundContext, nid: int) -> Result:
-        info = ctx.graph.nodes[nid]
-        k = _key(ctx, nid)
-        if k is None:
-            return _EXCLUDED
-        members = _buckets(ctx).get(k)
-        if members is None:
+        group = _buckets(ctx).get(nid)
+        if group is None:
             return _ALONE
-        survivor = _survivors(ctx, k, members)[nid]
+        survivor = _survivors(ctx, group).get(nid)
+        if survivor is None:
+            return _EXCLUDED
         if survivor == nid:
             return _FIRST
+        info = ctx.graph.nodes[nid]
         sid = info.scope
         outputs = ctx.outputs(sid)
         kept = ctx.graph.nodes[survivor].outputs
