@@ -140,11 +140,21 @@ class RewriteRule:
     # The engine reports where the rule fired (OptimizeResult.roots): set by the repairs of
     # ``lint --fix``, whose driver then knows which findings went without judging the model again.
     record_roots: ClassVar[bool] = False
+    # The rule says itself whether a next round could fire (``may_continue``) instead of the engine
+    # asking whether any of its roots changed: for a rule rooted at every node (ANY_OP), nearly
+    # every round changes one, and that costs a whole round more.
+    judges_rounds: ClassVar[bool] = False
 
     def match(self, ctx: "RoundContext", nid: int) -> Result:  # pragma: no cover - abstract
         raise NotImplementedError
 
     def apply(self, ctx: "RoundContext", edit: "Editor", m: "Match[Any]") -> None:  # pragma: no cover
+        raise NotImplementedError
+
+    def may_continue(self, ctx: "RoundContext", edit: "Editor") -> bool:  # pragma: no cover
+        """With ``judges_rounds``: whether a next round could find this rule something new to do,
+        judged from the round's index and what ``edit`` changed (after ``Editor.finish``). May say
+        True when unsure; False only when no match of the next round could fire."""
         raise NotImplementedError
 
     @classmethod

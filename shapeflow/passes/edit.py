@@ -190,6 +190,10 @@ class Editor:
         """Original nodes whose proto an edit changed."""
         return self._modified
 
+    def new_nodes(self) -> list[tuple[int, onnx.NodeProto]]:
+        """(scope id, proto) of the nodes this round created."""
+        return [(n.sid, n.proto) for n in self._new]
+
     @property
     def created(self) -> int:
         """How many nodes the round created."""

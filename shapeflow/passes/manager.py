@@ -125,6 +125,10 @@ class _Dispatch:
         # The op types some rule is rooted at (ANY_OP: every node); when they are only
         # Squeeze/Unsqueeze, a round visits the nodes with axis facts and nothing else.
         self.root_ops: frozenset[str] = frozenset(op for r in self.rules for op in r.roots)
+        # Rules that judge the next round themselves; the roots of the others are judged by
+        # ``_may_continue``.
+        self.judges = [r for r in self.rules if r.judges_rounds]
+        self.judged_ops: frozenset[str] = frozenset(op for r in self.rules if not r.judges_rounds for op in r.roots)
 
     def rules_for(self, op: str, kind: str) -> list[RewriteRule]:
         """For a root of op type ``op`` whose data input comes from ``kind``: the op type of an
@@ -533,6 +537,8 @@ def _fixpoint(loaded: LoadedModel, dispatch: _Dispatch, strict: bool, limits: Li
             after = count_ops(graph)
             return OptimizeResult(loaded.proto, changed, fired, log, [t for _, t in result.skipped],
                                   before, after, rounds, notes, roots, assumptions)
+        # (before the sweep, which only deletes: a rule's judgement reads the index's protos)
+        judged = any(r.may_continue(ctx, edit) for r in dispatch.judges)
         edit.finish()
         # A deferred root that the sweep removed has nothing left to do either.
         deferred = [n for n in result.deferred if n not in edit.deleted]
@@ -540,9 +546,10 @@ def _fixpoint(loaded: LoadedModel, dispatch: _Dispatch, strict: bool, limits: Li
         # round rewrote (say, a failing pair cancelled) can make a caller's outputs known, which
         # carrying inference over would miss. Such a round is followed by a whole inference.
         bodies = _rewrote_function_bodies(graph, edit, result.written)
-        roots_seen = None if dispatch.root_ops <= AXIS_OPS else _roots(ctx, dispatch.root_ops)
+        roots_seen = None if dispatch.judged_ops <= AXIS_OPS else _roots(ctx, dispatch.judged_ops)
         last = (not full_inference and not bodies and not deferred
-                and not _may_continue(ctx, edit, roots_seen))
+                and not _may_continue(ctx, edit, roots_seen)
+                and not judged)
         changed = True
         for name, n in result.fired.items():
             fired[name] = fired.get(name, 0) + n

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from .. import codes
+from .._onnx import onnx
 from .base import ANY_OP, Match, NoMatch, Result, RewriteRule, RoundContext, not_applicable
 from .edit import Editor
 
@@ -76,8 +77,13 @@ def _identity(ctx: RoundContext, nid: int) -> bytes:
     present = bytes([1 if o else 0 for o in info.outputs])
     if not info.has_attrs:
         return present
-    attrs = sorted(ctx.peek(nid).attribute, key=lambda a: a.name)
-    return b"\x00".join([present, *(a.SerializeToString(deterministic=True) for a in attrs)])
+    return present + b"\x00" + _serialized(ctx.peek(nid))
+
+
+def _serialized(node: "onnx.NodeProto") -> bytes:
+    """The node's attributes, serialized in name order."""
+    attrs = sorted(node.attribute, key=lambda a: a.name)
+    return b"\x00".join([a.SerializeToString(deterministic=True) for a in attrs])
 
 
 def _survivors(ctx: RoundContext, group: list[int]) -> dict[int, int]:
@@ -142,6 +148,36 @@ class MergeDuplicates(RewriteRule):
         message = lambda: f"{ctx.display(nid)} duplicates {ctx.display(survivor)}"  # noqa: E731
         return Match(nid, (nid,), (survivor,), message, "", DuplicatePlan(survivor, tuple(pairs)),
                      tuple(rewires))
+
+    judges_rounds = True
+
+    def may_continue(self, ctx: RoundContext, edit: Editor) -> bool:
+        """A next round finds a new duplicate only among the nodes whose inputs this round changed
+        and the nodes it created (deleting nodes makes no two nodes equal): whether one of them now
+        has the op, inputs and attributes of another live node. Asked before ``Editor.finish``
+        (the sweep only deletes), while the index's protos are where it found them."""
+        nodes = ctx.graph.nodes
+        deleted = edit.deleted
+        changed: dict[tuple[int, str, tuple[str, ...]], list[bytes]] = {}
+        fresh = [(nodes[nid].scope, ctx.proto(nid)) for nid in edit.modified if nid not in deleted]
+        fresh += edit.new_nodes()
+        for sid, node in fresh:
+            key = (sid, node.op_type, tuple(node.input))
+            attrs = _serialized(node)
+            seen = changed.setdefault(key, [])
+            if attrs in seen:
+                return True
+            seen.append(attrs)
+        if not changed:
+            return False
+        modified = edit.modified
+        for nid, info in enumerate(nodes):
+            if nid in deleted or nid in modified:
+                continue
+            seen = changed.get((info.scope, info.op_type, info.inputs))
+            if seen is not None and (_serialized(info.peek()) if info.has_attrs else b"") in seen:
+                return True
+        return False
 
     def apply(self, ctx: RoundContext, edit: Editor, m: Match[DuplicatePlan]) -> None:
         sid = ctx.sid(m.nid)
