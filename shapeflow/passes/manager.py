@@ -546,7 +546,8 @@ def _fixpoint(loaded: LoadedModel, dispatch: _Dispatch, strict: bool, limits: Li
         # round rewrote (say, a failing pair cancelled) can make a caller's outputs known, which
         # carrying inference over would miss. Such a round is followed by a whole inference.
         bodies = _rewrote_function_bodies(graph, edit, result.written)
-        roots_seen = None if dispatch.judged_ops <= AXIS_OPS else _roots(ctx, dispatch.judged_ops)
+        ops = dispatch.judged_ops
+        roots_seen = [] if not ops else None if ops <= AXIS_OPS else _roots(ctx, ops)
         last = (not full_inference and not bodies and not deferred
                 and not _may_continue(ctx, edit, roots_seen)
                 and not judged)
