@@ -204,16 +204,24 @@ def find_candidates(graph: ModelGraph, inference: Inference, *, strict: bool = F
     blocked_ids = resolve_places(inference, blocked)
     out: list[Candidate] = []
     facts = ctx.facts
-    for nid, tried in dispatch.plan(ctx, latest_first=False):
-        if nid in blocked_ids:
-            continue
-        for rule in tried:
-            r = rule.match(ctx, nid)
-            if type(r) is Match:
-                if codes is None or rule.code in codes:
-                    message = r.text + (f" ({r.note})" if r.note else "")
-                    out.append(Candidate(rule.name, rule.code, nid, message, facts.get(nid)))
-                break
+    # A plan entry per root (every node, with a rule rooted at ANY_OP): on a large model the
+    # cyclic collector would walk the whole index again and again (as in ``rewrite_model``).
+    gc_was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        for nid, tried in dispatch.plan(ctx, latest_first=False):
+            if nid in blocked_ids:
+                continue
+            for rule in tried:
+                r = rule.match(ctx, nid)
+                if type(r) is Match:
+                    if codes is None or rule.code in codes:
+                        message = r.text + (f" ({r.note})" if r.note else "")
+                        out.append(Candidate(rule.name, rule.code, nid, message, facts.get(nid)))
+                    break
+    finally:
+        if gc_was_enabled:
+            gc.enable()
     ctx.release()
     return out
 
