@@ -168,15 +168,19 @@ class MergeDuplicates(RewriteRule):
             if attrs in seen:
                 return True
             seen.append(attrs)
-        if not changed:
-            return False
         modified = edit.modified
-        for nid, info in enumerate(nodes):
-            if nid in deleted or nid in modified:
-                continue
-            seen = changed.get((info.scope, info.op_type, info.inputs))
-            if seen is not None and (_serialized(info.peek()) if info.has_attrs else b"") in seen:
-                return True
+        scopes = ctx.graph.scopes
+        for (sid, op, inputs), seen in changed.items():
+            # An unchanged node with these inputs reads the first one (or, without inputs, is
+            # one of the scope's nodes)
+            others = scopes[sid].consumers.get(inputs[0], ()) if inputs and inputs[0] else scopes[sid].nodes
+            for nid in others:
+                info = nodes[nid]
+                if (info.op_type != op or info.inputs != inputs or info.scope != sid or nid in deleted
+                        or nid in modified):
+                    continue
+                if (_serialized(info.peek()) if info.has_attrs else b"") in seen:
+                    return True
         return False
 
     def apply(self, ctx: RoundContext, edit: Editor, m: Match[DuplicatePlan]) -> None:
