@@ -45,10 +45,10 @@ def _buckets(ctx: RoundContext) -> dict[int, list[int]]:
     """Per round: node id -> the nodes of its scope with the same op and inputs, in the scope's
     topological order, for the nodes that have such company (a list shared by its members). One
     pass over the index per round, reading no proto; the few candidates are judged later."""
-    table = ctx.cache.get(_TABLE)
-    if table is None:
+    found = ctx.cache.get(_TABLE)
+    if found is None:
         nodes = ctx.graph.nodes
-        table = {}
+        table: dict[int, list[int]] = {}
         for scope in ctx.graph.scopes:
             first: dict[tuple[str, tuple[str, ...]], int] = {}
             groups: dict[int, list[int]] = {}
@@ -64,8 +64,8 @@ def _buckets(ctx: RoundContext) -> dict[int, list[int]]:
             for group in groups.values():
                 for nid in group:
                     table[nid] = group
-        ctx.cache[_TABLE] = table
-    return table  # type: ignore[return-value]
+        ctx.cache[_TABLE] = found = table
+    return found  # type: ignore[return-value]
 
 
 def _identity(ctx: RoundContext, nid: int) -> bytes:
