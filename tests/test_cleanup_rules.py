@@ -341,3 +341,16 @@ def test_carried_and_full_inference_agree_on_duplicates() -> None:
         rewrite_model(b, rules, full_inference=True)
         assert a.proto.SerializeToString() == b.proto.SerializeToString()
         assert ra.rounds == rounds  # the copies collapse one level per round, and then it stops
+
+
+def test_no_initializer_left_unread(runner: shapearith.Runner) -> None:
+    """A Constant made an initializer in the round that also removes its last reader (here the
+    axes of an Unsqueeze that shape-slice replaces) does not stay behind unread."""
+    m = model(" i = Constant<value = int64 {0}>()\n a = Constant<value_ints = [0]>()\n s = Shape(x)\n"
+              " g = Gather<axis=0>(s, i)\n u = Unsqueeze(g, a)\n t = Concat<axis=0>(u, m1)\n y = Reshape(x, t)",
+              inputs="float[seq, 3] x", outputs="float[?, ?] y", inits="int64[1] m1 = {-1}")
+    out, fired = optimized(m)
+    assert fired.get("shape-slice") == 1 and fired.get("constant-node"), fired
+    read = {i for n in out.graph.node for i in n.input}
+    assert all(t.name in read for t in out.graph.initializer), (fired, [t.name for t in out.graph.initializer])
+    check(runner, m)
