@@ -5,7 +5,8 @@ The generator writes small random ONNX models (deterministic per seed) in which 
 flow from ``Shape``/``Size`` of symbolic-dim inputs through integer and float arithmetic, casts,
 comparisons and slicing, and back into tensor shapes (``Reshape``, ``Expand``, ``Tile``,
 ``ConstantOfShape``, ``Range``, ``Pad``, ``Slice`` of data), the way exporters write them: the last
-k tokens, sliding windows, KV caches whose past is 0, Cast round trips, float Div then Ceil.
+k tokens, sliding windows, KV caches whose past is 0, Cast round trips, float Div then Ceil,
+repeated chains, Identity nodes and Casts that change nothing (the clean-up rules of issue 16).
 
 The oracle, per model and per binding of its symbols (0, 1, 2, 3 and a large value all occur,
 all-zero and all-one included): onnxruntime runs a copy of the model with every intermediate
@@ -735,6 +736,67 @@ class _Gen:
     def op_shape_of_new(self) -> None:
         self.new_shape_val()
 
+    # -- what the clean-up rules target (issue 16) --------------------------------------------------
+    def op_duplicate(self) -> None:
+        """Repeat the last few nodes (a chain, as exporters repeat ``Shape -> Gather -> Unsqueeze``
+        once per use): the copies read each other, so merging them takes several rounds."""
+        k = self.rng.randint(1, 4)
+        tail = [n for n in self.nodes[-k:] if n.op_type != "Constant"]
+        renamed: dict[str, str] = {}
+        for n in tail:
+            copy = onnx.NodeProto()
+            copy.CopyFrom(n)
+            del copy.input[:]
+            copy.input.extend(renamed.get(i, i) for i in n.input)
+            del copy.output[:]
+            for o in n.output:
+                new = self.fresh("dup_") if o else ""
+                renamed[o] = new
+                copy.output.append(new)
+                if not o:
+                    continue
+                if o in self.types:
+                    self.types[new] = self.types[o]
+                if o in self.lens:
+                    self.lens[new] = self.lens[o]
+                if o in self.ranks:
+                    self.ranks[new] = self.ranks[o]
+            self.nodes.append(copy)
+        for v in list(self.vals):
+            if v.name in renamed:
+                self.vals.append(Val(renamed[v.name], v.length, v.bound))
+        for d in list(self.datas):
+            if d.name in renamed:
+                self.datas.append(Data(renamed[d.name], d.rank, d.dtype, d.bound))
+
+    def op_identity(self) -> None:
+        if self.rng.random() < 0.5:
+            a = self.pick_val()
+            self.add_val(self.node("Identity", [a.name], INT64), a.length, a.bound)
+        else:
+            d = self.pick_data()
+            self.add_data(self.node("Identity", [d.name], d.dtype), d.rank, d.bound, d.dtype)
+
+    def op_cast_chain(self) -> None:
+        """Casts that may change nothing: to the value's own type, or through a wider type and back
+        (int64 -> S -> T1 -> T2 [-> int64])."""
+        rng = self.rng
+        a = self.pick_val()
+        if rng.random() < 0.3:
+            self.add_val(self.node("Cast", [a.name], INT64, to=INT64), a.length, a.bound)
+            return
+        types = [t for t in CAST_TYPES if t != TensorProto.BFLOAT16 or self.opset >= 13] + [INT64]
+        ints = [t for t in types if t not in (TensorProto.FLOAT16, TensorProto.BFLOAT16, FLOAT,
+                                               TensorProto.DOUBLE)]
+        src = rng.choice(ints)
+        x = self.node("Cast", [a.name], src, to=src)
+        mid = self.node("Cast", [x], (t1 := rng.choice(types)), to=t1)
+        t2 = rng.choice([src, src, INT64, rng.choice(types)])
+        out = self.node("Cast", [mid], t2, to=t2)
+        if t2 != INT64:
+            out = self.node("Cast", [out], INT64, to=INT64)
+        self.add_val(out, a.length, max(a.bound, 2**16))
+
     # -- the model -------------------------------------------------------------------------------
     def build(self) -> Generated:
         rng = self.rng
@@ -747,6 +809,8 @@ class _Gen:
             (self.op_range, 1), (self.op_expand, 1), (self.op_reshape, 1.2), (self.op_tile, 0.6),
             (self.op_pad, 0.6), (self.op_slice_data, 1.5), (self.op_squeeze_data, 0.6),
             (self.op_positions, 0.5), (self.op_fan_out, 1.5), (self.op_own_shape, 1),
+            (self.op_duplicate, 0.8), (self.op_identity, 0.4),
+            (self.op_cast_chain, 0.6),
         ]
         checked = {self.op_expand, self.op_reshape, self.op_tile, self.op_pad, self.op_arith,
                    self.op_where, self.op_concat_val, self.op_fan_out, self.op_own_shape}

@@ -140,6 +140,10 @@ class RewriteRule:
     # The engine reports where the rule fired (OptimizeResult.roots): set by the repairs of
     # ``lint --fix``, whose driver then knows which findings went without judging the model again.
     record_roots: ClassVar[bool] = False
+    # The rule says itself whether a next round could fire (``may_continue``) instead of the engine
+    # asking whether any of its roots changed: for a rule rooted at every node (ANY_OP), nearly
+    # every round changes one, and that costs a whole round more.
+    judges_rounds: ClassVar[bool] = False
 
     def match(self, ctx: "RoundContext", nid: int) -> Result:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -152,6 +156,12 @@ class RewriteRule:
         later round (what it needs is a value of the root's own tensors, which rewrites never
         change, and that value is unknown): the engine then does not run a round for it."""
         return True
+
+    def may_continue(self, ctx: "RoundContext", edit: "Editor") -> bool:  # pragma: no cover
+        """With ``judges_rounds``: whether a next round could find this rule something new to do,
+        judged from the round's index and what ``edit`` changed (after ``Editor.finish``). May say
+        True when unsure; False only when no match of the next round could fire."""
+        raise NotImplementedError
 
     @classmethod
     def doc(cls) -> str:

@@ -34,6 +34,11 @@ def sweep(edit: "Editor") -> None:
         if edit.is_gone(sid, name) or edit.needed(sid, name):
             continue
         scope = g.scopes[sid]
+        if edit.added_initializer(sid, name):
+            # made an initializer this round (a Constant node converted, a value folded), and its
+            # last reader went in the same round: the index still names the deleted node
+            edit.remove_initializer(sid, name)
+            continue
         p = scope.producer.get(name)
         if p is None:
             # Read from an enclosing scope: this body no longer needs it, perhaps nobody does.

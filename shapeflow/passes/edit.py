@@ -129,6 +129,7 @@ class Editor:
     _stale_info: dict[int, set[str]] = field(default_factory=dict)  # value_info to drop, per scope
     _int_index: dict[int, dict[tuple[int, ...], str]] = field(default_factory=dict)
     _modified: set[int] = field(default_factory=set)  # nodes whose proto an edit changed
+    _added_inits: set[tuple[int, str]] = field(default_factory=set)  # initializers this round added
 
     g: ModelGraph = field(init=False, repr=False)
 
@@ -190,6 +191,10 @@ class Editor:
     def modified(self) -> set[int]:
         """Original nodes whose proto an edit changed."""
         return self._modified
+
+    def new_nodes(self) -> list[tuple[int, onnx.NodeProto]]:
+        """(scope id, proto) of the nodes this round created."""
+        return [(n.sid, n.proto) for n in self._new]
 
     @property
     def created(self) -> int:
@@ -412,6 +417,7 @@ class Editor:
         body.initializer.append(tensor)  # graph scopes only
         entry = body.initializer[len(body.initializer) - 1]
         self._made.add((sid, tensor.name))
+        self._added_inits.add((sid, tensor.name))
         self.changed = True
         return entry
 
@@ -430,6 +436,11 @@ class Editor:
                 if v == old:
                     del index[k]
         self.changed = True
+
+    def added_initializer(self, sid: int, name: str) -> bool:
+        """Whether a rewrite of this round made ``name`` an initializer of ``sid`` (in place of the
+        node that produced it, which the round's index still names as its producer)."""
+        return (sid, name) in self._added_inits
 
     def remove_initializer(self, sid: int, name: str) -> None:
         self._dropped_inits.setdefault(sid, set()).add(name)

@@ -125,6 +125,10 @@ class _Dispatch:
         # The op types some rule is rooted at (ANY_OP: every node); when they are only
         # Squeeze/Unsqueeze, a round visits the nodes with axis facts and nothing else.
         self.root_ops: frozenset[str] = frozenset(op for r in self.rules for op in r.roots)
+        # Rules that judge the next round themselves; the roots of the others are judged by
+        # ``_may_continue``.
+        self.judges = [r for r in self.rules if r.judges_rounds]
+        self.judged_ops: frozenset[str] = frozenset(op for r in self.rules if not r.judges_rounds for op in r.roots)
 
     def unsettled(self, ctx: RoundContext, roots: list[int]) -> list[int]:
         """The ``roots`` some rule may still fire on in a later round (``may_fire_later``): only
@@ -136,7 +140,8 @@ class _Dispatch:
             op = nodes[nid].op_type
             rules = by_op.get(op)
             if rules is None:
-                rules = by_op[op] = [r for r in self.rules if op in r.roots or ANY_OP in r.roots]
+                rules = by_op[op] = [r for r in self.rules if not r.judges_rounds
+                                     and (op in r.roots or ANY_OP in r.roots)]
             for r in rules:
                 if r.may_fire_later(ctx, nid):
                     out.append(nid)
@@ -217,16 +222,24 @@ def find_candidates(graph: ModelGraph, inference: Inference, *, strict: bool = F
     blocked_ids = resolve_places(inference, blocked)
     out: list[Candidate] = []
     facts = ctx.facts
-    for nid, tried in dispatch.plan(ctx, latest_first=False):
-        if nid in blocked_ids:
-            continue
-        for rule in tried:
-            r = rule.match(ctx, nid)
-            if type(r) is Match:
-                if codes is None or rule.code in codes:
-                    message = r.text + (f" ({r.note})" if r.note else "")
-                    out.append(Candidate(rule.name, rule.code, nid, message, facts.get(nid)))
-                break
+    # A plan entry per root (every node, with a rule rooted at ANY_OP): on a large model the
+    # cyclic collector would walk the whole index again and again (as in ``rewrite_model``).
+    gc_was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        for nid, tried in dispatch.plan(ctx, latest_first=False):
+            if nid in blocked_ids:
+                continue
+            for rule in tried:
+                r = rule.match(ctx, nid)
+                if type(r) is Match:
+                    if codes is None or rule.code in codes:
+                        message = r.text + (f" ({r.note})" if r.note else "")
+                        out.append(Candidate(rule.name, rule.code, nid, message, facts.get(nid)))
+                    break
+    finally:
+        if gc_was_enabled:
+            gc.enable()
     ctx.release()
     return out
 
@@ -366,11 +379,13 @@ def _may_continue(ctx: RoundContext, edit: Editor, roots: Iterable[int] | None =
 
 
 def _created_roots(edit: Editor, ops: frozenset[str]) -> bool:
-    """Whether the round created a node some rule is rooted at: no round has matched it yet (two
-    new ``Shape(x, start=0, end=1)`` of one round, say, are duplicates only the next one sees)."""
-    every = ANY_OP in ops
+    """Whether the round created a Squeeze/Unsqueeze some rule is rooted at (a fan-out merge turns
+    a Squeeze reader into an Unsqueeze): no round has matched it yet. The other nodes rewrites
+    create need no round of their own: Shape/Slice of a symbolic dim (shape-slice: no value to
+    fold; duplicates among them are merge-duplicates' to judge), Constants in functions, and
+    Identities keeping a graph output's name, on which no rule fires."""
     for domain, op in edit.created_ops():
-        if domain in ("", "ai.onnx") and (every or op in ops):
+        if domain in ("", "ai.onnx") and op in AXIS_OPS and op in ops:
             return True
     return False
 
@@ -579,6 +594,8 @@ def _fixpoint(loaded: LoadedModel, dispatch: _Dispatch, strict: bool, limits: Li
             after = count_ops(graph)
             return OptimizeResult(loaded.proto, changed, fired, log, [t for _, t in result.skipped],
                                   before, after, rounds, notes, roots, assumptions)
+        # (before the sweep, which only deletes: a rule's judgement reads the index's protos)
+        judged = any(r.may_continue(ctx, edit) for r in dispatch.judges)
         edit.finish()
         # A deferred root that the sweep removed has nothing left to do either.
         deferred = [n for n in result.deferred if n not in edit.deleted]
@@ -586,10 +603,12 @@ def _fixpoint(loaded: LoadedModel, dispatch: _Dispatch, strict: bool, limits: Li
         # round rewrote (say, a failing pair cancelled) can make a caller's outputs known, which
         # carrying inference over would miss. Such a round is followed by a whole inference.
         bodies = _rewrote_function_bodies(graph, edit, result.written)
-        roots_seen = None if dispatch.root_ops <= AXIS_OPS else dispatch.unsettled(ctx, _roots(ctx, dispatch.root_ops))
+        ops = dispatch.judged_ops
+        roots_seen = [] if not ops else None if ops <= AXIS_OPS else dispatch.unsettled(ctx, _roots(ctx, ops))
         last = (not full_inference and not bodies and not deferred
-                and not _created_roots(edit, dispatch.root_ops)
-                and not _may_continue(ctx, edit, roots_seen))
+                and not _created_roots(edit, ops)
+                and not _may_continue(ctx, edit, roots_seen)
+                and not judged)
         changed = True
         for name, n in result.fired.items():
             fired[name] = fired.get(name, 0) + n

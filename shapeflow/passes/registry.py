@@ -8,14 +8,18 @@ from ..errors import UsageError
 from .base import RewriteRule
 from .cancel_squeeze_unsqueeze import CancelSqueezeUnsqueeze
 from .cancel_unsqueeze_squeeze import CancelUnsqueezeSqueeze
+from .constant_node import ConstantNode
 from .dead_nodes import NAME as DEAD_NODES
 from .fan_out import FanOutMerge
 from .fold_constant import FoldConstant
 from .fold_known_value import FoldKnownValue
 from .identity_element import IdentityElement
+from .identity_node import IdentityNode
 from .merge_concat import MergeConcat
+from .merge_duplicates import MergeDuplicates
 from .merge_squeeze import MergeSqueeze
 from .merge_unsqueeze import MergeUnsqueeze
+from .no_op_cast import NoOpCast
 from .reshape_target import NoOpReshape, StaticReshapeTarget
 from .shape_slice import ShapeSlice
 from .squeeze_non_unit import SqueezeNonUnitFix
@@ -26,6 +30,8 @@ from .squeeze_non_unit import SqueezeNonUnitFix
 # single Squeeze/Unsqueeze leaves to the chain rules. On a Reshape/Expand: a fold of its value,
 # else its removal when it changes nothing, else a constant target. On integer arithmetic: a
 # fold, else the removal of an identity element.
+# The clean-ups rooted at other ops come after them; merging duplicates is tried last of all
+# (on a Constant, becoming an initializer comes first).
 ALL_RULES: tuple[type[RewriteRule], ...] = (
     FoldConstant,
     FoldKnownValue,
@@ -39,6 +45,10 @@ ALL_RULES: tuple[type[RewriteRule], ...] = (
     StaticReshapeTarget,
     IdentityElement,
     MergeConcat,
+    ConstantNode,
+    NoOpCast,
+    IdentityNode,
+    MergeDuplicates,
 )
 
 RULE_NAMES: tuple[str, ...] = tuple(r.name for r in ALL_RULES)

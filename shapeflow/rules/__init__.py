@@ -49,6 +49,10 @@ from .sf202_mergeable_chain import MergeableChain
 from .sf203_foldable_constant import FoldableConstant
 from .sf204_shape_slice import ShapeSlice
 from .sf206_fan_out_merge import FanOutMerge
+from .sf207_common_subexpression import CommonSubexpression
+from .sf208_no_op_cast import NoOpCast
+from .sf209_identity_node import IdentityNode
+from .sf210_constant_node import ConstantNode
 from .sf211_static_reshape_target import StaticReshapeTarget
 from .sf212_no_op_reshape import NoOpReshape
 from .sf213_identity_element import IdentityElement
@@ -64,8 +68,9 @@ ALL_RULES: tuple[type[Rule], ...] = tuple(
             UnsqueezeEmptyAxes, ShapeConflict, SqueezeEmptyAxes, InvalidDimValue, RankAbove64,
             ControlFlowSignature, InvalidAttribute,
             DuplicateAttribute, EmptyOutputName, AttributeRefType, AttributeRefMissing, FunctionOpsetMismatch,
-            CancellingPair, MergeableChain, FoldableConstant, ShapeSlice, FanOutMerge, StaticReshapeTarget,
-            NoOpReshape, IdentityElement, MergeConcat,
+            CancellingPair, MergeableChain, FoldableConstant, ShapeSlice, FanOutMerge,
+            CommonSubexpression, NoOpCast, IdentityNode, ConstantNode, StaticReshapeTarget, NoOpReshape,
+            IdentityElement, MergeConcat,
         ),
         key=lambda r: r.code,
     )
