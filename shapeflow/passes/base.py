@@ -194,6 +194,9 @@ class RoundContext:
     # so their values are not constants.
     overridable: set[tuple[int, str]] = field(default_factory=set)
     cache: dict[object, object] = field(default_factory=dict)  # rules' memo tables, for one round
+    # False when the matches are only listed (lint's candidates), never applied: the nodes a
+    # rewrite would claim beyond its own (``exclusive_cone``) need not be worked out.
+    claims: bool = True
     # Node ids the caller said not to touch (the manager skips them as roots; a rule that writes
     # nodes other than its root, such as the readers of a fan-out, checks them here).
     blocked: frozenset[int] | set[int] = frozenset()

@@ -77,8 +77,15 @@ class FoldKnownValue(RewriteRule):
         info = ctx.graph.nodes[nid]
         # The common case first, in one lookup: the value is unknown (most roots of a model).
         t = ctx.inference.tensors[info.scope].get(info.outputs[0], _ABSENT)
-        if t is None or (t is not _ABSENT and cast("TensorInfo", t).value is None):
+        if t is None:
             return _UNKNOWN
+        if t is not _ABSENT:
+            known = cast("TensorInfo", t).value
+            if known is None:
+                return _UNKNOWN
+            for v in known:  # the next most common case: a symbolic value (a shape of batch, seq)
+                if type(v) is not int:
+                    return _SYMBOLIC
         # The nodes judged alone this round, for the readers' check: a node of a run of known
         # values is asked about as a root and as a reader (only known values are kept: the rest
         # answers in one lookup anyway).
@@ -204,6 +211,8 @@ def exclusive_cone(ctx: RoundContext, nid: int, names: "tuple[str, ...] | None" 
     (default all), directly or through each other: every output read only by nodes of the set,
     none a graph output. What the sweep deletes once ``nid`` stops reading ``names``; a rewrite
     that claims them (writes) keeps the round's other rewrites from spending themselves there."""
+    if not ctx.claims:
+        return ()
     info = ctx.graph.nodes[nid]
     sid = info.scope
     scope = ctx.graph.scopes[sid]

@@ -215,6 +215,7 @@ def find_candidates(graph: ModelGraph, inference: Inference, *, strict: bool = F
     rule on a root are not tried). Roots at ``blocked`` places (the caller's nodes with
     error-level findings) are left out."""
     ctx = RoundContext.build(graph, inference, strict)
+    ctx.claims = False
     chosen = resolve_rules(rules)
     if codes is not None:
         chosen = chosen[:max((k + 1 for k, r in enumerate(chosen) if r.code in codes), default=0)]
