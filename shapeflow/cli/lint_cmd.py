@@ -310,9 +310,11 @@ def _listed(sources: tuple[str, ...]) -> list[str]:
                     text = f.read()
         except OSError as exc:
             raise UsageError(f"--files-from {display_path(source)}: {exc.strerror or exc}") from None
-        for line in text.decode("utf-8", "surrogateescape").splitlines():
+        # split at \n only: str.splitlines also splits at form feeds, U+2028... which a path may hold
+        for line in text.decode("utf-8", "surrogateescape").split("\n"):
+            line = line.removesuffix("\r")
             if line.strip():
-                out.append(line.rstrip("\r"))
+                out.append(line)
     return out
 
 
