@@ -1270,12 +1270,16 @@ def _fmt_value(value: Sequence[object]) -> str:
 
 
 def _rt_value(flat: np.ndarray) -> str:
-    body = ", ".join(repr(x.item()) for x in flat[:8])
+    body = ", ".join(repr(x.item() if isinstance(x, np.generic) else x) for x in flat[:8])  # str: no .item
     return "[" + body + (", ..." if flat.size > 8 else "") + "]"
 
 
 def _arrays_identical(a: np.ndarray, b: np.ndarray) -> bool:
-    return a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes()
+    if a.dtype != b.dtype or a.shape != b.shape:
+        return False
+    if a.dtype == object:  # string tensors: the bytes are pointers, compare the values
+        return bool(a.tolist() == b.tolist())
+    return a.tobytes() == b.tobytes()
 
 
 def check_model(model: onnx.ModelProto, bindings: Sequence[Mapping[str, int]], runner: Runner, *,
