@@ -1101,12 +1101,14 @@ def make_feeds(model: onnx.ModelProto, binding: Mapping[str, int], seed: int) ->
         if int(np.prod(shape, dtype=np.int64)) > MAX_INPUT_ELEMS:
             return None
         dt = _np_dtype(tt.elem_type)
+        # np.asarray: for a scalar input (shape []) numpy gives a numpy scalar, which onnxruntime
+        # refuses ("Unable to handle object of type numpy.bool")
         if np.issubdtype(dt, np.floating):
-            feeds[vi.name] = rng.standard_normal(shape).astype(dt)
+            feeds[vi.name] = np.asarray(rng.standard_normal(shape), dtype=dt)
         elif dt == np.bool_:
-            feeds[vi.name] = rng.random(shape) < 0.5
+            feeds[vi.name] = np.asarray(rng.random(shape) < 0.5)
         else:
-            feeds[vi.name] = rng.integers(-3, 10, size=shape).astype(dt)
+            feeds[vi.name] = np.asarray(rng.integers(-3, 10, size=shape), dtype=dt)
     return feeds
 
 
