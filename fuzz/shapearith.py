@@ -1101,12 +1101,14 @@ def make_feeds(model: onnx.ModelProto, binding: Mapping[str, int], seed: int) ->
         if int(np.prod(shape, dtype=np.int64)) > MAX_INPUT_ELEMS:
             return None
         dt = _np_dtype(tt.elem_type)
+        # np.asarray: for a scalar input (shape []) numpy gives a numpy scalar, which onnxruntime
+        # refuses ("Unable to handle object of type numpy.bool")
         if np.issubdtype(dt, np.floating):
-            feeds[vi.name] = rng.standard_normal(shape).astype(dt)
+            feeds[vi.name] = np.asarray(rng.standard_normal(shape), dtype=dt)
         elif dt == np.bool_:
-            feeds[vi.name] = rng.random(shape) < 0.5
+            feeds[vi.name] = np.asarray(rng.random(shape) < 0.5)
         else:
-            feeds[vi.name] = rng.integers(-3, 10, size=shape).astype(dt)
+            feeds[vi.name] = np.asarray(rng.integers(-3, 10, size=shape), dtype=dt)
     return feeds
 
 
@@ -1270,12 +1272,16 @@ def _fmt_value(value: Sequence[object]) -> str:
 
 
 def _rt_value(flat: np.ndarray) -> str:
-    body = ", ".join(repr(x.item()) for x in flat[:8])
+    body = ", ".join(repr(x.item() if isinstance(x, np.generic) else x) for x in flat[:8])  # str: no .item
     return "[" + body + (", ..." if flat.size > 8 else "") + "]"
 
 
 def _arrays_identical(a: np.ndarray, b: np.ndarray) -> bool:
-    return a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes()
+    if a.dtype != b.dtype or a.shape != b.shape:
+        return False
+    if a.dtype == object:  # string tensors: the bytes are pointers, compare the values
+        return bool(a.tolist() == b.tolist())
+    return a.tobytes() == b.tobytes()
 
 
 def check_model(model: onnx.ModelProto, bindings: Sequence[Mapping[str, int]], runner: Runner, *,

@@ -180,25 +180,44 @@ def _record(r: FileResult) -> dict[str, Any] | None:
 
 def _result_from(doc: dict[str, Any], path: str) -> FileResult:
     """The FileResult a record describes, its findings about ``path``; raises (KeyError,
-    TypeError, ValueError) on a record that does not have the expected shape."""
+    TypeError, ValueError) on a record that does not have the expected shape or types (a record
+    of ``_record`` is never rejected and never exits 2 or more; its lists hold strings)."""
     diags = []
-    for item in doc["diagnostics"]:
-        code, name, severity, message, hint, fixable, graph, node, op_type, since, tensor = item
+    for item in _list(doc["diagnostics"]):
+        code, name, severity, message, hint, fixable, graph, node, op_type, since, tensor = _list(item)
         for text in (code, name, message, hint, graph):
             if not isinstance(text, str):
                 raise TypeError("bad record")
-        diags.append(Diagnostic(code, name, Severity(severity), path, message, hint, bool(fixable),
+        if not isinstance(fixable, bool):
+            raise TypeError("bad record")
+        diags.append(Diagnostic(code, name, Severity(severity), path, message, hint, fixable,
                                 Location(graph, _opt(node, str), _opt(op_type, str), _opt(since, int),
                                          _opt(tensor, str))))
     exit_code = doc["exit_code"]
-    if not isinstance(exit_code, int) or isinstance(exit_code, bool) or not 0 <= exit_code <= 2:
+    if not isinstance(exit_code, int) or isinstance(exit_code, bool) or not 0 <= exit_code < EXIT_REJECTED:
         raise ValueError("bad exit code")
+    if doc["rejected"] is not False:
+        raise ValueError("a rejection is never stored")
     anchors = {}
-    for g, n, a in doc["anchors"]:
-        anchors[(str(g), str(n))] = str(a)
-    return FileResult(path, diagnostics=diags, exit_code=exit_code, rejected=bool(doc["rejected"]),
-                      error=_opt(doc["error"], str), notes=[str(n) for n in doc["notes"]], anchors=anchors,
-                      assumptions=tuple(str(a) for a in doc["assumptions"]))
+    for item in _list(doc["anchors"]):
+        g, n, a = _strings(item)
+        anchors[(g, n)] = a
+    return FileResult(path, diagnostics=diags, exit_code=exit_code, rejected=False,
+                      error=_opt(doc["error"], str), notes=list(_strings(doc["notes"])), anchors=anchors,
+                      assumptions=_strings(doc["assumptions"]))
+
+
+def _list(value: object) -> list[Any]:
+    if not isinstance(value, list):
+        raise TypeError("bad record")
+    return value
+
+
+def _strings(value: object) -> tuple[str, ...]:
+    items = _list(value)
+    if not all(isinstance(v, str) for v in items):
+        raise TypeError("bad record")
+    return tuple(items)
 
 
 def _opt(value: object, kind: type) -> Any:
