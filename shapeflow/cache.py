@@ -19,11 +19,14 @@ results whose text names the path (they would not render identically under anoth
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import importlib.metadata
 import json
 import os
 import shutil
 import stat
+import sys
 import tempfile
 from dataclasses import dataclass, field
 from typing import Any
@@ -54,6 +57,24 @@ def default_cache_dir(config: str | None = None, isolated: bool = False, start: 
     return chosen if chosen is not None else os.path.join(os.path.dirname(found), CACHE_DIR_NAME)
 
 
+def _onnx_version() -> str:
+    """The installed onnx's version, without importing onnx when it is not imported yet (that
+    takes 150 ms; lint often needs no onnx at all)."""
+    mod = sys.modules.get("onnx")
+    found = getattr(mod, "__version__", None)
+    if isinstance(found, str):
+        return found
+    return _installed_onnx()
+
+
+@functools.lru_cache(maxsize=1)
+def _installed_onnx() -> str:
+    try:
+        return importlib.metadata.version("onnx")
+    except importlib.metadata.PackageNotFoundError:
+        return "none"
+
+
 def settings_digest(options: LintOptions) -> str:
     """What of ``options`` can change a file's result, as text. The progress callback cannot;
     ``repo_root`` only decides whether a path may be read, which is checked before the cache."""
@@ -74,6 +95,9 @@ class LintCache:
         h.update(hashlib.sha256(data).digest())
         h.update(settings.encode("utf-8", "surrogatepass"))
         h.update(b"\0" + self.version.encode())
+        # Ops without a shapeflow rule are inferred by onnx's own shape inference (ops/fallback.py):
+        # an onnx upgrade may change a result.
+        h.update(b"\0" + _onnx_version().encode())
         return h.hexdigest()
 
     def _entry(self, key: str) -> str:

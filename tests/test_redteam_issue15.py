@@ -72,9 +72,6 @@ def test_files_from_splits_only_at_line_ends(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
 
 
-@pytest.mark.xfail(strict=True, reason="the cache key names shapeflow's version but not onnx's, though ops without a "
-                   "shapeflow rule are inferred by onnx's shape inference (ops/fallback.py): after an onnx "
-                   "upgrade a warm run serves results the new onnx may not give")
 def test_the_cache_key_changes_with_the_onnx_version(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import onnx as real_onnx
 
