@@ -380,8 +380,15 @@ class _Runner:
         body = scope.proto
         bindings = self.r.bindings
         if isinstance(body, onnx.GraphProto):
-            for vi in body.input:
-                table[vi.name] = self._from_type(vi.type, bindings, vi.name)
+            # A Loop body's carried inputs (after the iteration number and the condition) may
+            # change shape from one iteration to the next, and onnxruntime does not hold them to
+            # their declaration: only their element type is known.
+            carried = 2 if self._is_loop_body(scope) else len(body.input)
+            for k, vi in enumerate(body.input):
+                info = self._from_type(vi.type, bindings, vi.name)
+                if k >= carried and info is not None:
+                    info = TensorInfo(info.dtype, None)
+                table[vi.name] = info
             # From IR 4 an initializer that is also a graph input is only a default: a caller may
             # feed another value (onnxruntime then checks it against the declared type alone).
             overridable = self.g.model.ir_version >= 4
@@ -396,6 +403,13 @@ class _Runner:
         else:
             for k, name in enumerate(scope.inputs):
                 table[name] = args[k] if args is not None and k < len(args) else None
+
+    def _is_loop_body(self, scope: Scope) -> bool:
+        owner = scope.owner
+        if owner is None:
+            return False
+        info = self.g.nodes[owner]
+        return info.op_type == "Loop" and info.domain == ""
 
     def _from_type(self, tp: onnx.TypeProto, bindings: Mapping[str, int], name: str) -> TensorInfo | None:
         if tp.WhichOneof("value") != "tensor_type":

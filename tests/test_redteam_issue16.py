@@ -239,9 +239,5 @@ LOOP_STATIC_CARRIED = model("""
 """, inputs="int64 trip, bool cond0, float[2] v0", outputs="float[N] o, int64[T, 1] scan")
 
 
-@pytest.mark.xfail(strict=True, reason="inference trusts a loop-carried body input's declared static shape "
-                   "(float[2]) though the body doubles it each iteration; fold-known-value then folds "
-                   "Shape(v_in) to [2] in the body, and the scan output becomes [2, 2, ...] instead of "
-                   "[2, 4, 8, ...] (onnxruntime does not enforce the declaration)")
 def test_loop_carried_shape_that_grows_is_not_folded(runner: shapearith.Runner) -> None:
     oracle(runner, parse(LOOP_STATIC_CARRIED), ("b",), (1,), changed=False)
