@@ -4,6 +4,8 @@ rules. The rules here exist only for these tests."""
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -117,3 +119,16 @@ def test_candidates_of_other_roots_are_listed() -> None:
     graph = build_graph(loaded)
     found = find_candidates(graph, infer(graph), rules=None)
     assert all(c.rule != "drop-identity-test" for c in found)  # (not registered)
+
+
+def test_a_long_chain_of_pairs_takes_few_rounds() -> None:
+    """A deferred rewrite reserves only what ``reserves`` rules will sweep: were a chain rule's
+    nodes reserved too, each deferred pair would defer the next one, one pair a round (the
+    contract row of 5,000 pairs then ran for minutes)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from contract.models import unsqueeze_squeeze_chain
+
+    loaded = _loaded(unsqueeze_squeeze_chain(300))
+    result = rewrite_model(loaded, explain=False)
+    assert sum(result.rewrites.get(k, 0) for k in ("cancel-unsqueeze-squeeze", "cancel-squeeze-unsqueeze")) == 300
+    assert result.rounds <= 16, result.rounds

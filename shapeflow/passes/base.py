@@ -144,6 +144,9 @@ class RewriteRule:
     # asking whether any of its roots changed: for a rule rooted at every node (ANY_OP), nearly
     # every round changes one, and that costs a whole round more.
     judges_rounds: ClassVar[bool] = False
+    # When its match is deferred, the nodes it writes besides the root (the computation only the
+    # root reads, which it will sweep) are left alone for the rest of the round.
+    reserves: ClassVar[bool] = False
 
     def match(self, ctx: "RoundContext", nid: int) -> Result:  # pragma: no cover - abstract
         raise NotImplementedError

@@ -425,10 +425,13 @@ def _run_round(ctx: RoundContext, edit: Editor, dispatch: _Dispatch, explain: bo
             if _conflicts(r, written, read, rewired) or (reserved and _reserved(r, reserved)):
                 if nid not in written:  # (a root taken by an earlier rewrite has nothing left to do)
                     out.deferred.append(nid)
-                    # What it will rewrite next round is left alone in this one: a no-op Reshape
+                    # What it will sweep next round is left alone in this one: a no-op Reshape
                     # deferred here takes its whole target computation with it next round, which
-                    # rewriting that computation now would only have wasted.
-                    reserved.update(r.writes)
+                    # rewriting that computation now would only have wasted. Only the nodes that
+                    # feed nothing else (``reserves``): reserving a chain rule's nodes would defer
+                    # the next pair of a long chain too, one pair a round.
+                    if rule.reserves:
+                        reserved.update(n for n in r.writes if n != nid)
                 break  # a node it needs was rewritten this round; the next round retries
             rule.apply(ctx, edit, r)
             written.update(r.writes)

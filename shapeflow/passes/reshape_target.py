@@ -110,6 +110,7 @@ class StaticReshapeTarget(RewriteRule):
     name = "static-reshape-target"
     code = codes.STATIC_RESHAPE_TARGET.code
     roots = ("Reshape",)
+    reserves = True
 
     def may_fire_later(self, ctx: RoundContext, nid: int) -> bool:
         return _target_is_known(ctx, nid)
@@ -252,6 +253,7 @@ class NoOpReshape(RewriteRule):
 
     name = "no-op-reshape"
     code = codes.NO_OP_RESHAPE.code
+    reserves = True
     roots = ("Reshape", "Expand")
 
     def may_fire_later(self, ctx: RoundContext, nid: int) -> bool:
