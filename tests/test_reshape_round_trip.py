@@ -1,0 +1,142 @@
+"""Issue 16: reshape-round-trip (SF215): two Reshapes that undo each other around an elementwise
+region go. Rewritten models run in onnxruntime against the original at bindings 0, 1, 2 and 7 of
+each symbol (``shapearith.check_model``), and through ``check_rewrite`` (signature, node count,
+idempotence); near misses stay put."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("onnxruntime")
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "fuzz"))
+import shapearith  # noqa: E402
+from test_fold_values import model, oracle, ops  # noqa: E402
+from test_passes_support import check_rewrite, optimize, parse  # noqa: E402
+
+from shapeflow.linter import LintOptions, lint_file  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def runner() -> Iterator[shapearith.Runner]:
+    with shapearith.Runner() as r:
+        yield r
+
+
+RULE = "reshape-round-trip"
+INITS = ("float[4, 4] w = {1, 2, 3, 4, 5, 6, 7, 8, -1, -2, -3, -4, 0.5, 0.25, 2, 3}, "
+         "int64[2] flat = {-1, 4}, int64[1] four = {4}, int64[1] zero = {0}, int64[1] one = {1}, "
+         "float c1 = {0.5}, float c2 = {3}, float[1] c3 = {0.044715}, float c4 = {0.797885}, "
+         "float c5 = {1}")
+
+
+def mlp(region: str, *, outputs: str = "float[?, 4] y", extra_inits: str = "",
+        inputs: str = "float[b, s, 4] inp", tail: str = "y = MatMul(view_13, w)") -> str:
+    """dynamo's GPT-2 MLP: Gemm on [b*s, 4], a view to [b, s, 4] (allowzero=1, target computed
+    from the input's shape), an elementwise ``region`` from ``view_12`` to ``act``, a view back."""
+    return model(f"""
+      x2 = Reshape(inp, flat)
+      addmm = MatMul(x2, w)
+      sh = Shape(inp)
+      b0 = Gather(sh, zero)
+      s0 = Gather(sh, one)
+      tgt = Concat <axis = 0> (b0, s0, four)
+      view_12 = Reshape <allowzero = 1> (addmm, tgt)
+{region}
+      view_13 = Reshape(act, flat)
+      {tail}
+    """, inputs=inputs, outputs=outputs, inits=INITS + extra_inits)
+
+
+GELU = """
+      mul_160 = Mul(view_12, c1)
+      pow_1 = Pow(view_12, c2)
+      mul_167 = Mul(pow_1, c3)
+      add_220 = Add(view_12, mul_167)
+      mul_174 = Mul(add_220, c4)
+      t = Tanh(mul_174)
+      add_233 = Add(t, c5)
+      act = Mul(mul_160, add_233)
+"""
+GPT2 = mlp(GELU)
+
+
+def test_gpt2_gelu_round_trip(runner: shapearith.Runner) -> None:
+    out = optimize(GPT2)
+    assert out.fired.get(RULE) == 1, out.fired
+    after = ops(out)
+    # the view and the view back are gone (only the input's flattening Reshape stays), with the
+    # Shape/Gather/Concat target
+    assert after.count("Reshape") == 1 and "Concat" not in after and "Shape" not in after, after
+    gelu = {n.output[0]: n for n in out.after.graph.node}
+    assert "addmm" in gelu["mul_160"].input and "addmm" in gelu["pow_1"].input
+    assert list(gelu["y"].input) == ["act", "w"]
+    check_rewrite(out, values=(0, 1, 2, 7))
+    oracle(runner, GPT2)
+
+
+def test_empty_region_and_unary_chain(runner: shapearith.Runner) -> None:
+    chain = mlp("      a = Erf(view_12)\n      b2 = Cast <to = 10> (a)\n      c = Sigmoid(b2)\n"
+                "      act = Cast <to = 1> (c)\n")
+    out = optimize(chain)
+    assert out.fired.get(RULE) == 1, out.fired
+    check_rewrite(out, values=(0, 1, 2, 7))
+    oracle(runner, chain)
+
+
+def fired(text: str) -> bool:
+    return RULE in optimize(text).fired
+
+
+def test_near_misses() -> None:
+    # a region tensor read outside the region
+    assert not fired(mlp(GELU, outputs="float[?, 4] y, float[b, s, 4] t"))
+    assert not fired(mlp(GELU, outputs="float[?, 4] y, float[?, ?, 4] z",
+                         tail="y = MatMul(view_13, w)\n      z = Neg(t)"))
+    # R1's output read outside the region
+    assert not fired(mlp(GELU, outputs="float[?, 4] y, float[?, ?, 4] z",
+                         tail="y = MatMul(view_13, w)\n      z = Neg(view_12)"))
+    # a constant with more than one element (it broadcasts along the last axis)
+    assert not fired(mlp("      act = Mul(view_12, v4)\n", extra_inits=", float[4] v4 = {1, 2, 3, 4}"))
+    # a non-elementwise op in the region
+    assert not fired(mlp("      act = Softmax <axis = -1> (view_12)\n"))
+    assert not fired(mlp("      act = MatMul(view_12, w)\n"))
+    # the second Reshape does not give back x's shape
+    assert not fired(mlp("      act = Neg(view_12)\n", extra_inits=", int64[2] flat2 = {-1, 2}",
+                         tail="view_14 = Reshape(act, flat2)\n      y = Neg(view_14)\n"
+                              "      q = Neg(view_13)", outputs="float[?, 2] y, float[?, 4] q"))
+    # R2's output is a graph output
+    assert not fired(mlp("      act = Neg(view_12)\n", outputs="float[?, 4] y, float[?, 4] view_13"))
+    # the region reads a graph input of another shape (broadcast)
+    assert not fired(mlp("      act = Add(view_12, k)\n", inputs="float[b, s, 4] inp, float[1] k"))
+    # the constant is an initializer the caller may override
+    assert not fired(mlp("      act = Add(view_12, k)\n", inputs="float[b, s, 4] inp, float[1] k",
+                         extra_inits=", float[1] k = {1}"))
+
+
+def test_rank_changing_constant_is_refused() -> None:
+    # x has rank 0: a [1] constant would make the region's tensors rank 1
+    text = model("""
+      v = Reshape(x, one)
+      a = Add(v, c)
+      r = Reshape(a, empty)
+      y = Neg(r)
+    """, inputs="float[] x", outputs="float[] y",
+        inits="int64[1] one = {1}, int64[0] empty = {}, float[1] c = {2}")
+    assert not fired(text)
+
+
+def test_lint_reports_and_fix_applies(tmp_path: Path) -> None:
+    import onnx
+
+    path = tmp_path / "m.onnx"
+    onnx.save(parse(GPT2), str(path))
+    result = lint_file(str(path), LintOptions(select=("SF215",)))
+    assert [d.code for d in result.diagnostics] == ["SF215"]
+    assert "undo each other" in result.diagnostics[0].message
+    fixed = lint_file(str(path), LintOptions(select=("SF215",), fix=True))
+    assert all(d.code != "SF215" for d in fixed.diagnostics)
+    assert [n.op_type for n in onnx.load(str(path)).graph.node].count("Reshape") == 1
