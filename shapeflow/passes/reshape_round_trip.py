@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from .. import codes
+from ..dims import Dim, dim_mul
 from ..graph import INITIALIZER
 from .base import Match, NoMatch, Result, RewriteRule, RoundContext, not_applicable
 from .edit import Editor
@@ -29,12 +30,38 @@ _NO_DATA = not_applicable("no data input")
 _NO_ROUND_TRIP = not_applicable("no Reshape before an elementwise region")
 
 
+def _count(shape: "tuple[Dim, ...]") -> Dim:
+    n: Dim = 1
+    for d in shape:
+        n = dim_mul(n, d)
+    return n
+
+
+def _same_shape(x: "tuple[Dim, ...]", r1: "tuple[Dim, ...]", r2: "tuple[Dim, ...]") -> bool:
+    """R2's output shape ``r2`` is x's shape ``x`` for every binding where R1 (x to ``r1``) runs.
+    Dim by dim; or, where one dim of x is unknown and the others are positive integers equal to
+    r2's, through the element count: R1 runs only when x holds as many elements as ``r1``, so that
+    dim is count(r1) / (the others' product), which is r2's dim there when count(r2) = count(r1)."""
+    if len(r2) != len(x) or any(d is None for d in r2):
+        return False
+    unknown = [i for i, d in enumerate(x) if d is None]
+    if any(a != b for i, (a, b) in enumerate(zip(x, r2)) if i not in unknown):
+        return False
+    if not unknown:
+        return True
+    if len(unknown) > 1 or any(type(d) is not int or d < 1 for d in x if d is not None):
+        return False
+    c1, c2 = _count(r1), _count(r2)
+    return c1 is not None and c1 == c2
+
+
 class _Plan(NamedTuple):
     x: str  # R1's data input: the region reads it instead of R1's output
     r1_out: str
     z: str  # what R2's readers read instead of R2's output
     r2_out: str
     r1: int
+    reshaped: tuple[str, ...]  # the region's tensors: they take x's shape, their value_info goes
 
 
 class ReshapeRoundTrip(RewriteRule):
@@ -45,7 +72,8 @@ class ReshapeRoundTrip(RewriteRule):
     from the second Reshape (R2) through a region of elementwise nodes whose every input is a
     region tensor or a constant (initializer or Constant node) with one element and rank at most 1,
     up to one Reshape R1 of x: where inference states R2's output shape equal to x's, dim by dim
-    for every binding, the region reads x instead of R1's output and R2's readers read the region's
+    for every binding (an unknown dim of x, beside positive integers, is what R1's element count
+    makes it), the region reads x instead of R1's output and R2's readers read the region's
     output. The region computes the same elements in the same row-major order (every region tensor
     has the shape of its region input, which has rank >= 1, so broadcasting a one-element constant
     changes no shape), so the result is bit-exact. R1 and R2 go, with their targets' computations
@@ -133,8 +161,8 @@ class ReshapeRoundTrip(RewriteRule):
             return NoMatch(f"{ctx.display(nid)}: a shape is not known")
         if not tx.shape or not t1.shape:
             return NoMatch(f"{ctx.display(nid)}: a rank-0 tensor (a one-element constant would grow it)")
-        if len(t2.shape) != len(tx.shape) or any(a is None or a != b for a, b in zip(t2.shape, tx.shape)):
-            return NoMatch(f"{ctx.display(nid)}: the output's shape differs from the input '{x}''s")
+        if not _same_shape(tx.shape, t1.shape, t2.shape):
+            return NoMatch(f"{ctx.display(nid)}: the output's shape is not known to be the input '{x}''s")
         if ctx.overridable:
             return NoMatch(f"{ctx.display(nid)}: the model has initializers that are also graph inputs, "
                            "so a constant may change at run time")
@@ -151,7 +179,7 @@ class ReshapeRoundTrip(RewriteRule):
                     f"{len(region)} elementwise node(s)")
 
         writes = tuple(dict.fromkeys((nid, r1, *region, *cones)))
-        return Match(nid, writes, (), message, "", _Plan(x, r1_out, new_z, out, r1), readers)
+        return Match(nid, writes, (), message, "", _Plan(x, r1_out, new_z, out, r1, tuple(nodes[p].outputs[0] for p in region)), readers)
 
     @staticmethod
     def _one_element_constant(ctx: RoundContext, sid: int, name: str, p: int | None) -> bool:
@@ -174,6 +202,8 @@ class ReshapeRoundTrip(RewriteRule):
         edit.delete_node(m.nid)
         edit.replace_uses(sid, plan.r1_out, plan.x)
         edit.delete_node(plan.r1)
+        for name in plan.reshaped:
+            edit.forget_value_info(sid, name)
 
 
 __all__ = ["ReshapeRoundTrip"]
