@@ -140,3 +140,26 @@ def test_lint_reports_and_fix_applies(tmp_path: Path) -> None:
     fixed = lint_file(str(path), LintOptions(select=("SF215",), fix=True))
     assert all(d.code != "SF215" for d in fixed.diagnostics)
     assert [n.op_type for n in onnx.load(str(path)).graph.node].count("Reshape") == 1
+
+
+def test_unknown_dim_through_the_element_count(runner: shapearith.Runner) -> None:
+    # inference cannot tell the broadcast dim of Add(inp, k) (b or kb): x is [?, 4]; R1 runs only
+    # when x holds b*s*4 elements, so its unknown dim is b*s, R2's dim there
+    text = mlp(GELU, inputs="float[b, s, 4] inp, float[kb, s, 4] k").replace(
+        "x2 = Reshape(inp, flat)", "a = Add(inp, k)\n      x2 = Reshape(a, flat)")
+    out = optimize(text)
+    assert out.fired.get(RULE) == 1, out.fired
+    oracle(runner, text, symbols=("b", "s", "kb"))
+
+
+def test_stale_value_info_of_the_region_goes() -> None:
+    import onnx
+
+    m = parse(GPT2)
+    for name in ("mul_160", "t", "act"):
+        m.graph.value_info.append(onnx.helper.make_tensor_value_info(name, onnx.TensorProto.FLOAT, ["b", "s", 4]))
+    out = optimize(m)
+    assert out.fired.get(RULE) == 1, out.fired
+    for vi in out.after.graph.value_info:
+        assert len(vi.type.tensor_type.shape.dim) != 3 or vi.name not in ("mul_160", "t", "act"), vi
+    check_rewrite(out, values=(0, 1, 2, 7))
