@@ -87,6 +87,22 @@ def test_empty_region_and_unary_chain(runner: shapearith.Runner) -> None:
     oracle(runner, chain)
 
 
+def test_constant_nodes_and_a_tensor_read_twice(runner: shapearith.Runner) -> None:
+    text = mlp("""
+      k = Constant <value = float {2.5}> ()
+      k1 = Constant <value = float[1] {-1}> ()
+      a = Mul(view_12, k)
+      b2 = Max(a, k1)
+      act = Add(b2, a)
+""")
+    out = optimize(text)
+    assert out.fired.get(RULE) == 1, out.fired
+    check_rewrite(out, values=(0, 1, 2, 7))
+    oracle(runner, text)
+    # a Constant node of four elements (it broadcasts along the last axis)
+    assert not fired(mlp("      k = Constant <value = float[4] {1, 2, 3, 4}> ()\n      act = Mul(view_12, k)\n"))
+
+
 def fired(text: str) -> bool:
     return RULE in optimize(text).fired
 

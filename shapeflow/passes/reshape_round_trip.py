@@ -114,7 +114,7 @@ class ReshapeRoundTrip(RewriteRule):
                 continue
             seen.add(name)
             p = producer.get(name)
-            if p is not None and p >= 0:
+            if p is not None and p >= 0 and nodes[p].op_type != "Constant":
                 pinfo = nodes[p]
                 if pinfo.domain != "" or pinfo.since_version is None or pinfo.subscopes:
                     return NoMatch(f"{ctx.display(nid)}: {ctx.display(p)} is not an elementwise op")
@@ -162,7 +162,7 @@ class ReshapeRoundTrip(RewriteRule):
         if not tx.shape or not t1.shape:
             return NoMatch(f"{ctx.display(nid)}: a rank-0 tensor (a one-element constant would grow it)")
         if not _same_shape(tx.shape, t1.shape, t2.shape):
-            return NoMatch(f"{ctx.display(nid)}: the output's shape is not known to be the input '{x}''s")
+            return NoMatch(f"{ctx.display(nid)}: the output's shape is not known to be that of the input '{x}'")
         if ctx.overridable:
             return NoMatch(f"{ctx.display(nid)}: the model has initializers that are also graph inputs, "
                            "so a constant may change at run time")
