@@ -837,6 +837,8 @@ class _Gen:
             region.append(cur)
         back = shape if rng.random() < 0.7 else self.const([-1] + [0] * (d.rank - 1) if d.rank > 1 else [-1])
         out = self.node("Reshape", [cur, back], FLOAT)
+        if rng.random() < 0.7:  # a reader, so that the Reshape's output need not stay a graph output
+            out = self.node("Neg", [out], FLOAT)
         self.add_data(out, d.rank, d.bound, FLOAT)
         if rng.random() < 0.15:  # a region tensor read outside the region
             self.add_data(rng.choice(region), rank1, d.bound ** d.rank, FLOAT)
