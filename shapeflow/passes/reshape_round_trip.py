@@ -58,10 +58,10 @@ def _same_shape(x: "tuple[Dim, ...]", r1: "tuple[Dim, ...]", r2: "tuple[Dim, ...
 class _Plan(NamedTuple):
     x: str  # R1's data input: the region reads it instead of R1's output
     r1_out: str
-    z: str  # what R2's readers read instead of R2's output
+    z: str  # the region's output (R2's data input)
     r2_out: str
     r1: int
-    reshaped: tuple[str, ...]  # the region's tensors: they take x's shape, their value_info goes
+    region: tuple[int, ...]  # its nodes: their outputs change shape, so they change names
 
 
 class ReshapeRoundTrip(RewriteRule):
@@ -70,18 +70,20 @@ class ReshapeRoundTrip(RewriteRule):
     dynamo exports a GELU between two Linear layers as ``view -> elementwise ops -> view``: the
     first Reshape splits ``[b*s, n]`` into ``[b, s, n]``, the second merges it back. Walking back
     from the second Reshape (R2) through a region of elementwise nodes whose every input is a
-    region tensor or a constant (initializer or Constant node) with one element and rank at most 1,
-    up to one Reshape R1 of x: where inference states R2's output shape equal to x's, dim by dim
-    for every binding (an unknown dim of x, beside positive integers, is what R1's element count
-    makes it), the region reads x instead of R1's output and R2's readers read the region's
-    output. The region computes the same elements in the same row-major order (every region tensor
-    has the shape of its region input, which has rank >= 1, so broadcasting a one-element constant
-    changes no shape), so the result is bit-exact. R1 and R2 go, with their targets' computations
-    when nothing else reads them.
+    region tensor or a constant (initializer or Constant node) with one element and rank at most
+    1, up to one Reshape R1 of x: where inference states R2's output shape equal to x's, dim by
+    dim for every binding (an unknown dim of x, beside positive integers, is what R1's element
+    count makes it), the region reads x instead of R1's output and its last node produces R2's
+    output. The region's other tensors take new names: their shapes change, and a name keeps its
+    value from round to round. The region computes the same elements in the same row-major order
+    (every region tensor has the shape of its region input, of rank >= 1, so broadcasting a
+    one-element constant changes no shape): bit-exact. R1 and R2 go, with their targets'
+    computations when nothing else reads them.
 
     Does not fire when a tensor of the region (or R1's output) is read outside it, is a graph
-    output or is read by a subgraph; when R2's output is a graph output; when the model has
-    initializers that are also graph inputs; in function bodies; or when a shape is not known.
+    output or is read by a subgraph; when there is no region and R2's output is a graph output
+    (R2's readers would read x); when the model has initializers that are also graph inputs; in
+    function bodies; or when a shape is not known.
     """
 
     name = "reshape-round-trip"
@@ -167,11 +169,13 @@ class ReshapeRoundTrip(RewriteRule):
             return NoMatch(f"{ctx.display(nid)}: the model has initializers that are also graph inputs, "
                            "so a constant may change at run time")
         out = info.outputs[0]
-        if ctx.is_output(sid, out) or not ctx.direct_readers_only(sid, out):
-            return NoMatch(f"{ctx.display(nid)}: '{out}' must keep its name (graph output or read by a "
-                           "subgraph)")
-        new_z = x if not region else z
-        readers = tuple(r for r in ctx.readers(sid, out) if r != nid)
+        readers: tuple[int, ...] = ()
+        if not region:
+            # R2's readers read x: its output name goes
+            if ctx.is_output(sid, out) or not ctx.direct_readers_only(sid, out):
+                return NoMatch(f"{ctx.display(nid)}: '{out}' must keep its name (graph output or read "
+                               "by a subgraph)")
+            readers = tuple(r for r in ctx.readers(sid, out) if r != nid)
         cones = (*exclusive_cone(ctx, nid, (info.inputs[1],)), *exclusive_cone(ctx, r1, nodes[r1].inputs[1:]))
 
         def message() -> str:
@@ -179,7 +183,7 @@ class ReshapeRoundTrip(RewriteRule):
                     f"{len(region)} elementwise node(s)")
 
         writes = tuple(dict.fromkeys((nid, r1, *region, *cones)))
-        return Match(nid, writes, (), message, "", _Plan(x, r1_out, new_z, out, r1, tuple(nodes[p].outputs[0] for p in region)), readers)
+        return Match(nid, writes, (), message, "", _Plan(x, r1_out, z, out, r1, tuple(region)), readers)
 
     @staticmethod
     def _one_element_constant(ctx: RoundContext, sid: int, name: str, p: int | None) -> bool:
@@ -198,12 +202,24 @@ class ReshapeRoundTrip(RewriteRule):
 
     def apply(self, ctx: RoundContext, edit: Editor, m: Match[_Plan]) -> None:
         sid, plan = ctx.sid(m.nid), m.payload
-        edit.replace_uses(sid, plan.r2_out, plan.z)
         edit.delete_node(m.nid)
+        if not plan.region:
+            edit.replace_uses(sid, plan.r2_out, plan.x)
+            edit.delete_node(plan.r1)
+            return
         edit.replace_uses(sid, plan.r1_out, plan.x)
         edit.delete_node(plan.r1)
-        for name in plan.reshaped:
-            edit.forget_value_info(sid, name)
-
+        # A tensor keeps its name only with its value (what inference carries over to the next
+        # round relies on it): the region's tensors now have x's shape, so they take new names,
+        # and its output takes R2's, whose value it now is.
+        for p in plan.region:
+            old = ctx.output(p)
+            if old == plan.z:
+                edit.set_output(p, 0, plan.r2_out)
+            else:
+                new = edit.names.fresh(ctx.graph, old, "unreshaped")
+                edit.set_output(p, 0, new)
+                edit.replace_uses(sid, old, new)
+            edit.forget_value_info(sid, old)
 
 __all__ = ["ReshapeRoundTrip"]

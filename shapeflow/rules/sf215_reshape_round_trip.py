@@ -23,8 +23,8 @@ class ReshapeRoundTrip(RewriteHint):
     the GELU can read ``h`` directly.
 
     ## Fix
-    ``shapeflow optimize MODEL -o OUT`` or ``shapeflow lint --fix MODEL`` rewrites it, unless the
-    second Reshape's output is a graph output.
+    ``shapeflow optimize MODEL -o OUT`` or ``shapeflow lint --fix MODEL`` rewrites it: the
+    region's last node takes the second Reshape's output name, its other tensors new names.
     """
 
     code = "SF215"
