@@ -214,3 +214,11 @@ def test_later_rounds_see_the_new_shapes(runner: shapearith.Runner) -> None:
     assert out.fired.get(RULE) == 1, out.fired
     check_rewrite(out, values=(0, 1, 2, 7))
     oracle(runner, text)
+
+
+def test_carried_and_full_inference_agree() -> None:
+    # the region's tensors change names, so the inference carried to the next round (which keeps
+    # what it knew about every surviving name) gives the model a full inference gives
+    for text in (GPT2, mlp(GELU, outputs="float[?, 4] y, float[?, 4] view_13")):
+        a, b = optimize(text), optimize(text, full_inference=True)
+        assert a.data == b.data and a.fired == b.fired
