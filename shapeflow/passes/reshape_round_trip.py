@@ -89,6 +89,7 @@ class ReshapeRoundTrip(RewriteRule):
     name = "reshape-round-trip"
     code = codes.RESHAPE_ROUND_TRIP.code
     roots = ("Reshape",)
+    after = ELEMENTWISE | {"Reshape"}
 
     def match(self, ctx: RoundContext, nid: int) -> Result:
         info = ctx.graph.nodes[nid]
