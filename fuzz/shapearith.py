@@ -797,6 +797,52 @@ class _Gen:
             out = self.node("Cast", [out], INT64, to=INT64)
         self.add_val(out, a.length, max(a.bound, 2**16))
 
+    def op_round_trip(self) -> None:
+        """A Reshape, elementwise ops with one-element constants, and a Reshape back to the first
+        one's input shape (dynamo's ``view -> GELU -> view``): what reshape-round-trip removes.
+        Now and then a constant of more elements, or a region tensor others read too."""
+        rng = self.rng
+        d = self.pick_data(float_only=True)
+        if d.rank < 1 or d.rank > 3:
+            return
+        shape = self.node("Shape", [d.name], INT64)
+        kind = rng.choice(("flat", "split", "own"))
+        if kind == "flat":
+            r1_target, rank1 = self.const([-1]), 1
+        elif kind == "split":
+            last = self.node("Gather", [shape, self.const([d.rank - 1])], INT64, axis=0)
+            head = [self.node("Slice", [shape, self.const([0]), self.const([d.rank - 1])], INT64)] \
+                if d.rank > 1 else []
+            r1_target = self.node("Concat", head + [self.const([1]), last], INT64, axis=0)
+            rank1 = d.rank + 1
+        else:
+            r1_target, rank1 = shape, d.rank
+        attrs = {"allowzero": 1} if self.opset >= 14 and rng.random() < 0.3 else {}
+        cur = self.node("Reshape", [d.name, r1_target], FLOAT, **attrs)
+        region = [cur]
+        for _ in range(rng.randint(0, 4)):
+            op = rng.choice(("Tanh", "Neg", "Abs", "Sigmoid", "Add", "Mul", "Sub", "Max", "Pow", "Self"))
+            if op == "Self":
+                other = rng.choice(region)
+                cur = self.node(rng.choice(("Add", "Mul")), [cur, other], FLOAT)
+            elif op in ("Add", "Mul", "Sub", "Max", "Pow"):
+                if rng.random() < 0.15:
+                    c = self.const([0.5] * 2, FLOAT)  # two elements: broadcasts (or fails)
+                else:
+                    c = self.const(rng.choice(([1.5], 2.0, [-0.5], 0.25)), FLOAT)
+                ins = [cur, c] if rng.random() < 0.8 else [c, cur]
+                cur = self.node(op, ins, FLOAT)
+            else:
+                cur = self.node(op, [cur], FLOAT)
+            region.append(cur)
+        back = shape if rng.random() < 0.7 else self.const([-1] + [0] * (d.rank - 1) if d.rank > 1 else [-1])
+        out = self.node("Reshape", [cur, back], FLOAT)
+        if rng.random() < 0.7:  # a reader, so that the Reshape's output need not stay a graph output
+            out = self.node("Neg", [out], FLOAT)
+        self.add_data(out, d.rank, d.bound, FLOAT)
+        if rng.random() < 0.15:  # a region tensor read outside the region
+            self.add_data(rng.choice(region), rank1, d.bound ** d.rank, FLOAT)
+
     # -- the model -------------------------------------------------------------------------------
     def build(self) -> Generated:
         rng = self.rng
@@ -810,10 +856,11 @@ class _Gen:
             (self.op_pad, 0.6), (self.op_slice_data, 1.5), (self.op_squeeze_data, 0.6),
             (self.op_positions, 0.5), (self.op_fan_out, 1.5), (self.op_own_shape, 1),
             (self.op_duplicate, 0.8), (self.op_identity, 0.4),
-            (self.op_cast_chain, 0.6),
+            (self.op_cast_chain, 0.6), (self.op_round_trip, 0.8),
         ]
         checked = {self.op_expand, self.op_reshape, self.op_tile, self.op_pad, self.op_arith,
-                   self.op_where, self.op_concat_val, self.op_fan_out, self.op_own_shape}
+                   self.op_where, self.op_concat_val, self.op_fan_out, self.op_own_shape,
+                   self.op_round_trip}
         funcs = [f for f, _ in ops]
         weights = [w for _, w in ops]
         self.new_shape_val()

@@ -5,7 +5,7 @@ The lint rules (``shapeflow/rules/``) and the rewrite rules (``shapeflow/passes/
 identity from here; a rule class keeps only its docstring (the docs) and its check. Codes are
 fixed (SPEC.md section 2): a code is never renumbered, new rules take new codes. The hundreds
 group them: SF0xx the file and its graph, SF1xx axes and shapes, SF2xx what ``optimize`` (and
-``lint --fix``) would rewrite. Ranges reserved for work in progress: SF215-SF219.
+``lint --fix``) would rewrite. Ranges reserved for work in progress: SF216-SF219.
 """
 
 from __future__ import annotations
@@ -72,6 +72,7 @@ STATIC_RESHAPE_TARGET = Code("SF211", "static-reshape-target", INFO, fixable=Tru
 NO_OP_RESHAPE = Code("SF212", "no-op-reshape", INFO, fixable=True)
 IDENTITY_ELEMENT = Code("SF213", "identity-element", INFO, fixable=True)
 MERGE_CONCAT = Code("SF214", "merge-concat", INFO, fixable=True)
+RESHAPE_ROUND_TRIP = Code("SF215", "reshape-round-trip", INFO, fixable=True)
 
 ALL_CODES: tuple[Code, ...] = tuple(v for v in list(globals().values()) if isinstance(v, Code))
 BY_CODE: dict[str, Code] = {c.code: c for c in ALL_CODES}

@@ -20,6 +20,7 @@ from .merge_duplicates import MergeDuplicates
 from .merge_squeeze import MergeSqueeze
 from .merge_unsqueeze import MergeUnsqueeze
 from .no_op_cast import NoOpCast
+from .reshape_round_trip import ReshapeRoundTrip
 from .reshape_target import NoOpReshape, StaticReshapeTarget
 from .shape_slice import ShapeSlice
 from .squeeze_non_unit import SqueezeNonUnitFix
@@ -28,8 +29,9 @@ from .squeeze_non_unit import SqueezeNonUnitFix
 # takes the whole chain with it), then cancels (which remove two nodes), merges, and shape slicing
 # (its Unsqueeze may fold or cancel instead), and last the fan-out merge, which a node read by a
 # single Squeeze/Unsqueeze leaves to the chain rules. On a Reshape/Expand: a fold of its value,
-# else its removal when it changes nothing, else a constant target. On integer arithmetic: a
-# fold, else the removal of an identity element.
+# else the removal of a Reshape round trip (two nodes) with the Reshape before it, else its
+# removal when it changes nothing, else a constant target. On integer arithmetic: a fold, else
+# the removal of an identity element.
 # The clean-ups rooted at other ops come after them; merging duplicates is tried last of all
 # (on a Constant, becoming an initializer comes first).
 ALL_RULES: tuple[type[RewriteRule], ...] = (
@@ -41,6 +43,7 @@ ALL_RULES: tuple[type[RewriteRule], ...] = (
     MergeSqueeze,
     ShapeSlice,
     FanOutMerge,
+    ReshapeRoundTrip,
     NoOpReshape,
     StaticReshapeTarget,
     IdentityElement,

@@ -57,6 +57,7 @@ from .sf211_static_reshape_target import StaticReshapeTarget
 from .sf212_no_op_reshape import NoOpReshape
 from .sf213_identity_element import IdentityElement
 from .sf214_merge_concat import MergeConcat
+from .sf215_reshape_round_trip import ReshapeRoundTrip
 
 ALL_RULES: tuple[type[Rule], ...] = tuple(
     sorted(
@@ -70,7 +71,7 @@ ALL_RULES: tuple[type[Rule], ...] = tuple(
             DuplicateAttribute, EmptyOutputName, AttributeRefType, AttributeRefMissing, FunctionOpsetMismatch,
             CancellingPair, MergeableChain, FoldableConstant, ShapeSlice, FanOutMerge,
             CommonSubexpression, NoOpCast, IdentityNode, ConstantNode, StaticReshapeTarget, NoOpReshape,
-            IdentityElement, MergeConcat,
+            IdentityElement, MergeConcat, ReshapeRoundTrip,
         ),
         key=lambda r: r.code,
     )
