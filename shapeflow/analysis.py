@@ -2,7 +2,7 @@
 
 ``analyze`` is what ``infer`` and ``lint`` share; ``optimize`` starts from its result. It is the
 lint driver's hub: it runs the judging rules, then asks the rewrite engine for its candidates
-(what SF201-SF204 report), leaving out the nodes with error-level findings.
+(what the SF2xx rules report), leaving out the nodes with error-level findings.
 """
 
 from __future__ import annotations
@@ -173,7 +173,7 @@ def error_findings(ctx: LintContext, reported: Mapping[str, Sequence[Diagnostic]
 
 def rewrite_candidates(ctx: LintContext, reported: Mapping[str, Sequence[Diagnostic]],
                        codes: Collection[str] = CODES) -> list[object]:
-    """The rewrite engine's candidates of ``codes`` (SF201-SF204), leaving out the nodes with
+    """The rewrite engine's candidates of ``codes`` (SF2xx), leaving out the nodes with
     error-level findings (``error_findings``)."""
     from .passes import find_candidates  # here: ``infer`` never needs the engine
 

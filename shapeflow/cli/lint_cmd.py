@@ -69,7 +69,7 @@ wins; --exit-zero turns 1 into 0 but never hides a rejected file.""")
               help="Exit 0 even with error-level findings (rejected files still exit 2).")
 @click.option("--show-info", is_flag=True, help="Text formats: print info findings too (they are counted anyway).")
 @click.option("--statistics", is_flag=True, help="Print the number of findings per code instead of the findings.")
-@click.option("--fix", is_flag=True, help="Apply the fixes of fixable rules (SF104, SF201-SF214), in place.")
+@click.option("--fix", is_flag=True, help="Apply the fixes of fixable rules (SF104, SF201-SF215), in place.")
 @click.option("--diff", is_flag=True, help="With --fix: print a diff of the model text instead of writing.")
 @click.option("--add-ignore", is_flag=True,
               help="Write a shapeflow.ignore marker into each model for its current errors and warnings "

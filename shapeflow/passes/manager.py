@@ -65,7 +65,7 @@ MAX_ROUNDS = 1000
 
 
 class Candidate(NamedTuple):
-    """A rewrite a rule would make (what SF201-SF204 report). A named tuple: lint builds one per
+    """A rewrite a rule would make (what the SF2xx rules report). A named tuple: lint builds one per
     finding, and it is several times cheaper to build than a frozen dataclass."""
 
     rule: str

@@ -32,7 +32,7 @@ class LintContext:
     graph: "ModelGraph"
     inference: "Inference"
     options: dict[str, object] = field(default_factory=dict)
-    # Work shared by several rules of one run (e.g. the rewrite candidates SF201-SF204 all read),
+    # Work shared by several rules of one run (e.g. the SF2xx rewrite candidates all read),
     # computed by the first rule that needs it. Per context, so nothing outlives one model.
     cache: dict[str, object] = field(default_factory=dict)
     # axis nodes by op type, filtered once: a dozen rules each walk every Squeeze or Unsqueeze
