@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import importlib.metadata
+import importlib.util
 import json
 import os
 import shutil
@@ -69,10 +69,19 @@ def _onnx_version() -> str:
 
 @functools.lru_cache(maxsize=1)
 def _installed_onnx() -> str:
-    try:
-        return importlib.metadata.version("onnx")
-    except importlib.metadata.PackageNotFoundError:
+    """onnx's version from its installed distribution's folder name (``onnx-1.23.2.dist-info``),
+    found without importing onnx or opening a file: a lint run opens nothing but its model."""
+    spec = importlib.util.find_spec("onnx")
+    if spec is None or not spec.origin:
         return "none"
+    site = os.path.dirname(os.path.dirname(spec.origin))
+    try:
+        names = os.listdir(site)
+    except OSError:
+        return "unknown"
+    found = sorted(n[len("onnx-"):-len(".dist-info")] for n in names
+                   if n.startswith("onnx-") and n.endswith(".dist-info"))
+    return ",".join(found) or "unknown"
 
 
 def settings_digest(options: LintOptions) -> str:

@@ -205,6 +205,8 @@ g (float[-1, 3] x, float[2, 3] y, float[9007199254740993] huge) => (float[2, 3] 
 }
 """, frozenset({("SF114", "x"), ("SF114", "huge")})),
     # Rules see inside If/Loop/Scan bodies and model-local functions, and name the graph path.
+    # (In the Loop body the bad Unsqueeze reads the iteration number: a carried input's declared
+    # shape is not trusted, since the body may change it from one iteration to the next.)
     F("subgraphs_and_functions", "SF1", """
 <ir_version: 8, opset_import: ["" : 13, "local" : 1]>
 g (bool cond, float[2, 3] x, int64 trip) => (float[?] y, float[2, 3] z, float[2, 3] loop_out)
@@ -221,7 +223,7 @@ g (bool cond, float[2, 3] x, int64 trip) => (float[?] y, float[2, 3] z, float[2,
     >
     [loop_node] loop_out = Loop (trip, cond, x) <
         body = body_g (int64 i, bool c_in, float[2, 3] v_in) => (bool c_out, float[2, 3] v_out) {
-            [body_far] far = Unsqueeze (v_in, ax3)
+            [body_far] far = Unsqueeze (i, ax3)
             [body_id] c_out = Identity (c_in)
             [body_relu] v_out = Relu (v_in)
         }
