@@ -78,3 +78,19 @@ def test_near_misses() -> None:
       y = Neg(o)
     """, inputs="int64[s] x", outputs="int64[?] y, int64[?] i")
     assert "merge-concat" not in optimize(output).fired
+
+
+def test_axis_of_a_function_attribute_is_not_known() -> None:
+    # ``axis = @ax`` reads 0 from the proto, but each call gives its own value: the two Concats
+    # may concatenate along different axes
+    text = """<ir_version: 8, opset_import: ["" : 17, "local" : 1]>
+    g (int64[2, 2] x) => (int64[?, ?] y) {
+      y = local.F <ax = 1> (x)
+    }
+    <domain: "local", opset_import: ["" : 17]>
+    F <ax> (a) => (c) {
+      i = Concat <axis = 0> (a, a)
+      o = Concat <axis: int = @ax> (i, a)
+      c = Neg(o)
+    }"""
+    assert "merge-concat" not in optimize(text).fired

@@ -367,6 +367,16 @@ class RoundContext:
         return " then ".join([self.display(n) for n in reversed(run)])
 
     # -- axes ------------------------------------------------------------------------------------
+    def int_attribute(self, nid: int, name: str) -> int | None:
+        """The value of attribute ``name`` of ``nid``; None when it is absent or refers to an
+        attribute of the enclosing function (its value is each call's)."""
+        if not self.graph.nodes[nid].has_attrs:
+            return None
+        for a in self.peek(nid).attribute:
+            if a.name == name:
+                return None if a.ref_attr_name else int(a.i)
+        return None
+
     def refers_to_function_attributes(self, nid: int) -> bool:
         """A node of a function body whose attributes refer to the function's own (``axes = @a``):
         their values are the caller's, unknown here."""

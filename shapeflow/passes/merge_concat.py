@@ -19,13 +19,9 @@ class _Plan(NamedTuple):
 
 
 def _axis(ctx: RoundContext, nid: int) -> int | None:
-    info = ctx.graph.nodes[nid]
-    if (info.since_version or 0) < AXIS_REQUIRED_SINCE or not info.has_attrs:
+    if (ctx.graph.nodes[nid].since_version or 0) < AXIS_REQUIRED_SINCE:
         return None
-    for a in ctx.peek(nid).attribute:
-        if a.name == "axis":
-            return int(a.i)
-    return None
+    return ctx.int_attribute(nid, "axis")
 
 
 class MergeConcat(RewriteRule):

@@ -68,7 +68,9 @@ def _allowzero(ctx: RoundContext, nid: int) -> int:
         return 0
     for a in ctx.peek(nid).attribute:
         if a.name == "allowzero":
-            return int(a.i)
+            # a function's attribute: either value at a call, so the stricter reading (a 0 in
+            # the target is a 0, never a copy) is the one every call agrees with
+            return 1 if a.ref_attr_name else int(a.i)
     return 0
 
 
