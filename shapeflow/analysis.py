@@ -176,9 +176,10 @@ def rewrite_candidates(ctx: LintContext, reported: Mapping[str, Sequence[Diagnos
     """The rewrite engine's candidates of ``codes`` (SF2xx), leaving out the nodes with
     error-level findings (``error_findings``)."""
     from .passes import find_candidates  # here: ``infer`` never needs the engine
+    from .rewrites import select
 
     places = {(d.location.graph, d.location.node or "") for d in error_findings(ctx, reported)}
-    return list(find_candidates(ctx.graph, ctx.inference, codes=codes, blocked=places))
+    return list(find_candidates(ctx.graph, ctx.inference, select(), codes=codes, blocked=places))
 
 
 # numpy's names of the element types every model uses (a test checks them against onnx.helper),

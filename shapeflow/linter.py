@@ -26,7 +26,9 @@ from typing import Callable, Sequence
 from ._onnx import onnx  # (onnx.printer, for --diff, imports onnx when asked for)
 from .analysis import Analysis, analyze, error_findings
 from .diagnostics import Diagnostic, Severity
-from .errors import EXIT_CLEAN, EXIT_FINDINGS, EXIT_INTERNAL, LimitExceededError, ShapeflowError, display_path
+from .errors import (
+    EXIT_CLEAN, EXIT_FINDINGS, EXIT_INTERNAL, EXIT_REJECTED, LimitExceededError, ShapeflowError, display_path,
+)
 from .graph import ModelGraph
 from .inference import Inference
 from .io import LoadedModel, load_model, parse_model_file, read_model_file, save_model
@@ -71,6 +73,7 @@ class FileResult:
     assumptions: tuple[str, ...] = ()  # the --assume ranges in force for this file, as text
     # the model names external data: its result depends on files beside it (not cached, cache.py)
     external: bool = False
+    refused: bool = False  # --fix: the rewrite engine refused the model (``passes.requires``; exit 2)
 
     def to_json(self) -> FileResultJSON:
         return {"path": self.path, "exit_code": self.exit_code, "rejected": self.rejected, "error": self.error,
@@ -145,13 +148,22 @@ class _Linter:
             blocked = frozenset((d.location.graph, d.location.node) for d in diags
                                 if d.fixable and d.location.node is not None
                                 and (d.code, d.location.graph, d.location.node) not in shown)
-            diags = self._fix(loaded, analysis, diags, result, blocked)
+            try:
+                diags = self._fix(loaded, analysis, diags, result, blocked)
+            except LimitExceededError:
+                raise
+            except ShapeflowError as exc:  # what the engine requires of a model it rewrites (requires.py)
+                where = f"node '{exc.node}': " if exc.node else ""
+                result.error = f"error: fix refused: {where}{exc.message}"
+                result.refused = True
         # in-model suppressions, SF008, graph order and baseline fingerprints (suppress.py)
         diags, result.anchors = suppress.apply(path, loaded.proto, loaded.raw, diags, self.codes, self.severity)
         result.diagnostics = diags
         has_error = any(d.severity is Severity.ERROR for d in diags)
         code = EXIT_FINDINGS if has_error or (opts.diff and result.changed) else EXIT_CLEAN
         result.exit_code = EXIT_CLEAN if opts.exit_zero else code
+        if result.refused:
+            result.exit_code = EXIT_REJECTED  # the engine refused to rewrite it: as optimize would
 
     def read(self, path: str) -> bytes:
         """The file's bytes, read with every check of ``load_model``; raises ShapeflowError."""
@@ -174,17 +186,18 @@ class _Linter:
     # -- --fix -----------------------------------------------------------------------------------
     def _fix(self, loaded: LoadedModel, analysis: Analysis, diags: list[Diagnostic],
              result: FileResult, blocked: frozenset[tuple[str, str]] = frozenset()) -> list[Diagnostic]:
-        from .passes import Pass, rules_for_codes, run_passes  # here: plain lint never rewrites
+        from .passes import Pass, run_passes  # here: plain lint never rewrites
+        from .rewrites import for_codes
 
         opts = self.options
         fixable_before = sum(1 for d in diags if d.fixable)
         if not fixable_before:
             return diags
         found = {d.code for d in diags if d.fixable and (d.location.graph, d.location.node) not in blocked}
-        repairs = rules_for_codes(found & self.codes, repairs=True)
+        repairs = for_codes(found & self.codes, repairs=True)
         # Every selected rewrite, not only those with findings now: one rewrite can open the way
         # for another (a cancel, then a merge), and optimize would do that one too.
-        rewrites = rules_for_codes(self.codes)
+        rewrites = for_codes(self.codes)
         before_text = onnx.printer.to_text(loaded.proto) if opts.diff else ""
         graph: ModelGraph | None = analysis.graph
         inference: Inference | None = analysis.inference

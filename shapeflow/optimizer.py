@@ -15,8 +15,9 @@ from .dims import Bound
 from .errors import EXIT_FINDINGS, ShapeflowError
 from .io import LoadedModel
 from .limits import DEFAULT_LIMITS, Limits
-from .passes import OptimizeResult, check_known_ops, preflight, resolve_rules, rewrite_model
-from .passes.manager import Progress
+from .passes import OptimizeResult, require_file, require_known_ops, rewrite_model
+from .passes.fixpoint import Progress
+from .rewrites import select
 from .rules import Rule, select_rules
 
 
@@ -53,14 +54,15 @@ def optimize_model(loaded: LoadedModel, *, rules: Sequence[str] | None = None, s
 
     Raises ``OptimizeRefused`` (exit 1) for a model with error-level findings, and
     ``ShapeflowError`` (exit 2) for one that cannot be optimized safely (invalid graph, unknown
-    operator, unsupported opset, unsafe external data, a limit). ``rules`` selects rules by name
+    operator, unsupported opset, unsafe external data, a limit: what the engine requires of every
+    model it rewrites, ``passes.requires``). ``rules`` selects rewrites by code, prefix or name
     (all by default); the other options are ``passes.rewrite_model``'s.
     """
-    chosen = resolve_rules(rules)  # (a usage error for an unknown name comes first)
-    preflight(loaded)
+    chosen = select(rules)  # (a usage error for an unknown name comes first)
+    require_file(loaded)  # (the engine checks it again; here it comes before the analysis)
     started = time.monotonic()
     analysis = analyze(loaded, limits=limits, rules=error_rules(), progress=progress, assumptions=assumptions)
-    check_known_ops(analysis.graph)  # exit 2 for optimize, before the lint verdict (exit 1)
+    require_known_ops(analysis.graph)  # exit 2, before the lint verdict (exit 1)
     refused = refusal(analysis.diagnostics, loaded.path)
     if refused is not None:
         raise refused

@@ -15,7 +15,9 @@ from ..errors import EXIT_CLEAN, EXIT_FINDINGS, ShapeflowError, UsageError, disp
 from ..io import STDOUT, check_output_path, load_model, save_model, write_to_stdout
 from ..limits import Limits
 from ..optimizer import OptimizeRefused, optimize_model
-from ..passes import RULE_NAMES, OptimizeResult
+from ..passes import OptimizeResult
+from ..rewrites import NAMES as RULE_NAMES
+from ..rewrites import select as select_rewrites
 from ..results import header
 from ..render import format_diagnostic
 from ..assume import assumption_texts, parse_assumptions
@@ -43,9 +45,9 @@ Examples:
                                                     --in-place and --dry-run)
 
 \b
-Rules (--rules, comma-separated; all by default):
+Rules (--rules, comma-separated codes, prefixes or names, as lint --select; all by default):
 {textwrap.fill(", ".join(RULE_NAMES), 96, initial_indent="  ", subsequent_indent="  ", break_on_hyphens=False)}
-Nodes a rewrite leaves unread are always removed (dead-nodes).
+Nodes a rewrite leaves unread are always removed (SF205 dead-nodes).
 
 \b
 Exit codes: 0 done (or nothing to do), 1 error-level findings in the model (refused), a failed
@@ -59,7 +61,8 @@ error. Nothing is written unless the exit code is 0.""")
 @click.option("--force", is_flag=True, help="Overwrite OUTPUT if it exists.")
 @click.option("--check", is_flag=True, help="Write nothing; exit 1 if any rewrite applies.")
 @click.option("--dry-run", is_flag=True, help="Report what would change; write nothing.")
-@click.option("--rules", "rule_names", metavar="NAME,...", help="Only these rewrite rules.")
+@click.option("--rules", "rule_names", metavar="CODES",
+              help="Only these rewrites: codes (SF201), prefixes (SF2) or names, comma-separated.")
 @click.option("--strict", is_flag=True,
               help="Cancel Squeeze→Unsqueeze only when the squeezed dims are statically 1.")
 @click.option("--verify", is_flag=True,
@@ -95,10 +98,7 @@ def command(models: tuple[str, ...], output: str | None, in_place: bool, force: 
     if writes and output is None and not in_place:
         raise UsageError("-o OUTPUT is required (or --in-place, --check, --dry-run)")
     rules = [r.strip() for r in rule_names.split(",") if r.strip()] if rule_names is not None else None
-    for name in rules or ():
-        if name.replace("_", "-").lower() == "dead-nodes":
-            raise UsageError("--rules dead-nodes: not a rule to select; nodes a rewrite leaves unread are "
-                             "always removed, and a model with nothing to rewrite has none")
+    select_rewrites(rules)  # a usage error for an unknown one, before any file is read
     files = model_files(list(models), ConfigCache().for_path)
     if output is not None and len(files) > 1:
         raise UsageError("-o OUTPUT takes one model; use --in-place, --check or --dry-run for several")

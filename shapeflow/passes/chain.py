@@ -1,4 +1,4 @@
-"""Rewrites as data: a chain of Squeeze/Unsqueeze nodes matched by one table row.
+"""The chain pattern: a run of Squeeze/Unsqueeze nodes into a root, matched by one table row.
 
 The cancel and merge rules share one shape: a root node, fed through its data input by a run of
 nodes of one op type, each read only by the next. What differs is pure axis algebra
@@ -13,9 +13,11 @@ nodes of one op type, each read only by the next. What differs is pure axis alge
   output", with the reason when it fails (an identity keeps its own guard: ``identity_match``);
 * ``check`` and ``before``: the rare extra condition, and a special case tried first.
 
-:class:`ChainRule` runs the shared prelude (the run, the axes readers, their first failure as the
-reason), then the row, and writes one of four replacements (:class:`ChainPlan`). The ideas come
-from tinygrad's PatternMatcher tables and onnxscript's RewriteRule(pattern, check, replacement).
+:class:`ChainRewrite` runs the shared prelude (the run, the axes readers, their first failure as the
+reason), then the row, and writes one of four replacements (:class:`ChainPlan`); a run that
+composes to the identity is taken out by :func:`identity_match` / :func:`apply_identity`. The
+ideas come from tinygrad's PatternMatcher tables and onnxscript's RewriteRule(pattern, check,
+replacement).
 """
 
 from __future__ import annotations
@@ -25,11 +27,11 @@ from string import Formatter
 from typing import Any, Callable, ClassVar, NamedTuple, Sequence
 
 from ..axes import cancel_squeeze_unsqueeze, cancel_unsqueeze_squeeze, compose_squeeze, compose_unsqueeze
-from .base import (
-    IdentityPlan, Match, NoMatch, Result, RewriteRule, RoundContext, apply_identity, fmt_axes,
-    identity_match, not_applicable,
-)
+from .context import RoundContext, fmt_axes
 from .edit import Editor
+from .match import Match, Message, NoMatch, Result, not_applicable
+from .pattern import Bound, Pattern
+from .spec import Rewrite
 
 Axes = tuple[int, ...]
 
@@ -42,7 +44,7 @@ READERS: dict[str, Callable[[RoundContext, int], "Axes | NoMatch"]] = {
     "Unsqueeze": RoundContext.unsqueeze_axes,
 }
 
-# The fields each message template of the rows names (filled in by ChainRule.__init_subclass__).
+# The fields each message template of the rows names (filled in by ChainRewrite.__init_subclass__).
 _FIELDS: dict[str, frozenset[str]] = {}
 
 IDENTITY = "identity"  # the run and the root compose to nothing: x itself
@@ -88,19 +90,31 @@ class ChainRow:
     before: Callable[[RoundContext, int, list[int]], "Result | None"] | None = None
 
 
-class ChainRule(RewriteRule):
-    """A rewrite rule made of a :class:`ChainRow` (subclasses set ``row``, ``name`` and ``code``)."""
+class Chain(Pattern):
+    """A root of op ``root`` fed through its data input by a run of ``run`` nodes (``ctx.chain``:
+    nearest first, each read only by the next)."""
+
+    def __init__(self, root: str, run: str) -> None:
+        self.root, self.run = root, run
+        self.roots = (root,)
+        self.after = frozenset({run})
+
+    def bind(self, ctx: RoundContext, nid: int) -> "Bound | NoMatch":  # pragma: no cover - see ChainRewrite
+        raise NotImplementedError("ChainRewrite.match walks the run itself")
+
+
+class ChainRewrite(Rewrite):
+    """A rewrite made of a :class:`ChainRow` (subclasses set ``row``, ``code`` and ``order``)."""
 
     row: ClassVar[ChainRow]
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
-        super().__init_subclass__(**kwargs)
         if "row" in cls.__dict__:
             for template in (*cls.row.says.values(), cls.row.only_reader or ""):
                 _FIELDS[template] = frozenset(f for _, f, _, _ in Formatter().parse(template) if f)
-            cls.roots = (cls.row.root,)
-            cls.after = frozenset({cls.row.run})
+            cls.pattern = Chain(cls.row.root, cls.row.run)
             cls._not_after = not_applicable(f"input is not produced by {_article(cls.row.run)}")
+        super().__init_subclass__(**kwargs)
 
     _not_after: ClassVar[NoMatch]
 
@@ -151,7 +165,8 @@ class ChainRule(RewriteRule):
             return identity_match(ctx, run, nid, say(row.says[IDENTITY]), note)
         if row.only_reader is not None and not ctx.only_reader(ctx.sid(nid), ctx.output(run[0]), nid):
             return NoMatch(say(row.only_reader)())
-        return Match(nid, (nid, *run), (), say(row.says[c.kind]), note, ChainPlan(c.kind, tuple(run), c.rest))
+        return Match(nid, writes=(nid, *run), message=say(row.says[c.kind]), note=note,
+                     payload=ChainPlan(c.kind, tuple(run), c.rest))
 
     def apply(self, ctx: RoundContext, edit: Editor, m: Match[Any]) -> None:
         plan = m.payload
@@ -159,6 +174,80 @@ class ChainRule(RewriteRule):
             apply_identity(edit, plan)
         else:
             apply_chain(ctx, edit, m.nid, plan)
+
+
+class IdentityPlan(NamedTuple):
+    """``last(...(first(x)))`` is ``x``: how to take the run out."""
+
+    first: int  # the node reading x
+    second: int  # the root, producing z
+    chain: tuple[int, ...]  # nodes between (root excluded), all deleted with it when drop_chain
+    x: str  # the first node's input
+    z: str  # the root's output
+    keep_name: bool  # z is a graph output or read by name in a subgraph: an Identity keeps it
+    drop_chain: bool  # the root is the only reader of the chain: it goes too
+
+
+def identity_match(ctx: RoundContext, chain: list[int], root: int, message: Message, note: str = "") -> Result:
+    """The Match of a run that composes to the identity (shared by the two cancel rules).
+
+    ``chain`` lists the nodes feeding ``root``, nearest first (``RoundContext.chain``). The root
+    goes; its readers read ``x`` instead, or, when ``z`` must keep its name, an Identity produces
+    it. The chain goes too when the root was its only reader; when it stays for other readers and
+    an Identity would be needed, the rewrite would not shrink the graph and does not fire.
+    """
+    nodes = ctx.graph.nodes
+    info = nodes[root]
+    sid = info.scope
+    consumers = ctx.graph.scopes[sid].consumers
+    first = chain[-1]
+    x = nodes[first].inputs[0]
+    z = info.outputs[0]
+    # Whether the chain's nearest node has the root as only reader (``only_reader``), and whether
+    # z must keep its name: a graph output, or read by name inside a subgraph. Written out:
+    # every cancelled pair asks both.
+    outputs = ctx.outputs(sid)
+    y = nodes[chain[0]].outputs[0]
+    y_readers = consumers.get(y)
+    drop = y_readers is not None and len(y_readers) == 1 and y_readers[0] == root and y not in outputs
+    z_readers = consumers.get(z, ())
+    keep = z in outputs
+    if not keep:
+        for r in z_readers:  # (loops, not generator expressions, in the code every match runs)
+            if z not in nodes[r].inputs:
+                keep = True  # read by name in a subgraph
+                break
+    if keep and not drop:
+        return NoMatch(f"{ctx.display(root)}: '{z}' must keep its name (graph output or read by a "
+                       f"subgraph) and {ctx.display(chain[0])} has other readers: an Identity would "
+                       "not shrink the graph")
+    # The run is written (deleted) or read: as long as its first node reads x, no other rewrite
+    # of this round can think it is x's only reader and delete x's producer under the readers
+    # rewired to x.
+    run = tuple(chain)
+    if drop:
+        writes: tuple[int, ...] = (root, *run)
+        reads: tuple[int, ...] = ()
+    else:
+        writes, reads = (root,), run
+    rewires: tuple[int, ...] = ()
+    if not keep:
+        rewires = tuple([r for r in z_readers if r not in writes]) if len(z_readers) != 1 else \
+            (() if z_readers[0] in writes else (z_readers[0],))
+    plan = IdentityPlan(first, root, run, x, z, keep, drop)
+    return Match(root, writes=writes, reads=reads, rewires=rewires, message=message, note=note, payload=plan)
+
+
+def apply_identity(edit: Editor, plan: IdentityPlan) -> None:
+    sid = edit.g.nodes[plan.second].scope
+    if plan.keep_name:
+        edit.replace_node(plan.second, "Identity", [plan.x], "identity")
+    else:
+        edit.replace_uses(sid, plan.z, plan.x)
+        edit.delete_node(plan.second)
+    if plan.drop_chain:
+        for n in plan.chain:
+            edit.delete_node(n)
 
 
 def apply_chain(ctx: RoundContext, edit: Editor, root: int, plan: ChainPlan) -> None:
@@ -245,7 +334,7 @@ def _article(op: str) -> str:
 
 
 __all__ = [
-    "ChainPlan", "ChainRow", "ChainRule", "Combined", "DROP_ROOT", "IDENTITY", "MAX_RUN", "NEAREST_TAKES_OVER",
+    "Chain", "ChainPlan", "ChainRewrite", "ChainRow", "Combined", "IdentityPlan", "apply_identity", "identity_match", "DROP_ROOT", "IDENTITY", "MAX_RUN", "NEAREST_TAKES_OVER",
     "READERS", "REPLACE_RUN", "apply_chain", "squeezes_merged", "squeezes_then_unsqueeze",
     "unsqueezes_merged", "unsqueezes_then_squeeze",
 ]

@@ -1,36 +1,23 @@
-"""Rewrite rule anatomy, and what a rule sees of one round of the fixpoint.
+"""What a rewrite sees of one round of the fixpoint: :class:`RoundContext`.
 
-A rule is a class with a ``name`` (kebab-case, used by ``--rules`` and in reports), a ``code`` (the
-lint code that reports the same opportunity, from ``shapeflow/codes.py``), the op types it is rooted at,
-a docstring whose first line states its identity, and two methods:
+The context answers the questions every rewrite asks (who produces this tensor, who reads it, which
+positions does this Squeeze remove) from the round's graph index and inference, as they were when
+the round started. Names, op types and input/output lists come from the index (reading protobuf
+fields is the main cost on large graphs); the engine's claims keep two rewrites of one round from
+touching the same node, so what a match read is still true when it is applied.
 
-* ``match(ctx, nid)`` is pure: it returns a :class:`Match` saying which nodes the rewrite would
-  write (modify or delete) and read, or a :class:`NoMatch` saying why it does not fire.
-* ``apply(ctx, edit, match)`` performs the rewrite through the :class:`~.edit.Editor`, which is the
-  only code that touches the ModelProto.
-
-The :class:`RoundContext` answers the questions every rule asks (who produces this tensor, who
-reads it, which positions does this Squeeze remove) from the round's graph index and inference,
-as they were when the round started. Names, op types and input/output lists come from the index
-(reading protobuf fields is the main cost on large graphs); the manager's claims keep two
-rewrites of one round from touching the same node, so what a match read is still true when it
-is applied.
-
-Adding a rule: a Squeeze/Unsqueeze chain rewrite is a :class:`~.pattern.ChainRow` (see
-``merge_unsqueeze.py``); anything else a small class with a typed payload (``Match[P]``, see
-``shape_slice.py``). Give it a code in ``shapeflow/codes.py`` (SF2xx), a lint rule in
-``shapeflow/rules/`` whose docstring documents it (a ``RewriteHint`` with that code: lint then
-reports its candidates), list it in ``registry.ALL_RULES``, and test it in tests/test_passes.py.
+The symbolic domain the round decides dims in (the ranges inference proved, ``--assume`` included)
+is a value of the context, ``ranges``: the engine opens it for the rewrites (``dims.assuming``) from
+there.
 """
 
 from __future__ import annotations
 
-import inspect
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, ClassVar, Generic, NamedTuple, TypeVar, Union
+from typing import Mapping
 
 from .._onnx import onnx
-from ..dims import dim_is_one, format_shape
+from ..dims import Bound, dim_is_one, format_shape
 from ..facts import (
     AXES_ABSENT,
     AXES_ATTRIBUTE,
@@ -44,139 +31,23 @@ from ..inference import Inference
 from ..ops.numeric import INT_RANGES as _NUMERIC_INT_RANGES
 from ..opsets import AXES_INPUT_SINCE
 from ..tensorinfo import TensorInfo
-
 from . import _fast
-
-if TYPE_CHECKING:
-    from .edit import Editor
+from .match import NoMatch
 
 TensorProto = onnx.TensorProto
 
-
-
-P = TypeVar("P")
-
-
-class Match(Generic[P]):
-    """A rewrite a rule would make at root node ``nid``, with the rule's own plan as ``payload``
-    (``Match[IdentityPlan]``, ``Match[SlicePlan]``...). Immutable by convention; slotted, because
-    lint builds one per finding.
-
-    ``message`` says what it does with node names; it may be given as a function that builds the
-    text, because on a large model most messages are never shown (only ``-v`` lists them).
-
-    ``writes`` are the nodes the rewrite modifies or deletes; no other rewrite may touch them in
-    the same round. ``reads`` are nodes whose content the rewrite relies on without changing them;
-    others may read them too, but not write them. ``rewires`` are nodes that only get one input
-    renamed (the readers of a tensor the rewrite replaces): two rewrites may rename different
-    inputs of one node in the same round; nothing else may write or read a renamed node.
-    """
-
-    __slots__ = ("nid", "writes", "reads", "message", "note", "payload", "rewires")
-
-    def __init__(self, nid: int, writes: tuple[int, ...], reads: tuple[int, ...] = (),
-                 message: "str | Callable[[], str]" = "", note: str = "", payload: P = None,  # type: ignore[assignment]
-                 rewires: tuple[int, ...] = ()) -> None:
-        self.nid = nid
-        self.writes = writes
-        self.reads = reads
-        self.message = message
-        self.note = note  # e.g. "removes a run-time failure when dim 0 (batch) is not 1"
-        self.payload = payload
-        self.rewires = rewires
-
-    @property
-    def text(self) -> str:
-        m = self.message
-        return m if isinstance(m, str) else m()
-
-    def at(self, nid: int) -> "Match[P]":
-        """The same rewrite, rooted at ``nid`` (a member of a group that one match covers)."""
-        return Match(nid, self.writes, self.reads, self.message, self.note, self.payload, self.rewires)
-
-
-@dataclass(frozen=True)
-class NoMatch:
-    """Why a rule did not fire. ``near`` is False when the rule simply does not apply to the node
-    (no producer of the right kind, value not known); only near misses are worth telling."""
-
-    reason: str
-    near: bool = True
-
-
-Result = Union["Match[Any]", NoMatch]
-
-
-def not_applicable(reason: str) -> NoMatch:
-    """A NoMatch for a rule that does not apply at all (rules keep the common ones as module
-    constants: most roots get one from most rules, and they are immutable)."""
-    return NoMatch(reason, near=False)
-
-
-# What produces a root's data input (``RewriteRule.after``): the op type of an ai.onnx node of
+# What produces a root's data input (``Pattern.after``): the op type of an ai.onnx node of
 # the root's scope, or one of these (no ai.onnx op type has a '<').
 FROM_INITIALIZER = _fast.FROM_INITIALIZER
 FROM_GRAPH_INPUT = _fast.FROM_GRAPH_INPUT
 FROM_OUTER_SCOPE = _fast.FROM_OUTER_SCOPE  # an enclosing scope's tensor (or no tensor at all)
 FROM_CUSTOM = _fast.FROM_CUSTOM  # a node of another domain or of an unknown version
 FROM_NOTHING = _fast.FROM_NOTHING  # the root has no input (a Constant)
-# ``RewriteRule.roots`` entry for a rule asked about every standard node (common subexpressions)
+# ``Pattern.roots`` entry of a rewrite asked about every standard node (duplicates)
 ANY_OP = "*"
 # The op types whose nodes carry axis facts (``RoundContext.facts``); a pass whose rules are all
 # rooted at them visits only those nodes.
 AXIS_OPS = frozenset({"Squeeze", "Unsqueeze"})
-
-
-class RewriteRule:
-    """Base class of the rewrite rules; see the module docstring for the anatomy."""
-
-    name: ClassVar[str]
-    code: ClassVar[str | None] = None
-    roots: ClassVar[tuple[str, ...]] = ()
-    # What produces the root's data input (an op type or a FROM_*) when the rule can fire; None: any.
-    # Elsewhere its match would only say that it does not apply, so the manager does not ask
-    # (most roots are not the end of any pattern).
-    after: ClassVar[frozenset[str] | None] = None
-    # The engine reports where the rule fired (OptimizeResult.roots): set by the repairs of
-    # ``lint --fix``, whose driver then knows which findings went without judging the model again.
-    record_roots: ClassVar[bool] = False
-    # The rule says itself whether a next round could fire (``may_continue``) instead of the engine
-    # asking whether any of its roots changed: for a rule rooted at every node (ANY_OP), nearly
-    # every round changes one, and that costs a whole round more.
-    judges_rounds: ClassVar[bool] = False
-    # When its match is deferred, the nodes it writes besides the root (the computation only the
-    # root reads, which it will sweep) are left alone for the rest of the round.
-    reserves: ClassVar[bool] = False
-
-    def match(self, ctx: "RoundContext", nid: int) -> Result:  # pragma: no cover - abstract
-        raise NotImplementedError
-
-    def apply(self, ctx: "RoundContext", edit: "Editor", m: "Match[Any]") -> None:  # pragma: no cover
-        raise NotImplementedError
-
-    def may_fire_later(self, ctx: "RoundContext", nid: int) -> bool:
-        """False when no change of the graph around root ``nid`` can make the rule fire on it in a
-        later round (what it needs is a value of the root's own tensors, which rewrites never
-        change, and that value is unknown): the engine then does not run a round for it."""
-        return True
-
-    def may_continue(self, ctx: "RoundContext", edit: "Editor") -> bool:  # pragma: no cover
-        """With ``judges_rounds``: whether a next round could find this rule something new to do,
-        judged from the round's index and what ``edit`` changed (after ``Editor.finish``). May say
-        True when unsure; False only when no match of the next round could fire."""
-        raise NotImplementedError
-
-    @classmethod
-    def doc(cls) -> str:
-        return inspect.cleandoc(cls.__doc__ or "")
-
-    @classmethod
-    def summary(cls) -> str:
-        """The first line of the docstring: the identity the rule applies."""
-        for line in cls.doc().splitlines():
-            if line.strip():
-                return line.strip()
-        return cls.name
 
 
 # Element types whose values value inference tracks exactly, and their ranges (bool is 0/1).
@@ -200,14 +71,17 @@ class RoundContext:
     # False when the matches are only listed (lint's candidates), never applied: the nodes a
     # rewrite would claim beyond its own (``exclusive_cone``) need not be worked out.
     claims: bool = True
-    # Node ids the caller said not to touch (the manager skips them as roots; a rule that writes
+    # Node ids the caller said not to touch (the engine skips them as roots; a rule that writes
     # nodes other than its root, such as the readers of a fan-out, checks them here).
     blocked: frozenset[int] | set[int] = frozenset()
+    # The symbolic domain dims are decided in: each symbol's range (inference's, --assume included).
+    ranges: Mapping[str, Bound] = field(default_factory=dict)
     _outputs: dict[int, frozenset[str]] = field(default_factory=dict)
 
     @classmethod
     def build(cls, graph: ModelGraph, inference: Inference, strict: bool = False) -> "RoundContext":
         ctx = cls(graph, inference, strict)
+        ctx.ranges = inference.ranges
         ctx.facts = {a.nid: a for a in inference.axis_nodes}
         for scope in graph.scopes:
             if scope.kind == "graph" and scope.initializers:
@@ -507,81 +381,6 @@ def _unranked(ctx: RoundContext, nid: int, fact: AxisNode, unique: bool) -> tupl
     return tuple(sorted(set(values)))
 
 
-class IdentityPlan(NamedTuple):
-    """``last(...(first(x)))`` is ``x``: how to take the run out."""
-
-    first: int  # the node reading x
-    second: int  # the root, producing z
-    chain: tuple[int, ...]  # nodes between (root excluded), all deleted with it when drop_chain
-    x: str  # the first node's input
-    z: str  # the root's output
-    keep_name: bool  # z is a graph output or read by name in a subgraph: an Identity keeps it
-    drop_chain: bool  # the root is the only reader of the chain: it goes too
-
-
-def identity_match(ctx: RoundContext, chain: list[int], root: int, message: "str | Callable[[], str]",
-                   note: str = "") -> Result:
-    """The Match of a run that composes to the identity (shared by the two cancel rules).
-
-    ``chain`` lists the nodes feeding ``root``, nearest first (``RoundContext.chain``). The root
-    goes; its readers read ``x`` instead, or, when ``z`` must keep its name, an Identity produces
-    it. The chain goes too when the root was its only reader; when it stays for other readers and
-    an Identity would be needed, the rewrite would not shrink the graph and does not fire.
-    """
-    nodes = ctx.graph.nodes
-    info = nodes[root]
-    sid = info.scope
-    consumers = ctx.graph.scopes[sid].consumers
-    first = chain[-1]
-    x = nodes[first].inputs[0]
-    z = info.outputs[0]
-    # Whether the chain's nearest node has the root as only reader (``only_reader``), and whether
-    # z must keep its name: a graph output, or read by name inside a subgraph. Written out:
-    # every cancelled pair asks both.
-    outputs = ctx.outputs(sid)
-    y = nodes[chain[0]].outputs[0]
-    y_readers = consumers.get(y)
-    drop = y_readers is not None and len(y_readers) == 1 and y_readers[0] == root and y not in outputs
-    z_readers = consumers.get(z, ())
-    keep = z in outputs
-    if not keep:
-        for r in z_readers:  # (loops, not generator expressions, in the code every match runs)
-            if z not in nodes[r].inputs:
-                keep = True  # read by name in a subgraph
-                break
-    if keep and not drop:
-        return NoMatch(f"{ctx.display(root)}: '{z}' must keep its name (graph output or read by a "
-                       f"subgraph) and {ctx.display(chain[0])} has other readers: an Identity would "
-                       "not shrink the graph")
-    # The run is written (deleted) or read: as long as its first node reads x, no other rewrite
-    # of this round can think it is x's only reader and delete x's producer under the readers
-    # rewired to x.
-    run = tuple(chain)
-    if drop:
-        writes: tuple[int, ...] = (root, *run)
-        reads: tuple[int, ...] = ()
-    else:
-        writes, reads = (root,), run
-    rewires: tuple[int, ...] = ()
-    if not keep:
-        rewires = tuple([r for r in z_readers if r not in writes]) if len(z_readers) != 1 else \
-            (() if z_readers[0] in writes else (z_readers[0],))
-    plan = IdentityPlan(first, root, run, x, z, keep, drop)
-    return Match(root, writes, reads, message, note, plan, rewires)
-
-
-def apply_identity(edit: "Editor", plan: IdentityPlan) -> None:
-    sid = edit.g.nodes[plan.second].scope
-    if plan.keep_name:
-        edit.replace_node(plan.second, "Identity", [plan.x], "identity")
-    else:
-        edit.replace_uses(sid, plan.z, plan.x)
-        edit.delete_node(plan.second)
-    if plan.drop_chain:
-        for n in plan.chain:
-            edit.delete_node(n)
-
-
 def fmt_axes(axes: tuple[int, ...] | list[int]) -> str:
     if len(axes) == 1:  # most axes lists, in messages built once per rewrite
         return f"[{axes[0]}]"
@@ -589,7 +388,7 @@ def fmt_axes(axes: tuple[int, ...] | list[int]) -> str:
 
 
 __all__ = [
-    "AXES_INPUT_SINCE", "FROM_CUSTOM", "FROM_GRAPH_INPUT", "FROM_INITIALIZER", "FROM_OUTER_SCOPE",
-    "GRAPH_INPUT", "INITIALIZER", "INT_RANGES", "IdentityPlan", "Match", "NoMatch", "Result",
-    "RewriteRule", "RoundContext", "apply_identity", "fmt_axes", "identity_match", "not_applicable",
+    "ANY_OP", "AXES_INPUT_SINCE", "AXIS_OPS", "FROM_CUSTOM", "FROM_GRAPH_INPUT", "FROM_INITIALIZER",
+    "FROM_NOTHING", "FROM_OUTER_SCOPE", "GRAPH_INPUT", "INITIALIZER", "INT_RANGES", "RoundContext", "fmt_axes",
+    "training_names",
 ]

@@ -1,4 +1,5 @@
-"""Dead-node cleanup: what a rewrite leaves unread goes, and nothing else.
+"""The dead-node sweep, a step of its own after each round's rewrites: what a rewrite leaves
+unread goes, and nothing else (SF205 dead-nodes).
 
 A fold turns ``Unsqueeze(Gather(Shape(x), 1), 0)`` into a constant; the Gather, the Shape and the
 Constant holding the index are then read by nobody. Starting from the tensors whose last reader a
@@ -15,17 +16,53 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .. import codes
+from ..codes import INFO, Code
 from ..graph import GRAPH_INPUT, INITIALIZER
+from .spec import Documented
 
 if TYPE_CHECKING:
     from .edit import Editor
 
-NAME = codes.DEAD_NODES.name  # the sweep's code is SF205 (codes.py); it is no rule of its own
+
+class DeadNodes(Documented):
+    """Nodes and initializers that a rewrite left unread go with it.
+
+    ## What it does
+    After each round of rewrites, removes the nodes and initializers that the round's rewrites
+    left unread: a fold of ``Unsqueeze(Gather(Shape(x), 1), 0)`` leaves the Gather, the Shape and
+    the Constant holding the index read by nobody. Starting from the tensors whose last reader a
+    rewrite removed, a node goes when every one of its outputs is unread (not read by a node, not a
+    graph output, not read by name inside a live subgraph), then its inputs are looked at in turn.
+    Only standard (ai.onnx) nodes without subgraphs are removed; custom-domain nodes are opaque and
+    stay. ``optimize`` counts the removed nodes under ``dead-nodes`` in its report.
+
+    ## Why is this bad?
+    A computation nobody reads is work for nothing; left behind by a rewrite, it would hide what
+    the rewrite saved.
+
+    ## Example
+    ``s = Shape(x); d = Gather(s, 1); u = Unsqueeze(d, [0])`` with ``x`` of shape ``[b, 64]``:
+    fold-known-value makes ``u`` the constant ``[64]``, and the sweep removes the Gather and the
+    Shape.
+
+    ## Fix
+    There is nothing to select: the sweep always follows the rewrites (``optimize --rules SF205``
+    or ``--rules dead-nodes`` is a usage error), and lint never reports it on its own.
+
+    ## When it does not fire
+    Nodes that were already dead in the input stay: removing them is not what a rewrite asked for,
+    and a model with nothing to rewrite comes out byte-identical.
+    """
+
+    code = Code("SF205", "dead-nodes", INFO, fixable=True)
+
+
+NAME = DeadNodes.name
 
 
 def sweep(edit: "Editor") -> None:
-    """Delete everything the round's rewrites left dead (a worklist, no recursion over the graph)."""
+    """Delete everything the round's rewrites left dead (a worklist, no recursion over the graph).
+    Runs once per round, after the rewrites and before ``Editor.finish`` writes the lists back."""
     g = edit.g
     ctx = edit.ctx
     released = edit.released

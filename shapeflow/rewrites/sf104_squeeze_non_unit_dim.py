@@ -1,15 +1,26 @@
-"""The repair of SF104 squeeze-non-unit-dim, as a rewrite of the engine (``lint --fix`` only)."""
+"""SF104 squeeze-non-unit-dim, the repair: a Squeeze of a dim that is not 1 keeps it (``lint --fix`` only)."""
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from .. import codes
 from ..facts import kept_axes, non_unit_axes
-from .base import AXES_INPUT_SINCE, Match, NoMatch, Result, RewriteRule, RoundContext, fmt_axes, not_applicable
-from .edit import Editor, int64_tensor
+from ..passes.context import AXES_INPUT_SINCE, RoundContext, fmt_axes
+from ..passes.edit import Editor, int64_tensor
+from ..passes.match import Match, NoMatch, Result, not_applicable
+from ..passes.pattern import Bound, Guard, Op
+from ..passes.spec import Rewrite
 
 _NOT_FLAGGED = not_applicable("no axis on a dim known not to be 1")
+
+
+class _Flagged(Guard):
+    """The Squeeze has an axis on a dim known not to be 1 (an SF104 finding)."""
+
+    def check(self, ctx: RoundContext, nid: int) -> NoMatch | None:
+        fact = ctx.facts.get(nid)
+        return _NOT_FLAGGED if fact is None or not non_unit_axes(fact) else None
 
 
 class DropAxes(NamedTuple):
@@ -17,30 +28,30 @@ class DropAxes(NamedTuple):
     identity: bool  # no axis left and the output must keep its name: an Identity produces it
 
 
-class SqueezeNonUnitFix(RewriteRule):
+class SqueezeNonUnitFix(Rewrite):
     """S(b) with dims known != 1 at some of b is S(b') (Paddle's squeeze), b' the rest of b.
 
-    Paddle's ``squeeze`` keeps a dim that is not 1 where ONNX's raises; a model converted from
-    Paddle meant the Paddle result. The kept axes are written in the form of the node's opset
-    (attribute before 13, a new int64 initializer from 13 on: a shared axes tensor is never
-    edited), and the output's value_info, which described the broken node, is dropped. With no
-    axis left the node goes and its readers read its input (a Squeeze without axes would remove
-    every 1-dim instead).
+    The repair of an SF104 finding, run by ``lint --fix`` before the rewrites (``optimize`` refuses
+    such a model instead). Paddle's ``squeeze`` keeps a dim that is not 1 where ONNX's raises; a
+    model converted from Paddle meant the Paddle result. The kept axes are written in the form of
+    the node's opset (attribute before 13, a new int64 initializer from 13 on: a shared axes tensor
+    is never edited), and the output's value_info, which described the broken node, is dropped.
+    With no axis left the node goes and its readers read its input (a Squeeze without axes would
+    remove every 1-dim instead).
 
     Does not fire when the axes are not constants in the form of the node's opset, or when no axis
     is left and the output is a graph output whose declared rank the input does not have (an
     Identity there would break the declared output: the finding stays, to be fixed by hand).
     """
 
-    name = "squeeze-non-unit-dim"
-    code = codes.SQUEEZE_NON_UNIT_DIM.code
-    roots = ("Squeeze",)
-    record_roots = True
+    code = codes.SQUEEZE_NON_UNIT_DIM
+    repair = True
+    order = 100
+    pattern = Op("Squeeze", guards=(_Flagged(),))
 
-    def match(self, ctx: RoundContext, nid: int) -> Result:
-        fact = ctx.facts.get(nid)
-        if fact is None or not non_unit_axes(fact):
-            return _NOT_FLAGGED
+    def check(self, ctx: RoundContext, b: Bound) -> Result:
+        nid = b.root
+        fact = ctx.facts[nid]
         problem = ctx.axes_problem(nid)
         if problem is not None:
             return NoMatch(f"{ctx.display(nid)}: {problem}")
@@ -57,11 +68,11 @@ class SqueezeNonUnitFix(RewriteRule):
                 return NoMatch(f"{ctx.display(nid)}: output '{z}' is declared with rank {declared}; "
                                f"without the Squeeze it would have rank {rank}")
         what = f"keep axes {fmt_axes(keep)}" if keep else "remove the node"
-        return Match(nid, (nid,), (), lambda: f"{ctx.display(nid)}: drop axes {fmt_axes(dropped)} "
-                     f"(dims not 1), {what}", "", DropAxes(keep, identity),
-                     tuple(r for r in ctx.readers(sid, z) if r != nid) if not keep and not identity else ())
+        return Match(nid, message=lambda: f"{ctx.display(nid)}: drop axes {fmt_axes(dropped)} (dims not 1), {what}",
+                     payload=DropAxes(keep, identity),
+                     rewires=tuple(r for r in ctx.readers(sid, z) if r != nid) if not keep and not identity else ())
 
-    def apply(self, ctx: RoundContext, edit: Editor, m: Match[DropAxes]) -> None:
+    def apply(self, ctx: RoundContext, edit: Editor, m: Match[Any]) -> None:
         plan = m.payload
         sid = ctx.sid(m.nid)
         z = ctx.output(m.nid)

@@ -1,24 +1,23 @@
-"""Squeeze/Unsqueeze of a constant is a constant with other dims (SPEC.md section 4)."""
+"""SF203 fold-constant: a Squeeze/Unsqueeze of a constant is a constant with other dims."""
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
-from .. import codes
 from .._onnx import onnx
 from ..axes import squeeze_shape, unsqueeze_shape
+from ..codes import INFO, Code
 from ..graph import INITIALIZER
-from .base import (
-    FROM_INITIALIZER, FROM_OUTER_SCOPE, Match, NoMatch, Result, RewriteRule, RoundContext, fmt_axes,
-    not_applicable,
-)
-from .edit import Editor
+from ..passes.context import FROM_INITIALIZER, FROM_OUTER_SCOPE, RoundContext, fmt_axes
+from ..passes.edit import Editor
+from ..passes.match import Match, NoMatch, Result, not_applicable
+from ..passes.pattern import DATA_INPUT, Bound, Op
+from ..passes.spec import Rewrite
 
 TensorProto = onnx.TensorProto
 
 # Shared answers for roots the rule does not apply to (immutable).
 _NOT_CONSTANT = not_applicable("input is not a constant")
-_NO_INPUT = not_applicable("no data input")
 
 
 class _Source(NamedTuple):  # (named tuples: one or more per match, cheaper than frozen dataclasses)
@@ -94,32 +93,54 @@ def _result_dims(ctx: RoundContext, nid: int, dims: tuple[int, ...]) -> tuple[in
     return squeeze_shape(dims, b)
 
 
-class FoldConstant(RewriteRule):
+class _ConstantInput(Op):
+    """A Squeeze/Unsqueeze whose data input may be a constant: an initializer, a Constant node, or
+    a tensor of an enclosing scope (which may be either). ``check`` finds out which."""
+
+    def __init__(self) -> None:
+        super().__init__(("Squeeze", "Unsqueeze"), guards=(DATA_INPUT,))
+        self.after = frozenset({"Constant", FROM_INITIALIZER, FROM_OUTER_SCOPE})
+
+
+class FoldConstant(Rewrite):
     """S(b)(c) and U(a)(c) of a constant c are a constant: c's bytes with the new dims.
 
-    Inserting or removing 1-dims does not move any element in row-major order, so the new tensor
-    holds exactly the bytes of ``c`` (an external-data reference is copied, its file never read).
-    All the Squeezes/Unsqueezes of one constant that give the same dims are folded together into
-    one tensor. When they are all of ``c``'s readers, ``c`` goes: renamed and reshaped where it is,
-    or moved into the subgraph that was its only reader; otherwise a copy is made only if it is
+    ## What it does
+    Reports a Squeeze or Unsqueeze with known axes whose data input is an initializer or a
+    ``Constant`` node, where ``shapeflow optimize`` would replace the node by a tensor with the new
+    dims and the same bytes: inserting or removing 1-dims does not move any element in row-major
+    order (an external-data reference is copied, its file never read). All the
+    Squeezes/Unsqueezes of one constant that give the same dims are folded together into one
+    tensor. When they are all of ``c``'s readers, ``c`` goes: renamed and reshaped where it is, or
+    moved into the subgraph that was its only reader; otherwise a copy is made only if it is
     smaller than the nodes it removes, so a shared initializer is never duplicated to grow the
-    model. In a function body (no initializers) the
-    result is a Constant node.
+    model. In a function body (no initializers) the result is a Constant node.
 
-    Does not fire when the axes are not constants, when a squeezed dim is not 1, when an output is a
-    graph output, when the constant is a sparse tensor or an initializer that is also a graph input
-    (it can be overridden), or when a copy would grow the model.
+    ## Why is this bad?
+    It is not wrong, but the node runs on every inference for a result that never changes, and
+    the graph shows a computation where a constant would do.
+
+    ## Example
+    ``b = Squeeze(bias: float[1, 768], [0])`` where ``bias`` is an initializer: ``b`` is the
+    initializer ``float[768]`` with the same bytes.
+
+    ## Fix
+    ``shapeflow optimize MODEL -o OUT`` or ``shapeflow lint --fix MODEL`` folds it.
+
+    ## When it does not fire
+    When the axes are not constants, when a squeezed dim is not 1, when an output is a graph
+    output, when the constant is a sparse tensor or an initializer that is also a graph input (it
+    can be overridden), or when a copy would grow the model.
     """
 
-    name = "fold-constant"
-    code = codes.FOLDABLE_CONSTANT.code
-    roots = ("Squeeze", "Unsqueeze")
-    after = frozenset({"Constant", FROM_INITIALIZER, FROM_OUTER_SCOPE})
+    code = Code("SF203", "fold-constant", INFO, fixable=True)
+    aliases = ("foldable-constant",)
+    order = 110
+    pattern = _ConstantInput()
 
-    def match(self, ctx: RoundContext, nid: int) -> Result:
+    def check(self, ctx: RoundContext, b: Bound) -> Result:
+        nid = b.root
         names = ctx.inputs(nid)
-        if not names or not names[0]:
-            return _NO_INPUT
         sid = ctx.sid(nid)
         source = _source(ctx, sid, names[0])
         if isinstance(source, NoMatch):
@@ -147,8 +168,7 @@ class FoldConstant(RewriteRule):
                 found = self._group_match(ctx, nid, sid, source, dims, mine, members)
                 ctx.cache[key] = found
             if isinstance(found, Match):
-                return Match(nid, found.writes, found.reads, found.message, found.note, found.payload,
-                             found.rewires)
+                return found.at(nid)
             return found  # type: ignore[return-value]
         result = _result_dims(ctx, nid, dims)  # (the checks of ``_groups``, for their answer)
         if isinstance(result, NoMatch):
@@ -191,10 +211,10 @@ class FoldConstant(RewriteRule):
         if rewires:
             folded = set(members)
             rewires = [r for r in dict.fromkeys(rewires) if r not in folded]
-        return Match(nid, members, reads, message, "", _Fold(source, mine, members, name, in_place),
-                     tuple(rewires))
+        return Match(nid, writes=members, reads=reads, rewires=tuple(rewires), message=message,
+                     payload=_Fold(source, mine, members, name, in_place))
 
-    def apply(self, ctx: RoundContext, edit: Editor, m: Match[_Fold]) -> None:
+    def apply(self, ctx: RoundContext, edit: Editor, m: Match[Any]) -> None:
         plan = m.payload
         source = plan.source
         sid = ctx.sid(m.nid)

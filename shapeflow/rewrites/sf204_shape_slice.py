@@ -1,17 +1,19 @@
-"""``Unsqueeze(Gather(Shape(x), i), 0)`` is a one-element slice of the shape (SPEC.md section 4)."""
+"""SF204 shape-slice: ``Unsqueeze(Gather(Shape(x), i), 0)`` is a one-element slice of the shape."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
-from .. import codes
+from ..codes import INFO, Code
 from ..opsets import SHAPE_SLICE_SINCE, SLICE_INPUTS_SINCE
-from .base import Match, NoMatch, Result, RewriteRule, RoundContext, fmt_axes, not_applicable
-from .edit import Editor
+from ..passes.context import RoundContext, fmt_axes
+from ..passes.edit import Editor
+from ..passes.match import Match, NoMatch, Result
+from ..passes.pattern import Bound, NoFunctionAttributes, Op, overridable_problem
+from ..passes.spec import Rewrite
 
-# Shared answers for roots the rule does not apply to (immutable).
-_NOT_AFTER_GATHER = not_applicable("input is not produced by a Gather")
-_NOT_A_SHAPE = not_applicable("the Gather does not read a Shape")
+_OWN_ATTRIBUTES = NoFunctionAttributes()
 
 
 @dataclass(frozen=True)
@@ -23,36 +25,45 @@ class _Plan:
     form: str  # "shape" | "slice" | "slice-attr"
 
 
-class ShapeSlice(RewriteRule):
+class ShapeSlice(Rewrite):
     """U(0)(Gather(Shape(x), i)) is Shape(x, start=k, end=k+1), k the dim's position in x.
 
-    ``x.size(i)`` exports as ``Shape -> Gather(i)`` (a 0-d int64), and going back into a shape
-    vector it is unsqueezed to ``[1]``: three nodes for the one-element slice ``shape(x)[k:k+1]``.
-    From opset 15, Shape takes ``start``/``end`` and the three become one node; before, the result is
-    a ``Slice`` of the Shape output (Gather and Unsqueeze become one node). The Gather and the Shape
-    go when nothing else reads them. Static dims are folded to constants by fold-known-value first.
+    ## What it does
+    Reports an ``Unsqueeze(Gather(Shape(x), i), [0])`` that ``shapeflow optimize`` would turn into
+    the one-element slice ``shape(x)[k:k+1]``: from opset 15 a single ``Shape(x, start=k, end=k+1)``
+    node, before that a ``Slice`` of the Shape output (Gather and Unsqueeze become one node). The
+    Gather and the Shape go when nothing else reads them. Static dims are folded to constants by
+    fold-known-value first. The finding sits on the Unsqueeze.
 
-    Does not fire when the Unsqueeze axes are not ``[0]``, when the Gather index is not a constant
-    scalar or its axis not 0, or when the rank of ``x`` is unknown.
+    ## Why is this bad?
+    It is not wrong, but three nodes (and a 0-d tensor in between) compute what one node does.
+    PyTorch exports ``x.size(i)`` used in a new shape this way (a 0-d int64, unsqueezed to ``[1]``
+    to go back into a shape vector), once per dim, so exported models carry dozens of them around
+    every ``view`` and ``reshape``.
+
+    ## Example
+    ``s = Shape(x); d = Gather(s, 1); y = Unsqueeze(d, [0])`` is ``y = Shape(x, start=1, end=2)``
+    at opset 15.
+
+    ## Fix
+    ``shapeflow optimize MODEL -o OUT`` or ``shapeflow lint --fix MODEL`` rewrites it, keeping every
+    graph output bit-identical.
+
+    ## When it does not fire
+    When the Unsqueeze axes are not ``[0]``, when the Gather index is not a constant scalar or its
+    axis not 0, or when the rank of ``x`` is unknown.
     """
 
-    name = "shape-slice"
-    code = codes.SHAPE_SLICE.code
-    roots = ("Unsqueeze",)
-    after = frozenset({"Gather"})
+    code = Code("SF204", "shape-slice", INFO, fixable=True)
+    order = 250
+    pattern = Op("Unsqueeze", Op("Gather", Op("Shape", name="shape", guards=(_OWN_ATTRIBUTES,)),
+                                 name="gather", guards=(_OWN_ATTRIBUTES,)))
 
-    def match(self, ctx: RoundContext, nid: int) -> Result:
-        gather = ctx.input_producer(nid, 0, "Gather")
-        if gather is None:
-            return _NOT_AFTER_GATHER
-        shape_node = ctx.input_producer(gather, 0, "Shape")
-        if shape_node is None:
-            return _NOT_A_SHAPE
+    def check(self, ctx: RoundContext, b: Bound) -> Result:
+        nid, gather, shape_node = b.root, b["gather"], b["shape"]
         a = ctx.unsqueeze_axes(nid)
         if isinstance(a, NoMatch):
             return a
-        if ctx.refers_to_function_attributes(gather) or ctx.refers_to_function_attributes(shape_node):
-            return NoMatch(f"{ctx.display(gather)}: attributes refer to the function's attributes")
         if a != (0,):
             return NoMatch(f"{ctx.display(nid)}: axes {fmt_axes(a)}, not [0]")
         sid = ctx.sid(nid)
@@ -64,9 +75,9 @@ class ShapeSlice(RewriteRule):
         if axis not in (0, -1):
             return NoMatch(f"{ctx.display(gather)}: axis {axis}, not 0")
         g_inputs = ctx.inputs(gather)
-        if ctx.overridable:
-            return NoMatch(f"{ctx.display(gather)}: the model has initializers that are also graph "
-                           "inputs, so the index may change at run time")
+        problem = overridable_problem(ctx, gather, "the index")
+        if problem is not None:
+            return problem
         idx = ctx.tensor(sid, g_inputs[1]) if len(g_inputs) > 1 else None
         if idx is None or idx.shape != () or idx.value is None or type(idx.value[0]) is not int:
             return NoMatch(f"{ctx.display(gather)}: index is not a constant scalar")
@@ -75,15 +86,7 @@ class ShapeSlice(RewriteRule):
         if xi is None or xi.shape is None:
             return NoMatch(f"{ctx.display(shape_node)}: rank of '{x}' unknown")
         rank = len(xi.shape)
-        start, end = 0, rank
-        if (ctx.info(shape_node).since_version or 0) >= SHAPE_SLICE_SINCE and ctx.info(shape_node).has_attrs:
-            for attr in ctx.peek(shape_node).attribute:
-                if attr.name == "start":
-                    start = int(attr.i)
-                elif attr.name == "end":
-                    end = int(attr.i)
-            start = min(max(start + rank if start < 0 else start, 0), rank)
-            end = min(max(end + rank if end < 0 else end, 0), rank)
+        start, end = _slice_bounds(ctx, shape_node, rank)
         length = max(end - start, 0)
         i = int(idx.value[0])
         if not -length <= i < length:
@@ -91,12 +94,7 @@ class ShapeSlice(RewriteRule):
         rel = i + length if i < 0 else i
         k = start + rel
         opset = ctx.opset(sid)
-        if opset >= SHAPE_SLICE_SINCE:
-            form = "shape"
-        elif opset >= SLICE_INPUTS_SINCE:
-            form = "slice"
-        else:
-            form = "slice-attr"
+        form = "shape" if opset >= SHAPE_SLICE_SINCE else "slice" if opset >= SLICE_INPUTS_SINCE else "slice-attr"
         what = f"Shape(start={k}, end={k + 1})" if form == "shape" else f"Slice [{rel}:{rel + 1}] of the shape"
         dim = xi.shape[k]
 
@@ -104,10 +102,10 @@ class ShapeSlice(RewriteRule):
             return (f"{ctx.display(shape_node)} -> {ctx.display(gather)} [{i}] -> {ctx.display(nid)} [0] "
                     f"is {what} (dim {'?' if dim is None else dim})")
 
-        return Match(nid, (nid,), (gather, shape_node), message, "",
-                     _Plan(x, k, ctx.output(shape_node), rel, form))
+        return Match(nid, reads=(gather, shape_node), message=message,
+                     payload=_Plan(x, k, ctx.output(shape_node), rel, form))
 
-    def apply(self, ctx: RoundContext, edit: Editor, m: Match[_Plan]) -> None:
+    def apply(self, ctx: RoundContext, edit: Editor, m: Match[Any]) -> None:
         plan = m.payload
         if plan.form == "shape":
             edit.replace_node(m.nid, "Shape", [plan.x], "shape", start=plan.k, end=plan.k + 1)
@@ -120,3 +118,18 @@ class ShapeSlice(RewriteRule):
         starts = edit.int64_const(sid, [plan.rel], base, "starts", m.nid)
         ends = edit.int64_const(sid, [plan.rel + 1], base, "ends", m.nid)
         edit.replace_node(m.nid, "Slice", [plan.shape_out, starts, ends], "slice")
+
+
+def _slice_bounds(ctx: RoundContext, shape_node: int, rank: int) -> tuple[int, int]:
+    """The [start, end) of x's dims that the Shape node returns (its ``start``/``end`` from opset
+    15, clamped as onnxruntime clamps them)."""
+    start, end = 0, rank
+    if (ctx.info(shape_node).since_version or 0) >= SHAPE_SLICE_SINCE and ctx.info(shape_node).has_attrs:
+        for attr in ctx.peek(shape_node).attribute:
+            if attr.name == "start":
+                start = int(attr.i)
+            elif attr.name == "end":
+                end = int(attr.i)
+        start = min(max(start + rank if start < 0 else start, 0), rank)
+        end = min(max(end + rank if end < 0 else end, 0), rank)
+    return start, end

@@ -1,24 +1,17 @@
-"""A Squeeze/Unsqueeze read only by Squeezes/Unsqueezes goes into each of them (SPEC.md section 4).
-
-The chain rules (``pattern.py``) merge or cancel a node with the one node reading it. Exporters also
-leave a node read by several: torch's dynamo exporter writes ``Unsqueeze(Range, [0, 1])`` read by
-``Unsqueeze[3]`` and ``Unsqueeze[2]`` in every layer. When *every* reader can absorb the first
-node (the same algebra as the chain rules, reader by reader), each reader is rewritten against the
-first node's input and the first node goes: one node and one Squeeze/Unsqueeze fewer, whatever
-the readers become.
-"""
+"""SF206 fan-out-merge: a Squeeze/Unsqueeze read only by Squeezes/Unsqueezes goes into each of them."""
 
 from __future__ import annotations
 
 from typing import Any, Callable, NamedTuple
 
-from .. import codes
 from ..axes import cancel_squeeze_unsqueeze, cancel_unsqueeze_squeeze, compose_squeeze, compose_unsqueeze
-from .base import (
-    AXES_INPUT_SINCE, Match, NoMatch, Result, RewriteRule, RoundContext, fmt_axes, not_applicable,
-)
-from .edit import Editor
-from .pattern import READERS
+from ..codes import INFO, Code
+from ..passes.chain import READERS
+from ..passes.context import AXES_INPUT_SINCE, RoundContext, fmt_axes
+from ..passes.edit import Editor
+from ..passes.match import Match, NoMatch, Result, not_applicable
+from ..passes.pattern import Bound, Op, ReadBy, data_readers
+from ..passes.spec import Rewrite
 
 Axes = tuple[int, ...]
 
@@ -29,8 +22,6 @@ SAME_OP = "same-op"  # the reader reads x and gets new axes (merged, or what a p
 OTHER_OP = "other-op"  # S(b) after U(a) with b ⊂ a: an Unsqueeze of x replaces the Squeeze
 IDENTITY = "identity"  # the reader does nothing to x: its readers read x (or an Identity keeps its name)
 
-_FEW_READERS = not_applicable("output not read by two or more nodes")
-_NOT_ALL = not_applicable("a reader of the output is not a Squeeze/Unsqueeze")
 _NO_DIM = not_applicable("the Squeeze removes no dim")
 
 
@@ -71,58 +62,59 @@ def _absorb(first_op: str, a1: Axes, op: str, a2: Axes) -> tuple[str, str, Axes]
     return "the positions differ (a Squeeze then an Unsqueeze elsewhere is no one node)"
 
 
-class FanOutMerge(RewriteRule):
+class FanOutMerge(Rewrite):
     """Op(a1) read only by Squeeze/Unsqueeze nodes R_i goes: each R_i reads Op's input instead.
 
-    Each reader takes the first node in with the algebra of the chain rules: ``U(a2)`` after
-    ``U(a1)`` is ``U(a2 ∪ lift(a2, a1))``; ``S(b2)`` after ``S(b1)`` is ``S(b1 ∪ lift(b1, b2))``;
-    ``S(b)`` after ``U(a)`` is the identity (b = a), ``U(a - b)`` (b ⊂ a) or ``S(b - a)`` (a ⊂ b);
-    ``U(a)`` after ``S(a)`` is the identity. A reader that becomes the identity goes and its readers
-    read the input (an Identity keeps its output's name when that is a graph output or a subgraph
-    reads it). The first node then has no reader left and goes: one node and one
-    Squeeze/Unsqueeze fewer, each reader's output unchanged.
+    ## What it does
+    Reports a Squeeze or Unsqueeze whose output two or more Squeeze/Unsqueeze nodes read (and
+    nothing else: no other node, no subgraph, no graph output) when every reader can take it in,
+    so that ``shapeflow optimize`` rewrites each reader against its input and removes it. Each
+    reader takes the first node in with the algebra of the chain rules: ``U(a2)`` after ``U(a1)``
+    is ``U(a2 ∪ lift(a2, a1))``; ``S(b2)`` after ``S(b1)`` is ``S(b1 ∪ lift(b1, b2))``; ``S(b)``
+    after ``U(a)`` is the identity (b = a), ``U(a - b)`` (b ⊂ a) or ``S(b - a)`` (a ⊂ b); ``U(a)``
+    after ``S(a)`` is the identity. A reader that becomes the identity goes and its readers read the
+    input (an Identity keeps its output's name when that is a graph output or a subgraph reads it).
+    The chain rules report the same rewrites when the node has one reader.
 
-    Does not fire when the first node's output is a graph output, is read by a subgraph or by any
-    node that is not a Squeeze/Unsqueeze reading it as data, has fewer than two readers (the chain
-    rules take one), or when one reader cannot absorb it (axes overlapping only partly, a Squeeze
-    then an Unsqueeze of other positions), or on the conditions of the chain rules: axes not
-    constant or not in the form of the opset, ranks unknown with negative axes, a Squeeze without
-    axes on symbolic dims, and under ``--strict`` a cancelled Squeeze whose dims are not
-    statically 1 (by default the rewrite removes that run-time failure and says so).
+    ## Why is this bad?
+    It is not wrong, but the shared node is one kernel launch and one intermediate tensor that
+    nothing needs. Every layer of a torch dynamo export has one: ``Unsqueeze(Range, [0, 1])`` read
+    by ``Unsqueeze[3]`` and ``Unsqueeze[2]``.
+
+    ## Example
+    ``t = Unsqueeze(x, [0, 1]); p = Unsqueeze(t, [3]); q = Unsqueeze(t, [2])`` is
+    ``p = Unsqueeze(x, [0, 1, 3]); q = Unsqueeze(x, [0, 1, 2])``.
+
+    ## Fix
+    ``shapeflow optimize MODEL -o OUT`` or ``shapeflow lint --fix MODEL`` rewrites the readers and
+    removes the node: one node and one Squeeze/Unsqueeze fewer, each reader's output unchanged.
+    By default a cancelled Squeeze whose dims are not statically 1 is removed (which removes a
+    run-time failure, and says so); under ``--strict`` it is not.
+
+    ## When it does not fire
+    When the first node's output is a graph output, is read by a subgraph or by any node that is
+    not a Squeeze/Unsqueeze reading it as data, has fewer than two readers (the chain rules take
+    one), or when one reader cannot absorb it (axes overlapping only partly, a Squeeze then an
+    Unsqueeze of other positions), or on the conditions of the chain rules: axes not constant or not
+    in the form of the opset, ranks unknown with negative axes, a Squeeze without axes on symbolic
+    dims.
     """
 
-    name = "fan-out-merge"
-    code = codes.FAN_OUT_MERGE.code
-    roots = _OPS
-    after = None  # the pattern starts at the root: whatever produces its input
+    code = Code("SF206", "fan-out-merge", INFO, fixable=True)
+    order = 260
+    pattern = Op(_OPS, guards=(ReadBy(_OPS, 2),))
+    # A reader of a Squeeze may become an Unsqueeze (S(b) after U(a), b ⊂ a): a node no round matched.
+    creates = frozenset(_OPS)
 
-    def match(self, ctx: RoundContext, nid: int) -> Result:
+    def check(self, ctx: RoundContext, b: Bound) -> Result:
+        nid = b.root
+        readers = data_readers(ctx, nid)
+        if isinstance(readers, NoMatch):
+            return readers
         nodes = ctx.graph.nodes
         info = nodes[nid]
         sid = info.scope
-        y = info.outputs[0]
-        readers = ctx.graph.scopes[sid].consumers.get(y)
-        if readers is None or len(readers) < 2:
-            return _FEW_READERS  # (almost every root: checked first, and cheaply)
-        for r in readers:
-            rinfo = nodes[r]
-            if rinfo.op_type not in _OPS or rinfo.domain != "" or rinfo.since_version is None:
-                return _NOT_ALL
-        readers = list(dict.fromkeys(readers))
-        if len(readers) < 2:
-            return _FEW_READERS
         me = ctx.display(nid)
-        if ctx.is_output(sid, y):
-            return NoMatch(f"{me}: its output is a graph output (read by Squeeze/Unsqueeze only)")
-        blocked = ctx.blocked
-        for r in readers:
-            if r in blocked:
-                return NoMatch(f"{me}: {ctx.display(r)} is not to be touched (a suppressed finding)")
-            ins = nodes[r].inputs
-            if ins[0] != y or y in ins[1:]:
-                return NoMatch(f"{me}: {ctx.display(r)} reads its output as axes or by name in a subgraph")
-            if not nodes[r].outputs or not nodes[r].outputs[0]:
-                return NoMatch(f"{me}: {ctx.display(r)} has no output")
         first_op = info.op_type
         a1 = READERS[first_op](ctx, nid)
         if isinstance(a1, NoMatch):
@@ -165,7 +157,8 @@ class FanOutMerge(RewriteRule):
         taken = set(writes)
         rewired = tuple(dict.fromkeys(q for q in rewires if q not in taken))
         plan = FanOutPlan(nid, info.inputs[0], tuple(plans))
-        return Match(nid, writes, (), _message(ctx, plan, a1), "; ".join(notes), plan, rewired)
+        return Match(nid, writes=writes, rewires=rewired, message=_message(ctx, plan, a1), note="; ".join(notes),
+                     payload=plan)
 
     def apply(self, ctx: RoundContext, edit: Editor, m: Match[Any]) -> None:
         plan: FanOutPlan = m.payload

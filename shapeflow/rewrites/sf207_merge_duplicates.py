@@ -1,16 +1,16 @@
-"""Two nodes that compute the same values are one node (common subexpressions, SPEC.md section 4).
-
-Termination: each rewrite deletes a node and adds none.
-"""
+"""SF207 merge-duplicates: two nodes that compute the same values are one node."""
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
-from .. import codes
-from .._onnx import onnx
-from .base import ANY_OP, Match, NoMatch, Result, RewriteRule, RoundContext, not_applicable
-from .edit import Editor
+from ..codes import INFO, Code
+from ..passes.context import ANY_OP, RoundContext
+from ..passes.edit import Editor
+from ..passes.match import Match, NoMatch, Result, not_applicable
+from ..passes.pattern import SAME_KEY, Bound, Guard, Op
+from ..passes.rounds import serialized_attributes
+from ..passes.spec import Rewrite
 
 # Ops whose two runs on the same inputs may differ (randomness), or whose value is state rather
 # than a tensor (sequences and optionals: merging them is sound by ONNX's value semantics, but
@@ -77,13 +77,7 @@ def _identity(ctx: RoundContext, nid: int) -> bytes:
     present = bytes([1 if o else 0 for o in info.outputs])
     if not info.has_attrs:
         return present
-    return present + b"\x00" + _serialized(ctx.peek(nid))
-
-
-def _serialized(node: "onnx.NodeProto") -> bytes:
-    """The node's attributes, serialized in name order."""
-    attrs = sorted(node.attribute, key=lambda a: a.name)
-    return b"\x00".join([a.SerializeToString(deterministic=True) for a in attrs])
+    return present + b"\x00" + serialized_attributes(ctx.peek(nid))
 
 
 def _survivors(ctx: RoundContext, group: list[int]) -> dict[int, int]:
@@ -101,29 +95,62 @@ def _survivors(ctx: RoundContext, group: list[int]) -> dict[int, int]:
     return found  # type: ignore[return-value]
 
 
-class MergeDuplicates(RewriteRule):
+class _HasTwin(Guard):
+    """Another node of the root's scope has the same op and inputs (one lookup in a table built
+    once per round: almost every node has none)."""
+
+    def check(self, ctx: RoundContext, nid: int) -> NoMatch | None:
+        return None if nid in _buckets(ctx) else _ALONE
+
+
+class Duplicates(Op):
+    """Every standard node with a twin (same op, same inputs) in its scope. What a later round's
+    match depends on is the node's own op, inputs and attributes (``SAME_KEY``): only a node a
+    round modifies or creates can become a new duplicate."""
+
+    depends = SAME_KEY
+
+    def __init__(self) -> None:
+        super().__init__(ANY_OP, guards=(_HasTwin(),))
+
+
+class MergeDuplicates(Rewrite):
     """Two nodes with the same op, attributes and inputs are one node.
 
-    Exporters repeat shape computations: ``Shape(x) -> Gather(0) -> Unsqueeze -> Concat`` is
-    emitted once per use, up to four identical copies per layer. A node of the same scope, domain
-    (ai.onnx), op, inputs (the same names, in order), outputs present and attributes as an earlier
-    one computes the same values: it goes, and its readers read the earlier node's outputs. Chains
-    of duplicates collapse over rounds (once two Shape nodes are one, their Gathers are duplicates).
-    The earliest node (in topological order) survives, so the result is deterministic.
+    ## What it does
+    Reports a node of the same scope, domain (ai.onnx), op, inputs (the same tensors, in order),
+    outputs present and attributes as an earlier one: it computes the same values, so
+    ``shapeflow optimize`` deletes it and lets its readers read the earlier node's outputs. Chains
+    of duplicates collapse over rounds (once two Shape nodes are one, their Gathers are
+    duplicates). The earliest node (in topological order) survives, so the result is
+    deterministic.
 
-    Does not fire for random or stateful ops (RandomNormal..., Multinomial, Bernoulli, Dropout,
-    Sequence/Optional ops), nodes with subgraphs, other domains and model-local functions, or when
-    the later node's output must keep its name (a graph output, or read by name in a subgraph).
+    ## Why is this bad?
+    It is not wrong, but the same values are computed twice. Exporters repeat whole shape
+    computations (``Shape -> Gather -> Unsqueeze -> Concat``, once per use, up to four identical
+    copies per layer), which keeps the graph large and hides that the shapes are the same.
+
+    ## Example
+    ``a = Shape(x)`` and later ``b = Shape(x)``: ``b``'s readers can read ``a``.
+
+    ## Fix
+    ``shapeflow optimize MODEL -o OUT`` or ``shapeflow lint --fix MODEL`` merges them. Each
+    rewrite deletes a node and adds none.
+
+    ## When it does not fire
+    For random or stateful ops (RandomNormal..., Multinomial, Bernoulli, Dropout, Sequence/Optional
+    ops), nodes with subgraphs, other domains and model-local functions, or when the later node's
+    output must keep its name (a graph output, or read by name in a subgraph).
     """
 
-    name = "merge-duplicates"
-    code = codes.COMMON_SUBEXPRESSION.code
-    roots = (ANY_OP,)
+    code = Code("SF207", "merge-duplicates", INFO, fixable=True)
+    aliases = ("common-subexpression",)
+    order = 910
+    pattern = Duplicates()
 
-    def match(self, ctx: RoundContext, nid: int) -> Result:
-        group = _buckets(ctx).get(nid)
-        if group is None:
-            return _ALONE
+    def check(self, ctx: RoundContext, b: Bound) -> Result:
+        nid = b.root
+        group = _buckets(ctx)[nid]
         survivor = _survivors(ctx, group).get(nid)
         if survivor is None:
             return _EXCLUDED
@@ -146,44 +173,10 @@ class MergeDuplicates(RewriteRule):
                 if r not in rewires:
                     rewires.append(r)
         message = lambda: f"{ctx.display(nid)} duplicates {ctx.display(survivor)}"  # noqa: E731
-        return Match(nid, (nid,), (survivor,), message, "", DuplicatePlan(survivor, tuple(pairs)),
-                     tuple(rewires))
+        return Match(nid, reads=(survivor,), rewires=tuple(rewires), message=message,
+                     payload=DuplicatePlan(survivor, tuple(pairs)))
 
-    judges_rounds = True
-
-    def may_continue(self, ctx: RoundContext, edit: Editor) -> bool:
-        """A next round finds a new duplicate only among the nodes whose inputs this round changed
-        and the nodes it created (deleting nodes makes no two nodes equal): whether one of them now
-        has the op, inputs and attributes of another live node. Asked before ``Editor.finish``
-        (the sweep only deletes), while the index's protos are where it found them."""
-        nodes = ctx.graph.nodes
-        deleted = edit.deleted
-        changed: dict[tuple[int, str, tuple[str, ...]], list[bytes]] = {}
-        fresh = [(nodes[nid].scope, ctx.proto(nid)) for nid in edit.modified if nid not in deleted]
-        fresh += edit.new_nodes()
-        for sid, node in fresh:
-            key = (sid, node.op_type, tuple(node.input))
-            attrs = _serialized(node)
-            seen = changed.setdefault(key, [])
-            if attrs in seen:
-                return True
-            seen.append(attrs)
-        modified = edit.modified
-        scopes = ctx.graph.scopes
-        for (sid, op, inputs), seen in changed.items():
-            # An unchanged node with these inputs reads the first one (or, without inputs, is
-            # one of the scope's nodes)
-            others = scopes[sid].consumers.get(inputs[0], ()) if inputs and inputs[0] else scopes[sid].nodes
-            for nid in others:
-                info = nodes[nid]
-                if (info.op_type != op or info.inputs != inputs or info.scope != sid or nid in deleted
-                        or nid in modified):
-                    continue
-                if (_serialized(info.peek()) if info.has_attrs else b"") in seen:
-                    return True
-        return False
-
-    def apply(self, ctx: RoundContext, edit: Editor, m: Match[DuplicatePlan]) -> None:
+    def apply(self, ctx: RoundContext, edit: Editor, m: Match[Any]) -> None:
         sid = ctx.sid(m.nid)
         for z, y in m.payload.pairs:
             edit.replace_uses(sid, z, y)

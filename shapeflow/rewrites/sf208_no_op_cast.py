@@ -1,18 +1,16 @@
-"""Casts that change no value go (SPEC.md section 4).
-
-Termination: a Cast to its input's own type is deleted; in ``Cast(Cast(x, T1), T2)`` the inner
-Cast fires only when the outer one is its only reader (it is then deleted) or when the outer one
-goes (T2 is x's type). Every rewrite deletes a node and adds none.
-"""
+"""SF208 no-op-cast: Casts that change no value go."""
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
-from .. import codes
 from .._onnx import onnx
-from .base import INT_RANGES, Match, NoMatch, Result, RewriteRule, RoundContext, not_applicable
-from .edit import Editor
+from ..codes import INFO, Code
+from ..passes.context import INT_RANGES, RoundContext
+from ..passes.edit import Editor
+from ..passes.match import Match, NoMatch, Result, not_applicable
+from ..passes.pattern import DATA_INPUT, Bound, Bypass, BypassPlan, Op
+from ..passes.spec import Rewrite
 
 TensorProto = onnx.TensorProto
 
@@ -28,14 +26,15 @@ _EXACT_INTS: dict[int, int] = {
 _PLAIN = frozenset(INT_RANGES) | frozenset(_EXACT_INTS)
 _CAST_TO_SINCE = 6  # Cast-1 names its target type with a string
 
-_NO_INPUT = not_applicable("no input")
 _UNKNOWN = not_applicable("input element type not known")
+_NO_TARGET = not_applicable("target type not an integer attribute")
 
 
-class CastPlan(NamedTuple):
-    x: str  # the tensor the rewrite reads instead
-    inner: int | None  # the inner Cast of a double cast, or None
-    bypass: bool  # the root goes and its readers read x; else the root reads x (inner goes)
+class DirectCast(NamedTuple):
+    """``Cast(Cast(x, T1), T2)`` is ``Cast(x, T2)``: the root reads x, the inner Cast goes."""
+
+    x: str
+    inner: int
 
 
 def _target(ctx: RoundContext, nid: int) -> int | None:
@@ -81,46 +80,51 @@ def same_through(source: int, middle: int, target: int) -> bool:
     return True
 
 
-class NoOpCast(RewriteRule):
+class NoOpCast(Rewrite):
     """Cast(x) to x's own type is x; Cast(Cast(x, T1), T2) is Cast(x, T2) when T1 holds x exactly.
 
-    Exporters cast shape values back and forth: ``Cast(Cast(i: int32, to=int64), to=int32)`` is
-    ``i``, and ``Cast(n: int64, to=int64)`` is ``n``. A Cast to its input's element type goes (its
-    readers read the input). In a double cast whose inner type represents every value of ``x``'s
+    ## What it does
+    Reports ``Cast(x, to=T)`` where ``x`` already has element type ``T`` (the Cast goes, its
+    readers read ``x``), and ``Cast(Cast(x, T1), T2)`` where ``T1`` holds every value of ``x``'s
     integer or bool type exactly (int32 -> int64, bool -> any int, uint8 -> int16, int8 ->
-    float16...), the outer Cast reads ``x`` and the inner one goes; when the outer type is ``x``'s
-    own, both go.
+    float16...), which is ``Cast(x, T2)``: the outer Cast reads ``x`` and the inner one goes; when
+    ``T2`` is ``x``'s own type, both go. Element types come from inference and must be known.
 
-    Element types come from inference and must be known. Does not fire for float sources (a float
-    out of an integer target's range converts differently on each path), float8/4-bit/string
-    types, or when the Cast's output must keep its name and nothing else would go.
+    ## Why is this bad?
+    It is not wrong, but each Cast copies the tensor for nothing, and the round trip hides that
+    the value is the original one. Exporters cast shape values back and forth.
+
+    ## Example
+    ``Cast(Cast(i: int32, to=INT64), to=INT32)`` is ``i``; ``Cast(n: int64, to=INT64)`` is ``n``.
+
+    ## Fix
+    ``shapeflow optimize MODEL -o OUT`` or ``shapeflow lint --fix MODEL`` removes them. A Cast to
+    its input's own type is deleted; in a double cast the inner Cast goes only when the outer one
+    is its only reader or when the outer one goes too: every rewrite deletes a node and adds none.
+
+    ## When it does not fire
+    For float sources (a float out of an integer target's range converts differently on each
+    path), float8/4-bit/string types, or when the Cast's output must keep its name and nothing
+    else would go.
     """
 
-    name = "no-op-cast"
-    code = codes.NO_OP_CAST.code
-    roots = ("Cast",)
+    code = Code("SF208", "no-op-cast", INFO, fixable=True)
+    order = 520
+    pattern = Op("Cast", guards=(DATA_INPUT,))
+    bypass = Bypass("{root} casts '{x}' to its own type")
 
-    def match(self, ctx: RoundContext, nid: int) -> Result:
+    def check(self, ctx: RoundContext, b: Bound) -> Result:
+        nid = b.root
         info = ctx.graph.nodes[nid]
-        names, sid = info.inputs, info.scope
-        if not names or not names[0] or not info.outputs or not info.outputs[0]:
-            return _NO_INPUT
+        sid, y = info.scope, info.inputs[0]
         target = _target(ctx, nid)
         if target is None:
-            return not_applicable("target type not an integer attribute")
-        y = names[0]
-        z = info.outputs[0]
+            return _NO_TARGET
         ytype = _dtype(ctx, sid, y)
         if ytype == 0:
             return _UNKNOWN
-        keep = z in ctx.outputs(sid) or not ctx.direct_readers_only(sid, z)
-        readers = tuple(ctx.readers(sid, z))
         if ytype == target:
-            if keep:
-                return NoMatch(f"{ctx.display(nid)} casts to its input's own type, but '{z}' must keep "
-                               "its name (graph output or read by a subgraph)")
-            return Match(nid, (nid,), (), lambda: f"{ctx.display(nid)} casts '{y}' to its own type",
-                         "", CastPlan(y, None, True), readers)
+            return self.bypass.plan(ctx, nid, y)
         inner = ctx.input_producer(nid, 0, "Cast")
         if inner is None:
             return not_applicable("a cast to another type")
@@ -128,24 +132,21 @@ class NoOpCast(RewriteRule):
         xtype = _dtype(ctx, sid, x)
         if xtype == 0 or not same_through(xtype, ytype, target):
             return not_applicable("the inner cast may change values")
+        z = info.outputs[0]
+        keep = z in ctx.outputs(sid) or not ctx.direct_readers_only(sid, z)
         if target == xtype and not keep:
-            return Match(nid, (nid,), (inner,),
-                         lambda: f"{ctx.display(inner)} and {ctx.display(nid)} cast '{x}' back to its own type",
-                         "", CastPlan(x, inner, True), readers)
+            return self.bypass.plan(ctx, nid, x, reads=(inner,), message=lambda: (
+                f"{ctx.display(inner)} and {ctx.display(nid)} cast '{x}' back to its own type"))
         if not ctx.only_reader(sid, y, nid):
             return NoMatch(f"{ctx.display(nid)} could read '{x}' directly, but {ctx.display(inner)} has "
                            "other readers: the graph would not shrink")
-        return Match(nid, (nid, inner), (),
-                     lambda: f"{ctx.display(nid)} can cast '{x}' directly ({ctx.display(inner)} goes)",
-                     "", CastPlan(x, inner, False))
+        return Match(nid, writes=(nid, inner), payload=DirectCast(x, inner), message=lambda: (
+            f"{ctx.display(nid)} can cast '{x}' directly ({ctx.display(inner)} goes)"))
 
-    def apply(self, ctx: RoundContext, edit: Editor, m: Match[CastPlan]) -> None:
+    def apply(self, ctx: RoundContext, edit: Editor, m: Match[Any]) -> None:
         plan = m.payload
-        sid = ctx.sid(m.nid)
-        if plan.bypass:
-            edit.replace_uses(sid, ctx.output(m.nid), plan.x)
-            edit.delete_node(m.nid)
+        if isinstance(plan, BypassPlan):
+            self.bypass.apply(ctx, edit, m)
         else:
             edit.set_input(m.nid, 0, plan.x)
-            if plan.inner is not None:
-                edit.delete_node(plan.inner)
+            edit.delete_node(plan.inner)

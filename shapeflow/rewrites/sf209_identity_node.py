@@ -1,49 +1,60 @@
-"""Identity nodes go (SPEC.md section 4).
-
-Termination: each rewrite deletes a node and adds none.
-"""
+"""SF209 identity-node: an Identity node goes, its readers read its input."""
 
 from __future__ import annotations
 
-from .. import codes
-from .base import Match, NoMatch, Result, RewriteRule, RoundContext, not_applicable
-from .edit import Editor
+from typing import Any
 
-_NO_INPUT = not_applicable("no input")
+from ..codes import INFO, Code
+from ..passes.context import RoundContext
+from ..passes.edit import Editor
+from ..passes.match import Match, NoMatch, Result, not_applicable
+from ..passes.pattern import DATA_INPUT, Bound, Bypass, Guard, Op
+from ..passes.spec import Rewrite
+
 _NOT_TENSOR = not_applicable("not known to be a tensor (a sequence or optional stays)")
 
 
-class IdentityNode(RewriteRule):
+class _Tensor(Guard):
+    """Inference knows that the node's input (or output) is a tensor."""
+
+    def check(self, ctx: RoundContext, nid: int) -> NoMatch | None:
+        info = ctx.graph.nodes[nid]
+        t = ctx.tensor(info.scope, info.inputs[0]) or ctx.tensor(info.scope, info.outputs[0])
+        return _NOT_TENSOR if t is None or t.dtype == 0 else None
+
+
+class IdentityNode(Rewrite):
     """Identity(x) is x.
 
-    Exporters leave Identity nodes behind (renamed weights, the leftovers of removed ops); every
-    runtime drops them anyway. Its readers read ``x`` instead and it goes.
+    ## What it does
+    Reports an ``Identity`` whose output is not a graph output and not read by name inside a
+    subgraph, where ``shapeflow optimize`` would delete it and let its readers read its input.
+    Exporters leave Identity nodes behind (renamed weights, the leftovers of removed ops).
 
-    Does not fire when its output must keep its name (a graph output, or read by name in a
-    subgraph: an Identity is what keeps such a name), or when inference does not know that its
-    input is a tensor (an Identity of a sequence or optional stays).
+    ## Why is this bad?
+    It is not wrong, but it is a node that does nothing: a runtime drops it anyway, and it hides
+    the pattern around it from the other rewrites.
+
+    ## Example
+    ``y = Identity(x); z = Shape(y)``: ``Shape`` can read ``x``.
+
+    ## Fix
+    ``shapeflow optimize MODEL -o OUT`` or ``shapeflow lint --fix MODEL`` removes it. Each rewrite
+    deletes a node and adds none.
+
+    ## When it does not fire
+    When its output must keep its name (a graph output, or read by name in a subgraph: an Identity
+    is what keeps such a name), or when inference does not know that its input is a tensor (an
+    Identity of a sequence or optional stays).
     """
 
-    name = "identity-node"
-    code = codes.IDENTITY_NODE.code
-    roots = ("Identity",)
+    code = Code("SF209", "identity-node", INFO, fixable=True)
+    order = 530
+    pattern = Op("Identity", guards=(DATA_INPUT, _Tensor()))
+    replacement = Bypass("{root} passes '{x}' through")
 
-    def match(self, ctx: RoundContext, nid: int) -> Result:
-        info = ctx.graph.nodes[nid]
-        names, sid = info.inputs, info.scope
-        if not names or not names[0] or not info.outputs or not info.outputs[0]:
-            return _NO_INPUT
-        x, z = names[0], info.outputs[0]
-        t = ctx.tensor(sid, x) or ctx.tensor(sid, z)
-        if t is None or t.dtype == 0:
-            return _NOT_TENSOR
-        if z in ctx.outputs(sid) or not ctx.direct_readers_only(sid, z):
-            return NoMatch(f"{ctx.display(nid)}: '{z}' must keep its name (graph output or read by a "
-                           "subgraph)")
-        return Match(nid, (nid,), (), lambda: f"{ctx.display(nid)} passes '{x}' through", "", x,
-                     tuple(ctx.readers(sid, z)))
+    def check(self, ctx: RoundContext, b: Bound) -> Result:
+        return self.replacement.plan(ctx, b.root, ctx.inputs(b.root)[0])
 
-    def apply(self, ctx: RoundContext, edit: Editor, m: Match[str]) -> None:
-        sid = ctx.sid(m.nid)
-        edit.replace_uses(sid, ctx.output(m.nid), m.payload)
-        edit.delete_node(m.nid)
+    def apply(self, ctx: RoundContext, edit: Editor, m: Match[Any]) -> None:
+        self.replacement.apply(ctx, edit, m)

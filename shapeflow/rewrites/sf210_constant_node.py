@@ -1,22 +1,38 @@
-"""Constant nodes of the main graph become initializers (SPEC.md section 4).
-
-Termination: each rewrite deletes a node and adds an initializer, never a node; nothing turns an
-initializer back into a node (fold-known-value makes Constant nodes only where this rule does not
-fire: graph outputs and function bodies).
-"""
+"""SF210 constant-node: a Constant node of the main graph becomes an initializer."""
 
 from __future__ import annotations
 
-from .. import codes
+from typing import Any
+
 from .._onnx import onnx
-from .base import Match, NoMatch, Result, RewriteRule, RoundContext, not_applicable
-from .edit import Editor
+from ..codes import INFO, Code
+from ..passes.context import RoundContext
+from ..passes.edit import Editor
+from ..passes.match import Match, NoMatch, Result, not_applicable
+from ..passes.pattern import Bound, Guard, Op
+from ..passes.spec import Rewrite
 
 TensorProto = onnx.TensorProto
 AttributeProto = onnx.AttributeProto
 
 _NOT_MAIN = not_applicable("a Constant in a subgraph or function body stays a node")
 _OLD_IR = not_applicable("below IR version 4 every initializer must also be a graph input")
+_MALFORMED = not_applicable("malformed Constant")
+
+
+class _MainGraphInitializers(Guard):
+    """The node is in the main graph of a model whose initializers need not be graph inputs (IR
+    version 4 on), with one named output."""
+
+    def check(self, ctx: RoundContext, nid: int) -> NoMatch | None:
+        info = ctx.graph.nodes[nid]
+        if info.scope != 0 or ctx.scope(0).kind != "graph":
+            return _NOT_MAIN
+        if ctx.model.ir_version < 4:
+            return _OLD_IR
+        if len(info.outputs) != 1 or not info.outputs[0]:
+            return _MALFORMED
+        return None
 
 
 # The value attributes a Constant may have, with the attribute type each needs (sparse_value is
@@ -62,45 +78,52 @@ def constant_tensor(node: onnx.NodeProto, name: str) -> TensorProto:
     return make(name, TensorProto.STRING, [len(a.strings)], list(a.strings))
 
 
-class ConstantNode(RewriteRule):
+class ConstantNode(Rewrite):
     """A Constant node of the main graph is an initializer.
 
-    Exporters emit constants as ``Constant`` nodes; an initializer holds the same value without a
-    node to run, and the rules that fold constants see it at once. The node goes and an
-    initializer of the same name holds its value (``value``, ``value_float(s)``,
-    ``value_int(s)`` or ``value_string(s)``).
+    ## What it does
+    Reports a ``Constant`` node of the main graph (``value``, ``value_float(s)``,
+    ``value_int(s)`` or ``value_string(s)``) whose output is not a graph output, where
+    ``shapeflow optimize`` would store its value as an initializer of the same name. Exporters emit
+    constants as ``Constant`` nodes; an initializer holds the same value without a node to run.
 
-    Does not fire in subgraphs and function bodies (they keep their Constant nodes), for a
-    ``sparse_value`` or an external ``value``, when the output is a graph output, or below IR
-    version 4 (where initializers must be graph inputs, which callers could override).
+    ## Why is this bad?
+    It is not wrong, but a node runs where a stored value would do, and the constant is hidden
+    from the rewrites that fold constants.
+
+    ## Example
+    ``c = Constant(value=[0])`` read by ``Unsqueeze(x, c)``.
+
+    ## Fix
+    ``shapeflow optimize MODEL -o OUT`` or ``shapeflow lint --fix MODEL`` turns it into an
+    initializer. Each rewrite deletes a node and adds an initializer, never a node; nothing turns
+    an initializer back into a node (fold-known-value makes Constant nodes only where this rewrite
+    does not fire: graph outputs and function bodies).
+
+    ## When it does not fire
+    In subgraphs and function bodies (they keep their Constant nodes), for a ``sparse_value`` or
+    an external ``value``, when the output is a graph output, or below IR version 4 (where
+    initializers must be graph inputs, which callers could override).
     """
 
-    name = "constant-node"
-    code = codes.CONSTANT_NODE.code
-    roots = ("Constant",)
+    code = Code("SF210", "constant-node", INFO, fixable=True)
+    order = 510
+    pattern = Op("Constant", guards=(_MainGraphInitializers(),))
 
-    def match(self, ctx: RoundContext, nid: int) -> Result:
-        info = ctx.graph.nodes[nid]
-        sid = info.scope
-        if sid != 0 or ctx.scope(sid).kind != "graph":
-            return _NOT_MAIN
-        if ctx.model.ir_version < 4:
-            return _OLD_IR
-        if len(info.outputs) != 1 or not info.outputs[0]:
-            return not_applicable("malformed Constant")
-        z = info.outputs[0]
-        scope = ctx.scope(sid)
-        if z in ctx.outputs(sid):
+    def check(self, ctx: RoundContext, b: Bound) -> Result:
+        nid = b.root
+        z = ctx.output(nid)
+        scope = ctx.scope(0)
+        if z in ctx.outputs(0):
             return NoMatch(f"{ctx.display(nid)}: '{z}' is a graph output (its Constant node stays)")
         if z in scope.initializers or z in scope.inputs:
             return NoMatch(f"{ctx.display(nid)}: '{z}' is also an initializer or graph input")
         if not convertible(ctx.peek(nid)):
             return NoMatch(f"{ctx.display(nid)}: its value is sparse, external or malformed")
-        return Match(nid, (nid,), (), lambda: f"{ctx.display(nid)} is an initializer", "", None)
+        return Match(nid, message=lambda: f"{ctx.display(nid)} is an initializer")
 
-    def apply(self, ctx: RoundContext, edit: Editor, m: Match[None]) -> None:
-        sid = ctx.sid(m.nid)
+    def apply(self, ctx: RoundContext, edit: Editor, m: Match[Any]) -> None:
         z = ctx.output(m.nid)
         tensor = constant_tensor(ctx.proto(m.nid), z)
         edit.delete_node(m.nid)
-        edit.add_initializer(sid, tensor)
+        edit.add_initializer(0, tensor)

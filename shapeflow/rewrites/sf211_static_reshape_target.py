@@ -1,124 +1,74 @@
-"""Reshape and Expand targets that are symbolically the input's own dims (SPEC.md section 4).
-
-Two rules. ``static-reshape-target`` gives a Reshape whose target is computed a constant target:
-termination, it fires only on a computed target and leaves an initializer (or a Constant node)
-there, so each firing removes one computed input for good. ``no-op-reshape`` removes a Reshape or
-an Expand that returns its input unchanged: one node fewer each time.
-"""
+"""SF211 static-reshape-target: a Reshape target computed at run time becomes the constant it is."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, NamedTuple, cast
+from typing import Any, NamedTuple
 
-from .. import codes
+from ..codes import INFO, Code
 from ..dims import Dim, dim_bounds, dim_mul
 from ..graph import INITIALIZER
-from .base import Match, NoMatch, Result, RewriteRule, RoundContext, fmt_axes, not_applicable
-from .edit import Editor
-from .fold_known_value import exclusive_cone
+from ..passes.context import RoundContext, fmt_axes
+from ..passes.edit import Editor
+from ..passes.match import Match, NoMatch, Result, not_applicable
+from ..passes.pattern import Bound, KnownInput, Op, allowzero, exclusive_cone, overridable_problem, target_value
+from ..passes.spec import Rewrite
 
-if TYPE_CHECKING:
-    from ..tensorinfo import TensorInfo
-
-# Reshape takes its target as an input from opset 5 (before, an attribute: already constant).
-RESHAPE_INPUT_SINCE = 5
-# allowzero exists from opset 14 (before, a 0 always copies the input's dim).
-ALLOWZERO_SINCE = 14
-
-_NO_TARGET = not_applicable("no target input")
 _CONSTANT_TARGET = not_applicable("target is already a constant")
-_UNKNOWN_TARGET = not_applicable("target value not known before run time")
 _OUTSIDE_TARGET = not_applicable("target is not computed in this graph")
 _FOLDS = not_applicable("target value is all integers: fold-known-value folds it")
-_UNKNOWN_INPUT = not_applicable("input rank unknown")
-_NOT_IDENTITY = not_applicable("output shape differs from the input's")
-_ABSENT = object()
 
 
-def _info(ctx: RoundContext, sid: int, name: str) -> "TensorInfo | None":
-    found = ctx.inference.tensors[sid].get(name, _ABSENT)
-    return ctx.tensor(sid, name) if found is _ABSENT else cast("TensorInfo | None", found)
+class StaticTarget(NamedTuple):
+    values: tuple[int, ...]  # the constant target
+    clear_allowzero: bool  # the node had allowzero=1, which its 0s must not keep
 
 
-def _target(ctx: RoundContext, nid: int) -> tuple[tuple[Dim, ...], tuple[Dim, ...]] | NoMatch:
-    """The target's value (every element known: an int or a Sym) and the data input's shape, of
-    Reshape/Expand ``nid``."""
-    info = ctx.graph.nodes[nid]
-    names = info.inputs
-    if len(names) < 2 or not names[0] or not names[1]:
-        return _NO_TARGET
-    if info.op_type == "Reshape" and (info.since_version or 0) < RESHAPE_INPUT_SINCE:
-        return _NO_TARGET
-    sid = info.scope
-    t = _info(ctx, sid, names[1])
-    if t is None or t.value is None or t.shape is None or len(t.shape) != 1:
-        return _UNKNOWN_TARGET
-    for v in t.value:
-        if v is None:
-            return _UNKNOWN_TARGET
-    x = _info(ctx, sid, names[0])
-    if x is None or x.shape is None:
-        return _UNKNOWN_INPUT
-    return t.value, x.shape
-
-
-def _allowzero(ctx: RoundContext, nid: int) -> int:
-    info = ctx.graph.nodes[nid]
-    if (info.since_version or 0) < ALLOWZERO_SINCE or not info.has_attrs:
-        return 0
-    for a in ctx.peek(nid).attribute:
-        if a.name == "allowzero":
-            # a function's attribute: either value at a call, so the stricter reading (a 0 in
-            # the target is a 0, never a copy) is the one every call agrees with
-            return 1 if a.ref_attr_name else int(a.i)
-    return 0
-
-
-def _static_positive(d: Dim) -> bool:
-    return type(d) is int and d >= 1
-
-
-def _target_is_known(ctx: RoundContext, nid: int) -> bool:
-    info = ctx.graph.nodes[nid]
-    names = info.inputs
-    if len(names) < 2 or not names[1]:
-        return False
-    t = ctx.tensor(info.scope, names[1])
-    return t is not None and t.value is not None and all(v is not None for v in t.value)
-
-
-class StaticReshapeTarget(RewriteRule):
+class StaticReshapeTarget(Rewrite):
     """Reshape(x, t) with t computed is Reshape(x, c): c the constant t is, dim by dim.
 
-    Exporters compute a Reshape's target at run time from the input's own dims: ``view(b, s, 12,
-    64)`` of a ``[b, s, 768]`` tensor exports as ``Concat(Shape->Gather(0), Shape->Gather(1), 12,
-    64)``. With ``allowzero=0`` a 0 in the target copies the input's dim at its position, so a
-    target element that inference proves equal to the input's dim there becomes 0, an integer
-    stays as it is, and the target is the constant ``[0, 0, 12, 64]``. The nodes that computed it
-    go when nothing else reads them. One remaining symbolic element becomes -1 only when every
-    other element is a positive integer, it is at least 1 for every binding, and the target's
-    product equals the input's element count: then the -1 is that element wherever the model runs,
-    empty tensors included.
+    ## What it does
+    Reports a ``Reshape`` whose target is computed at run time but is, element by element, an
+    integer or the input's own dim at the same position, where ``shapeflow optimize`` would give it
+    the constant target. With ``allowzero=0`` a 0 in the target copies the input's dim at its
+    position, so a target element that inference proves equal to the input's dim there becomes 0,
+    an integer stays as it is. One remaining symbolic element becomes -1 only when every other
+    element is a positive integer, it is at least 1 for every binding, and the target's product
+    equals the input's element count: then the -1 is that element wherever the model runs, empty
+    tensors included. The nodes that computed the target go when nothing else reads them.
 
     With ``allowzero=1`` (torch's dynamo exporter writes it) the rewrite also drops the attribute,
     and fires only when the target has no 0, every symbolic element is the input's dim (the 0s of
     the constant then copy dims that the computed target gave as they are, 0 included), and a -1
     only beside elements provably >= 1 (beside a 0, onnxruntime makes it 1 under allowzero=1 and
-    fails under 0). Does not fire when the target is already a constant, when an element is unknown or
-    symbolic in another way, or when the model has initializers that are also graph inputs
-    (values could be overridden at run time).
+    fails under 0).
+
+    ## Why is this bad?
+    It is not wrong, but exporters compute ``view(b, s, 12, 64)`` as ``Shape -> Gather -> Unsqueeze
+    -> Concat`` chains, several nodes per Reshape, for a target that ``[0, 0, 12, 64]`` states
+    once.
+
+    ## Example
+    ``x: [b, s, 768]; t = Concat(Unsqueeze(Gather(Shape(x), 0)), Unsqueeze(Gather(Shape(x), 1)),
+    [12], [64]); y = Reshape(x, t)`` is ``y = Reshape(x, [0, 0, 12, 64])``.
+
+    ## Fix
+    ``shapeflow optimize MODEL -o OUT`` or ``shapeflow lint --fix MODEL`` rewrites it, keeping every
+    graph output bit-identical. It fires only on a computed target and leaves an initializer (or a
+    Constant node) there, so each firing removes one computed input for good.
+
+    ## When it does not fire
+    When the target is already a constant, when an element is unknown or symbolic in another way,
+    or when the model has initializers that are also graph inputs (values could be overridden at
+    run time).
     """
 
-    name = "static-reshape-target"
-    code = codes.STATIC_RESHAPE_TARGET.code
-    roots = ("Reshape",)
-    reserves = True
+    code = Code("SF211", "static-reshape-target", INFO, fixable=True)
+    order = 330
+    pattern = Op("Reshape", guards=(KnownInput(1),))
 
-    def may_fire_later(self, ctx: RoundContext, nid: int) -> bool:
-        return _target_is_known(ctx, nid)
-
-    def match(self, ctx: RoundContext, nid: int) -> Result:
-        found = _target(ctx, nid)
+    def check(self, ctx: RoundContext, b: Bound) -> Result:
+        nid = b.root
+        found = target_value(ctx, nid)
         if isinstance(found, NoMatch):
             return found
         value, shape = found
@@ -134,40 +84,13 @@ class StaticReshapeTarget(RewriteRule):
                 break
         else:
             return _FOLDS  # fold-known-value makes the target a constant where it is computed
-        allowzero = _allowzero(ctx, nid)
-        if ctx.overridable:
-            return NoMatch(f"{ctx.display(nid)}: the model has initializers that are also graph "
-                           "inputs, so computed values may change at run time")
-        rank = len(shape)
-        new: list[int] = []
-        rest: list[int] = []
-        for i, v in enumerate(value):
-            if type(v) is int:
-                new.append(v)  # (a computed 0 or -1 meant what the constant one means)
-            elif i < rank and shape[i] is not None and v == shape[i]:
-                new.append(0)
-            else:
-                rest.append(i)
-                new.append(-1)
-        if allowzero:
-            # The constant's 0s copy the input's dims only with allowzero=0, which the rewrite sets.
-            # Elements equal to the input's dims give those dims either way (0 where they are 0);
-            # a 0 or -1 in the target would change meaning (a -1 beside a 0 dim is 1 under
-            # allowzero=1, an error under 0).
-            if rest or _has_int(value, (0,)):
-                return NoMatch(f"{ctx.display(nid)}: allowzero=1 and a target element is 0 or "
-                               "symbolic: a 0 in the target would mean an empty dim")
-            if _has_int(value, (-1,)) and not _others_positive(value):
-                return NoMatch(f"{ctx.display(nid)}: allowzero=1 and a -1 beside elements that may be "
-                               "0 (a 1 there under allowzero=1, an error under 0)")
-        if len(rest) > 1:
-            return NoMatch(f"{ctx.display(nid)}: target elements {fmt_axes(rest)} are symbolic and "
-                           "not the input's dims there")
-        if rest:
-            k = rest[0]
-            why = _minus_one_problem(value, shape, new, k)
-            if why is not None:
-                return NoMatch(f"{ctx.display(nid)}: target element {k} ({value[k]}) {why}")
+        zero = allowzero(ctx, nid)
+        problem = overridable_problem(ctx, nid)
+        if problem is not None:
+            return problem
+        new, why = _constant_target(ctx, nid, value, shape, zero)
+        if why is not None:
+            return why
         shown = [str(v) for v in value]
 
         def message() -> str:
@@ -175,10 +98,10 @@ class StaticReshapeTarget(RewriteRule):
 
         # The target's computation dies with the rewrite: claimed, so that no other rewrite of the
         # round makes new nodes there for the sweep to miss.
-        return Match(nid, (nid, *exclusive_cone(ctx, nid, (target,))), (), message, "",
-                     _Target(tuple(new), bool(allowzero)))
+        return Match(nid, sweeps=exclusive_cone(ctx, nid, (target,)), message=message,
+                     payload=StaticTarget(tuple(new), bool(zero)))
 
-    def apply(self, ctx: RoundContext, edit: Editor, m: Match["_Target"]) -> None:
+    def apply(self, ctx: RoundContext, edit: Editor, m: Match[Any]) -> None:
         sid = ctx.sid(m.nid)
         base = ctx.graph.nodes[m.nid].peek().name or ctx.output(m.nid)
         name = edit.int64_const(sid, list(m.payload.values), base, "shape", m.nid)
@@ -187,9 +110,40 @@ class StaticReshapeTarget(RewriteRule):
             edit.drop_attribute(m.nid, "allowzero")
 
 
-class _Target(NamedTuple):
-    values: tuple[int, ...]  # the constant target
-    clear_allowzero: bool  # the node had allowzero=1, which its 0s must not keep
+def _constant_target(ctx: RoundContext, nid: int, value: tuple[Dim, ...], shape: tuple[Dim, ...],
+                     zero: int) -> tuple[list[int], NoMatch | None]:
+    """The constant target, or why there is none."""
+    rank = len(shape)
+    new: list[int] = []
+    rest: list[int] = []
+    for i, v in enumerate(value):
+        if type(v) is int:
+            new.append(v)  # (a computed 0 or -1 meant what the constant one means)
+        elif i < rank and shape[i] is not None and v == shape[i]:
+            new.append(0)
+        else:
+            rest.append(i)
+            new.append(-1)
+    if zero:
+        # The constant's 0s copy the input's dims only with allowzero=0, which the rewrite sets.
+        # Elements equal to the input's dims give those dims either way (0 where they are 0);
+        # a 0 or -1 in the target would change meaning (a -1 beside a 0 dim is 1 under
+        # allowzero=1, an error under 0).
+        if rest or _has_int(value, (0,)):
+            return new, NoMatch(f"{ctx.display(nid)}: allowzero=1 and a target element is 0 or "
+                                "symbolic: a 0 in the target would mean an empty dim")
+        if _has_int(value, (-1,)) and not _others_positive(value):
+            return new, NoMatch(f"{ctx.display(nid)}: allowzero=1 and a -1 beside elements that may be "
+                                "0 (a 1 there under allowzero=1, an error under 0)")
+    if len(rest) > 1:
+        return new, NoMatch(f"{ctx.display(nid)}: target elements {fmt_axes(rest)} are symbolic and "
+                            "not the input's dims there")
+    if rest:
+        k = rest[0]
+        why = _minus_one_problem(value, shape, new, k)
+        if why is not None:
+            return new, NoMatch(f"{ctx.display(nid)}: target element {k} ({value[k]}) {why}")
+    return new, None
 
 
 def _others_positive(value: tuple[Dim, ...]) -> bool:
@@ -230,88 +184,3 @@ def _minus_one_problem(value: tuple[Dim, ...], shape: tuple[Dim, ...], new: list
     if dim_mul(value[k], product) != numel:
         return "times the others is not the input's element count"
     return None
-
-
-class _Plan(NamedTuple):
-    x: str  # the input, which the readers read instead
-    z: str  # the output
-
-
-class NoOpReshape(RewriteRule):
-    """Reshape(x, t) or Expand(x, t) whose output is x's shape dim by dim is x.
-
-    Exporters reshape and expand tensors to shapes computed from the tensors themselves: ``Expand(x,
-    Shape(x))``, a ``Reshape`` to ``[0, 0, 12, 64]`` of a ``[b, s, 12, 64]`` tensor. When inference
-    proves the result's shape equal to the input's for every binding, the node copies its input:
-    its readers read the input and the node goes (the target's computation with it, when nothing
-    else reads it). Expand: every target element is 1 or the input's dim at its position (counted
-    from the end; the target may be shorter), so broadcasting returns the input's dim even where it
-    is 0 or 1. Reshape: as many elements as the input has dims, each the input's dim there, or 0
-    with ``allowzero=0``, or one -1 among static positive dims.
-
-    Does not fire when the output is a graph output or is read by name in a subgraph (keeping the
-    name would need an Identity, which removes nothing), or when a target element is unknown.
-    """
-
-    name = "no-op-reshape"
-    code = codes.NO_OP_RESHAPE.code
-    reserves = True
-    roots = ("Reshape", "Expand")
-
-    def may_fire_later(self, ctx: RoundContext, nid: int) -> bool:
-        return _target_is_known(ctx, nid)
-
-    def match(self, ctx: RoundContext, nid: int) -> Result:
-        found = _target(ctx, nid)
-        if isinstance(found, NoMatch):
-            return found
-        value, shape = found
-        info = ctx.graph.nodes[nid]
-        if info.op_type == "Expand":
-            if len(value) > len(shape):
-                return _NOT_IDENTITY
-            off = len(shape) - len(value)
-            for j, t in enumerate(value):
-                d = shape[off + j]
-                if not (t == 1 or (d is not None and t == d)):
-                    return _NOT_IDENTITY
-        else:
-            if len(value) != len(shape):
-                return _NOT_IDENTITY
-            allowzero = _allowzero(ctx, nid)
-            minus = -1
-            for i, t in enumerate(value):
-                d = shape[i]
-                if d is not None and t == d:
-                    continue
-                if type(t) is int and t == 0 and not allowzero and d is not None:
-                    continue
-                if type(t) is int and t == -1 and minus < 0:
-                    minus = i
-                    continue
-                return _NOT_IDENTITY
-            if minus >= 0:
-                for i, d in enumerate(shape):
-                    if i != minus and not _static_positive(d):
-                        return NoMatch(f"{ctx.display(nid)}: a -1 beside dims not statically positive")
-        sid = info.scope
-        z = info.outputs[0]
-        if ctx.is_output(sid, z) or not ctx.direct_readers_only(sid, z):
-            return NoMatch(f"{ctx.display(nid)}: '{z}' must keep its name (graph output or read by a "
-                           "subgraph): an Identity would not shrink the graph")
-        x = info.inputs[0]
-        readers = tuple(r for r in ctx.readers(sid, z) if r != nid)
-
-        def message() -> str:
-            return f"{ctx.display(nid)} returns its input '{x}' unchanged"
-
-        return Match(nid, (nid, *exclusive_cone(ctx, nid, (info.inputs[1],))), (), message, "", _Plan(x, z),
-                     readers)
-
-    def apply(self, ctx: RoundContext, edit: Editor, m: Match[_Plan]) -> None:
-        sid = ctx.sid(m.nid)
-        edit.replace_uses(sid, m.payload.z, m.payload.x)
-        edit.delete_node(m.nid)
-
-
-__all__ = ["NoOpReshape", "StaticReshapeTarget"]

@@ -1,12 +1,15 @@
-"""A Concat read only by a Concat along the same axis is part of it (issue 16)."""
+"""SF214 merge-concat: a Concat read only by a Concat along the same axis is part of it."""
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
-from .. import codes
-from .base import Match, NoMatch, Result, RewriteRule, RoundContext, not_applicable
-from .edit import Editor
+from ..codes import INFO, Code
+from ..passes.context import RoundContext
+from ..passes.edit import Editor
+from ..passes.match import Match, NoMatch, Result, not_applicable
+from ..passes.pattern import Bound, Op
+from ..passes.spec import Rewrite
 
 _NO_INNER = not_applicable("no input is a Concat read only here")
 # Concat has a required axis attribute since opset 4 (before, it defaulted to 1)
@@ -24,24 +27,38 @@ def _axis(ctx: RoundContext, nid: int) -> int | None:
     return ctx.int_attribute(nid, "axis")
 
 
-class MergeConcat(RewriteRule):
+class MergeConcat(Rewrite):
     """Concat(a, Concat(b, c), d) along one axis is Concat(a, b, c, d).
 
-    Concatenation is associative: the inner Concat's inputs, spliced in its place, give the same
-    tensor element for element, empty inputs included. Exporters build shape vectors in pieces
-    (``Concat(Slice(Shape(x), 0, 2), Concat(h, w))`` before a Resize): one Concat does it. The inner
-    Concat goes; it must be read only by the outer one (not a graph output, not read by a
-    subgraph), on the same axis (compared after normalising negative axes by the rank, when they
-    differ in sign).
+    ## What it does
+    Reports ``Concat(a, Concat(b, c), d)`` where the inner Concat has no other reader (not a graph
+    output, not read by a subgraph) and both concatenate along the same axis (compared after
+    normalising negative axes by the rank, when they differ in sign): ``shapeflow optimize`` writes
+    ``Concat(a, b, c, d)`` and the inner Concat goes. Concatenation is associative: the inner
+    Concat's inputs, spliced in its place, give the same tensor element for element, empty inputs
+    included.
 
-    Does not fire before opset 4 (the axis attribute was optional then) or when an axis is missing.
+    ## Why is this bad?
+    It is not wrong, but it runs two nodes (and copies the data twice) for one concatenation.
+    Exporters build shape vectors in pieces this way.
+
+    ## Example
+    ``Resize(x, sizes=Concat(Slice(Shape(x), 0, 2), Concat(h, w)))``: the sizes are one Concat of
+    three inputs.
+
+    ## Fix
+    ``shapeflow optimize MODEL -o OUT`` or ``shapeflow lint --fix MODEL`` merges them.
+
+    ## When it does not fire
+    Before opset 4 (the axis attribute was optional then) or when an axis is missing.
     """
 
-    name = "merge-concat"
-    code = codes.MERGE_CONCAT.code
-    roots = ("Concat",)
+    code = Code("SF214", "merge-concat", INFO, fixable=True)
+    order = 420
+    pattern = Op("Concat")
 
-    def match(self, ctx: RoundContext, nid: int) -> Result:
+    def check(self, ctx: RoundContext, b: Bound) -> Result:
+        nid = b.root
         info = ctx.graph.nodes[nid]
         sid = info.scope
         scope = ctx.graph.scopes[sid]
@@ -90,9 +107,9 @@ class MergeConcat(RewriteRule):
         def message() -> str:
             return f"{', '.join(ctx.display(p) for p in inner)} and {ctx.display(nid)} are one Concat"
 
-        return Match(nid, (nid, *inner), (), message, "", _Plan(tuple(spliced), tuple(inner)))
+        return Match(nid, writes=(nid, *inner), message=message, payload=_Plan(tuple(spliced), tuple(inner)))
 
-    def apply(self, ctx: RoundContext, edit: Editor, m: Match[_Plan]) -> None:
+    def apply(self, ctx: RoundContext, edit: Editor, m: Match[Any]) -> None:
         edit.set_inputs(m.nid, m.payload.inputs)
         for p in m.payload.inner:
             edit.delete_node(p)

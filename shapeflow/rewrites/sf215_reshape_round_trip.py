@@ -1,18 +1,18 @@
-"""A Reshape round trip around an elementwise region is the region alone (issue 16).
-
-Termination: each firing deletes both Reshapes and adds nothing, so the node count falls.
-"""
+"""SF215 reshape-round-trip: a Reshape round trip around an elementwise region is the region alone."""
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
-from .. import codes
+from ..codes import INFO, Code
 from ..dims import Dim, dim_mul
-from ..graph import INITIALIZER
-from .base import Match, NoMatch, Result, RewriteRule, RoundContext, not_applicable
-from .edit import Editor
-from .fold_known_value import exclusive_cone
+from ..passes.context import RoundContext
+from ..passes.edit import Editor
+from ..passes.match import Match, NoMatch, Result, not_applicable
+from ..passes.pattern import (
+    Bound, Guard, Op, Region, exclusive_cone, must_keep_name, one_element_constant, overridable_problem, region,
+)
+from ..passes.spec import Rewrite
 
 # Ops that compute each output element from the elements at the same position of their inputs
 # (after broadcasting). Attributes do not matter: none of these moves elements.
@@ -27,7 +27,17 @@ ELEMENTWISE: frozenset[str] = frozenset({
 MAX_REGION = 32
 
 _NO_DATA = not_applicable("no data input")
-_NO_ROUND_TRIP = not_applicable("no Reshape before an elementwise region")
+_IN_FUNCTION = not_applicable("in a function body")
+
+
+class _ReshapeInGraph(Guard):
+    """A Reshape with its data and target inputs and an output, in a graph (not a function body)."""
+
+    def check(self, ctx: RoundContext, nid: int) -> NoMatch | None:
+        info = ctx.graph.nodes[nid]
+        if len(info.inputs) < 2 or not info.inputs[0] or not info.outputs or not info.outputs[0]:
+            return _NO_DATA
+        return None if ctx.graph.scopes[info.scope].kind == "graph" else _IN_FUNCTION
 
 
 def _count(shape: "tuple[Dim, ...]") -> Dim:
@@ -64,101 +74,59 @@ class _Plan(NamedTuple):
     region: tuple[int, ...]  # its nodes: their outputs change shape, so they change names
 
 
-class ReshapeRoundTrip(RewriteRule):
+class ReshapeRoundTrip(Rewrite):
     """Reshape(f(Reshape(x, a)), b) is f(x) when the result has x's shape and f is elementwise.
 
-    dynamo exports a GELU between two Linear layers as ``view -> elementwise ops -> view``: the
-    first Reshape splits ``[b*s, n]`` into ``[b, s, n]``, the second merges it back. Walking back
-    from the second Reshape (R2) through a region of elementwise nodes whose every input is a
-    region tensor or a constant (initializer or Constant node) with one element and rank at most
-    1, up to one Reshape R1 of x: where inference states R2's output shape equal to x's, dim by
-    dim for every binding (an unknown dim of x, beside positive integers, is what R1's element
-    count makes it), the region reads x instead of R1's output and its last node produces R2's
-    output. The region's other tensors take new names: their shapes change, and a name keeps its
-    value from round to round. The region computes the same elements in the same row-major order
-    (every region tensor has the shape of its region input, of rank >= 1, so broadcasting a
-    one-element constant changes no shape): bit-exact. R1 and R2 go, with their targets'
-    computations when nothing else reads them.
+    ## What it does
+    Reports ``Reshape(f(Reshape(x, a)), b)`` where ``f`` is a region of elementwise ops (``Add``,
+    ``Mul``, ``Pow``, ``Tanh``, ``Erf``, ``Cast``...) whose every input is a region tensor or a
+    constant (initializer or Constant node) with one element and rank at most 1, no tensor of the
+    region is read elsewhere, and inference states the result's shape equal to x's, dim by dim for
+    every binding (an unknown dim of x, beside positive integers, is what the first Reshape's
+    element count makes it): ``shapeflow optimize`` lets the region read x, its last node produce
+    the second Reshape's output, and removes both Reshapes, with their targets' computations when
+    nothing else reads them. The region's other tensors take new names: their shapes change, and a
+    name keeps its value from round to round.
 
-    Does not fire when a tensor of the region (or R1's output) is read outside it, is a graph
-    output or is read by a subgraph; when there is no region and R2's output is a graph output
-    (R2's readers would read x); when the model has initializers that are also graph inputs; in
-    function bodies; or when a shape is not known.
+    ## Why is this bad?
+    It is not wrong, but elementwise ops give the same elements in the same order whatever the
+    shape, so the two Reshapes (and the computation of their targets) run for nothing.
+
+    ## Example
+    dynamo's GPT-2 export: ``h = Gemm(...)`` of shape ``[b*s, 1024]``, ``v = Reshape(h, [b, s,
+    1024])``, a GELU of Mul/Pow/Add/Tanh with scalar constants, then ``Reshape(gelu, [-1, 1024])``:
+    the GELU can read ``h`` directly.
+
+    ## Fix
+    ``shapeflow optimize MODEL -o OUT`` or ``shapeflow lint --fix MODEL`` rewrites it. The region
+    computes the same elements in the same row-major order (every region tensor has the shape of
+    its region input, of rank >= 1, so broadcasting a one-element constant changes no shape):
+    bit-exact. Each firing deletes both Reshapes and adds nothing.
+
+    ## When it does not fire
+    When a tensor of the region (or the first Reshape's output) is read outside it, is a graph
+    output or is read by a subgraph; when there is no region and the second Reshape's output is a
+    graph output (its readers would read x); when the model has initializers that are also graph
+    inputs; in function bodies; or when a shape is not known.
     """
 
-    name = "reshape-round-trip"
-    code = codes.RESHAPE_ROUND_TRIP.code
-    roots = ("Reshape",)
-    after = ELEMENTWISE | {"Reshape"}
+    code = Code("SF215", "reshape-round-trip", INFO, fixable=True)
+    order = 310
+    pattern = Op("Reshape", Op(ELEMENTWISE | {"Reshape"}), guards=(_ReshapeInGraph(),))
 
-    def match(self, ctx: RoundContext, nid: int) -> Result:
+    def check(self, ctx: RoundContext, b: Bound) -> Result:
+        nid = b.root
         info = ctx.graph.nodes[nid]
-        if len(info.inputs) < 2 or not info.inputs[0] or not info.outputs or not info.outputs[0]:
-            return _NO_DATA
-        sid = info.scope
-        scope = ctx.graph.scopes[sid]
-        if scope.kind != "graph":
-            return not_applicable("in a function body")
-        producer, nodes = scope.producer, ctx.graph.nodes
-        z = info.inputs[0]
-        first = producer.get(z)
-        if first is None or first < 0:
-            return _NO_ROUND_TRIP
-        finfo = nodes[first]
-        if finfo.domain != "" or (finfo.op_type not in ELEMENTWISE and finfo.op_type != "Reshape"):
-            return _NO_ROUND_TRIP
-        region: list[int] = []
-        seen: set[str] = set()
-        r1 = -1
-        stack = [z]
-        while stack:
-            name = stack.pop()
-            if name in seen:
-                continue
-            seen.add(name)
-            p = producer.get(name)
-            if p is not None and p >= 0 and nodes[p].op_type != "Constant":
-                pinfo = nodes[p]
-                if pinfo.domain != "" or pinfo.since_version is None or pinfo.subscopes:
-                    return NoMatch(f"{ctx.display(nid)}: {ctx.display(p)} is not an elementwise op")
-                if pinfo.op_type == "Reshape":
-                    if r1 >= 0 and r1 != p:
-                        return NoMatch(f"{ctx.display(nid)}: the region has two Reshapes")
-                    if len(pinfo.inputs) < 2 or not pinfo.inputs[0] or pinfo.outputs[0] != name:
-                        return NoMatch(f"{ctx.display(nid)}: {ctx.display(p)} has no data input")
-                    r1 = p
-                    continue
-                if pinfo.op_type not in ELEMENTWISE or len(pinfo.outputs) != 1:
-                    return NoMatch(f"{ctx.display(nid)}: {ctx.display(p)} is not an elementwise op")
-                if len(region) >= MAX_REGION:
-                    return NoMatch(f"{ctx.display(nid)}: the region has more than {MAX_REGION} nodes")
-                region.append(p)
-                stack.extend(n for n in pinfo.inputs if n)
-                continue
-            if not self._one_element_constant(ctx, sid, name, p):
-                return NoMatch(f"{ctx.display(nid)}: the region reads '{name}', neither a region "
-                               "tensor nor a one-element constant")
-        if r1 < 0:
-            return _NO_ROUND_TRIP
-        r1_out = nodes[r1].outputs[0]
-        constants = {n for n in seen if producer.get(n) is None or producer[n] < 0 or
-                     nodes[producer[n]].op_type == "Constant"}
-        inside = set(region)
-        for p in region:
-            if not any(n and n not in constants for n in nodes[p].inputs):
-                return NoMatch(f"{ctx.display(nid)}: {ctx.display(p)} reads only constants")
-        # every region tensor (and R1's output) is read only inside the region, z only by R2
-        for name in seen - constants:
-            if ctx.is_output(sid, name):
-                return NoMatch(f"{ctx.display(nid)}: '{name}' is a graph output")
-            for r in ctx.readers(sid, name):
-                if r in inside or (r == nid and name == z and info.inputs[1] != z):
-                    continue
-                return NoMatch(f"{ctx.display(nid)}: '{name}' is read outside the region "
-                               f"(by {ctx.display(r)})")
-        if info.inputs[1] in seen:
-            return NoMatch(f"{ctx.display(nid)}: the target is computed from the region")
-        x = nodes[r1].inputs[0]
+        sid, z = info.scope, info.inputs[0]
+        found = region(ctx, nid, z, ELEMENTWISE, "Reshape", one_element_constant, MAX_REGION)
+        if isinstance(found, NoMatch):
+            return found
+        why = _region_problem(ctx, nid, found)
+        if why is not None:
+            return why
+        nodes = ctx.graph.nodes
+        r1, members = found.start, found.nodes
+        x, r1_out = nodes[r1].inputs[0], nodes[r1].outputs[0]
         tx, t1, t2 = ctx.tensor(sid, x), ctx.tensor(sid, r1_out), ctx.tensor(sid, info.outputs[0])
         if tx is None or t1 is None or t2 is None or tx.shape is None or t1.shape is None or t2.shape is None:
             return NoMatch(f"{ctx.display(nid)}: a shape is not known")
@@ -166,14 +134,14 @@ class ReshapeRoundTrip(RewriteRule):
             return NoMatch(f"{ctx.display(nid)}: a rank-0 tensor (a one-element constant would grow it)")
         if not _same_shape(tx.shape, t1.shape, t2.shape):
             return NoMatch(f"{ctx.display(nid)}: the output's shape is not known to be that of the input '{x}'")
-        if ctx.overridable:
-            return NoMatch(f"{ctx.display(nid)}: the model has initializers that are also graph inputs, "
-                           "so a constant may change at run time")
+        problem = overridable_problem(ctx, nid, "a constant")
+        if problem is not None:
+            return problem
         out = info.outputs[0]
         readers: tuple[int, ...] = ()
-        if not region:
+        if not members:
             # R2's readers read x: its output name goes
-            if ctx.is_output(sid, out) or not ctx.direct_readers_only(sid, out):
+            if must_keep_name(ctx, sid, out):
                 return NoMatch(f"{ctx.display(nid)}: '{out}' must keep its name (graph output or read "
                                "by a subgraph)")
             readers = tuple(r for r in ctx.readers(sid, out) if r != nid)
@@ -181,27 +149,14 @@ class ReshapeRoundTrip(RewriteRule):
 
         def message() -> str:
             return (f"{ctx.display(r1)} and {ctx.display(nid)} undo each other around "
-                    f"{len(region)} elementwise node(s)")
+                    f"{len(members)} elementwise node(s)")
 
-        writes = tuple(dict.fromkeys((nid, r1, *region, *cones)))
-        return Match(nid, writes, (), message, "", _Plan(x, r1_out, z, out, r1, tuple(region)), readers)
+        writes = tuple(dict.fromkeys((nid, r1, *members)))
+        sweeps = tuple(n for n in dict.fromkeys(cones) if n not in writes)
+        return Match(nid, writes=writes, rewires=readers, sweeps=sweeps, message=message,
+                     payload=_Plan(x, r1_out, z, out, r1, members))
 
-    @staticmethod
-    def _one_element_constant(ctx: RoundContext, sid: int, name: str, p: int | None) -> bool:
-        if p is None:
-            return False
-        if p >= 0:
-            pinfo = ctx.graph.nodes[p]
-            if pinfo.op_type != "Constant" or pinfo.domain != "":
-                return False
-        elif p != INITIALIZER:
-            return False
-        t = ctx.tensor(sid, name)
-        if t is None or t.shape is None or len(t.shape) > 1:
-            return False
-        return all(type(d) is int and d == 1 for d in t.shape)
-
-    def apply(self, ctx: RoundContext, edit: Editor, m: Match[_Plan]) -> None:
+    def apply(self, ctx: RoundContext, edit: Editor, m: Match[Any]) -> None:
         sid, plan = ctx.sid(m.nid), m.payload
         edit.delete_node(m.nid)
         if not plan.region:
@@ -224,3 +179,27 @@ class ReshapeRoundTrip(RewriteRule):
             edit.forget_value_info(sid, old)
 
 __all__ = ["ReshapeRoundTrip"]
+
+
+def _region_problem(ctx: RoundContext, nid: int, found: Region) -> NoMatch | None:
+    """Why the region cannot be taken out: a node of it reads only constants, a region tensor (or
+    R1's output) is read outside it or is a graph output (z may be read by R2 alone), or R2's
+    target is computed from the region."""
+    info = ctx.graph.nodes[nid]
+    sid, z = info.scope, info.inputs[0]
+    nodes = ctx.graph.nodes
+    inside = set(found.nodes)
+    for p in found.nodes:
+        if not any(n and n not in found.leaves for n in nodes[p].inputs):
+            return NoMatch(f"{ctx.display(nid)}: {ctx.display(p)} reads only constants")
+    for name in found.tensors - found.leaves:
+        if ctx.is_output(sid, name):
+            return NoMatch(f"{ctx.display(nid)}: '{name}' is a graph output")
+        for r in ctx.readers(sid, name):
+            if r in inside or (r == nid and name == z and info.inputs[1] != z):
+                continue
+            return NoMatch(f"{ctx.display(nid)}: '{name}' is read outside the region "
+                           f"(by {ctx.display(r)})")
+    if info.inputs[1] in found.tensors:
+        return NoMatch(f"{ctx.display(nid)}: the target is computed from the region")
+    return None

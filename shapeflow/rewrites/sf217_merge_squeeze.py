@@ -1,10 +1,11 @@
-"""Squeezes in a row are one (SPEC.md section 4)."""
+"""SF217 merge-squeeze: Squeezes in a row are one."""
 
 from __future__ import annotations
 
-from .. import codes
-from .base import Match, NoMatch, Result, RoundContext
-from .pattern import DROP_ROOT, REPLACE_RUN, ChainPlan, ChainRow, ChainRule, Found, squeezes_merged
+from ..codes import INFO, Code
+from ..passes.chain import DROP_ROOT, REPLACE_RUN, ChainPlan, ChainRewrite, ChainRow, Found, squeezes_merged
+from ..passes.context import RoundContext
+from ..passes.match import Match, NoMatch, Result
 
 
 def _both_without_axes(ctx: RoundContext, nid: int, chain: list[int]) -> Result | None:
@@ -16,7 +17,8 @@ def _both_without_axes(ctx: RoundContext, nid: int, chain: list[int]) -> Result 
     pair = f"{ctx.display(first)} then {ctx.display(nid)}, both without axes"
     if not ctx.only_reader(ctx.sid(nid), ctx.output(first), nid):
         return NoMatch(f"{pair}: the first output has other readers or is a graph output")
-    return Match(nid, (nid, first), (), f"{pair}: the second removes nothing", "", ChainPlan(DROP_ROOT, (first,), ()))
+    return Match(nid, writes=(nid, first), message=f"{pair}: the second removes nothing",
+                 payload=ChainPlan(DROP_ROOT, (first,), ()))
 
 
 def _removes_a_dim(ctx: RoundContext, found: Found) -> NoMatch | str:
@@ -25,22 +27,35 @@ def _removes_a_dim(ctx: RoundContext, found: Found) -> NoMatch | str:
     return NoMatch(f"{ctx.display_run(found.run)} then {ctx.display(found.root)}: none removes a dim")
 
 
-class MergeSqueeze(ChainRule):
+class MergeSqueeze(ChainRewrite):
     """S(b2) after S(b1) is S(b1 ∪ {lift(b1, q) : q ∈ b2}); S() after S() is S().
 
-    ``b2`` names positions of the first Squeeze's output; ``lift(b1, q)`` is the same dim's
-    position in the first input. Negative and unsorted axes are normalised against their own
-    node's input rank first; a Squeeze without axes counts as the positions of its 1-dims when the
-    input shape is static. Two Squeezes without axes are one: after the first no dim is 1. A run
-    of Squeezes, each read only by the next, becomes one node.
+    ## What it does
+    Reports a chain of two or more Squeeze nodes, each reading only the previous one's output,
+    that ``shapeflow optimize`` would merge into one node. ``b2`` names positions of the first
+    Squeeze's output; ``lift(b1, q)`` is the same dim's position in the first input. Negative and
+    unsorted axes are normalised against their own node's input rank first; a Squeeze without
+    axes counts as the positions of its 1-dims when the input shape is static. Two Squeezes
+    without axes are one: after the first no dim is 1.
 
-    Does not fire when the first Squeeze's output is read elsewhere or is a graph output, when
-    either node's axes are not constants, when a rank is unknown, or when one Squeeze has no axes
-    and the shape has symbolic dims (the removed positions then depend on run-time values).
+    ## Why is this bad?
+    It is not wrong, but every extra node is a kernel launch and an intermediate tensor.
+
+    ## Example
+    ``t = Squeeze(x: [1, 3, 1], [0]); y = Squeeze(t, [1])`` is ``y = Squeeze(x, [0, 2])``.
+
+    ## Fix
+    ``shapeflow optimize MODEL -o OUT`` or ``shapeflow lint --fix MODEL`` merges the chain.
+
+    ## When it does not fire
+    When the first Squeeze's output is read elsewhere or is a graph output, when either node's
+    axes are not constants, when a rank is unknown, or when one Squeeze has no axes and the shape
+    has symbolic dims (the removed positions then depend on run-time values).
     """
 
-    name = "merge-squeeze"
-    code = codes.MERGEABLE_CHAIN.code
+    code = Code("SF217", "merge-squeeze", INFO, fixable=True)
+    aliases = ("mergeable-chain",)
+    order = 240
     row = ChainRow(
         root="Squeeze", run="Squeeze", combine=squeezes_merged,
         why_not="",  # (a run of Squeezes always merges)

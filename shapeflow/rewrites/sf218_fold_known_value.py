@@ -1,21 +1,17 @@
-"""A node whose value is known before run time is a constant (SPEC.md section 4).
-
-Termination: a fold deletes its node (an initializer takes the output's name) or replaces it by a
-Constant node, which is no root of the rule; either way the count of root nodes drops.
-"""
+"""SF218 fold-known-value: a node whose value is known before run time is a constant."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, NamedTuple, cast
+from typing import Any, NamedTuple, cast
 
-from .. import codes
 from .._onnx import onnx
+from ..codes import INFO, Code
 from ..graph import INITIALIZER
-from .base import INT_RANGES, Match, NoMatch, Result, RewriteRule, RoundContext, not_applicable
-from .edit import Editor
-
-if TYPE_CHECKING:
-    from ..tensorinfo import TensorInfo
+from ..passes.context import INT_RANGES, RoundContext
+from ..passes.edit import Editor
+from ..passes.match import Match, NoMatch, Result, not_applicable
+from ..passes.pattern import Bound, KnownValue, Op, exclusive_cone, tensor_of
+from ..passes.spec import Rewrite
 
 # Folding makes an initializer of the output; larger values would grow the model for little gain.
 MAX_FOLD_ELEMS = 64
@@ -26,7 +22,6 @@ _UNKNOWN = not_applicable("value not known before run time")
 _SYMBOLIC = not_applicable("value is symbolic")
 _CONSTANT = not_applicable("input is a constant (fold-constant's case)")
 _SEVERAL = not_applicable("node with several outputs")
-_ABSENT = object()
 
 # The op types whose outputs value inference evaluates (shapeflow/ops): the rule's roots. Not
 # Constant (already a constant) nor Identity (cleanup's), nothing with a subgraph (If, Loop), no
@@ -52,40 +47,46 @@ class _Value(NamedTuple):  # one per match: cheaper to build than a frozen datac
     values: tuple[int, ...]
 
 
-class FoldKnownValue(RewriteRule):
+class FoldKnownValue(Rewrite):
     """A node whose output value inference knows on every run is the constant v.
 
-    Exporters compute shapes at run time even where they are static: ``Unsqueeze(Gather(Shape(h),
-    2), 0)`` of a tensor ``[batch, seq, 64]`` is ``[64]`` whatever the input, and so are ``Shape``
-    of a static tensor, ``Mul``/``Div``/``Mod`` of such values, ``ConstantOfShape`` of a known
-    shape, ``Equal``/``Where`` on them. Inference carries the values of small integer tensors;
-    when a node's output value is fully known for every value of the symbols, the node becomes an
-    initializer (a Constant node in a function body or where the output is a graph output), and
-    the nodes that only fed it are removed by the dead-node sweep.
+    ## What it does
+    Reports a node whose output value inference knows exactly for every binding of the symbols (a
+    small integer or bool tensor: ``Shape`` of a static tensor, ``Gather(Shape(h), 2)`` of a dim
+    that is 64, ``Mul``/``Div``/``Mod`` of such values, comparisons, ``Where`` and
+    ``ConstantOfShape`` on them), at the end of each run of such nodes: ``shapeflow optimize`` makes
+    it an initializer (a Constant node in a function body or where the output is a graph output),
+    and the nodes that only fed it are removed by the dead-node sweep.
 
-    Does not fire when any element is symbolic (``batch``; see shape-slice), for non-integer
-    element types, for values over 64 elements, for a Squeeze/Unsqueeze whose input is a plain
-    constant (fold-constant does that), for nodes with several outputs or a subgraph, or when the
-    model has initializers that are also graph inputs (values could be overridden at run time).
+    ## Why is this bad?
+    It is not wrong, but the nodes run on every inference for a result that never changes, and
+    the graph shows a computation where a constant would do. Exporters compute shapes at run time
+    even where they are static.
+
+    ## Example
+    ``d = Unsqueeze(Gather(Shape(h), 2), [0])`` where ``h`` is ``[batch, seq, 64]``: ``d`` is
+    ``[64]`` whatever the input.
+
+    ## Fix
+    ``shapeflow optimize MODEL -o OUT`` or ``shapeflow lint --fix MODEL`` folds it. A fold deletes
+    its node (an initializer takes the output's name) or replaces it by a Constant node, which is
+    no root of the rewrite: either way the count of root nodes drops.
+
+    ## When it does not fire
+    When any element is symbolic (``batch``; see shape-slice), for non-integer element types, for
+    values over 64 elements, for a Squeeze/Unsqueeze whose input is a plain constant (fold-constant
+    does that), for nodes with several outputs or a subgraph, or when the model has initializers
+    that are also graph inputs (values could be overridden at run time).
     """
 
-    name = "fold-known-value"
-    code = codes.FOLDABLE_CONSTANT.code
-    roots = VALUE_OPS
+    code = Code("SF218", "fold-known-value", INFO, fixable=True)
+    aliases = ("foldable-constant",)
+    order = 120
+    pattern = Op(VALUE_OPS, guards=(KnownValue(),))
 
-    def match(self, ctx: RoundContext, nid: int) -> Result:
+    def check(self, ctx: RoundContext, b: Bound) -> Result:
+        nid = b.root
         info = ctx.graph.nodes[nid]
-        # The common case first, in one lookup: the value is unknown (most roots of a model).
-        t = ctx.inference.tensors[info.scope].get(info.outputs[0], _ABSENT)
-        if t is None:
-            return _UNKNOWN
-        if t is not _ABSENT:
-            known = cast("TensorInfo", t).value
-            if known is None:
-                return _UNKNOWN
-            for v in known:  # the next most common case: a symbolic value (a shape of batch, seq)
-                if type(v) is not int:
-                    return _SYMBOLIC
         # The nodes judged alone this round, for the readers' check: a node of a run of known
         # values is asked about as a root and as a reader (only known values are kept: the rest
         # answers in one lookup anyway).
@@ -116,19 +117,9 @@ class FoldKnownValue(RewriteRule):
         message = lambda: f"{ctx.display(nid)} is the constant {shown}"  # noqa: E731
         # Its readers are "read": when one of them was folded or cancelled earlier in the round
         # (the rounds visit chains from their end), this node is left to the dead-node sweep. The
-        # nodes that only feed it are written: the sweep deletes them after the fold, so no other
-        # rewrite of the round may spend itself on them.
-        return Match(nid, (nid, *exclusive_cone(ctx, nid)), readers, message, "", value)
-
-    def may_fire_later(self, ctx: RoundContext, nid: int) -> bool:
-        info = ctx.graph.nodes[nid]
-        t = ctx.tensor(info.scope, info.outputs[0])
-        if t is None or t.value is None:
-            return False
-        for v in t.value:
-            if type(v) is not int:
-                return False
-        return True
+        # nodes that only feed it are swept after the fold, so no other rewrite of the round may
+        # spend itself on them.
+        return Match(nid, reads=readers, sweeps=exclusive_cone(ctx, nid), message=message, payload=value)
 
     def _foldable(self, ctx: RoundContext, nid: int) -> "_Value | NoMatch":
         """The value ``nid`` folds to, judged alone (its readers not considered), or why not."""
@@ -139,8 +130,7 @@ class FoldKnownValue(RewriteRule):
         z = outs[0]
         # One lookup in the scope's table, where ``ctx.tensor`` looks first: the table holds every
         # tensor of the model, and on a large one each lookup is a cache miss.
-        found = ctx.inference.tensors[sid].get(z, _ABSENT)
-        t = ctx.tensor(sid, z) if found is _ABSENT else cast("TensorInfo | None", found)
+        t = tensor_of(ctx, sid, z)
         if t is None or t.value is None or t.shape is None:
             return _UNKNOWN
         for v in t.value:
@@ -188,7 +178,7 @@ class FoldKnownValue(RewriteRule):
                 return NoMatch(f"{ctx.display(nid)}: value out of range of its element type")
         return _Value(t.dtype, tuple(t.shape), tuple(t.value))  # type: ignore[arg-type]  # ints: checked above
 
-    def apply(self, ctx: RoundContext, edit: Editor, m: Match[_Value]) -> None:
+    def apply(self, ctx: RoundContext, edit: Editor, m: Match[Any]) -> None:
         value = m.payload
         sid = ctx.sid(m.nid)
         z = ctx.output(m.nid)
@@ -200,55 +190,3 @@ class FoldKnownValue(RewriteRule):
             edit.add_initializer(sid, onnx.numpy_helper.from_array(arr, z))
         else:
             edit.replace_node(m.nid, "Constant", [], "const", value=onnx.numpy_helper.from_array(arr))
-
-
-# A fold claims at most this many of the nodes feeding it (the sweep removes the rest anyway).
-MAX_CONE = 256
-
-
-def exclusive_cone(ctx: RoundContext, nid: int, names: "tuple[str, ...] | None" = None) -> tuple[int, ...]:
-    """The standard nodes of ``nid``'s scope that only ``nid`` needs through its inputs ``names``
-    (default all), directly or through each other: every output read only by nodes of the set,
-    none a graph output. What the sweep deletes once ``nid`` stops reading ``names``; a rewrite
-    that claims them (writes) keeps the round's other rewrites from spending themselves there."""
-    if not ctx.claims:
-        return ()
-    info = ctx.graph.nodes[nid]
-    sid = info.scope
-    scope = ctx.graph.scopes[sid]
-    producer, consumers, nodes = scope.producer, scope.consumers, ctx.graph.nodes
-    outputs = ctx.outputs(sid)
-    inside = {nid}
-    # what ``nid`` goes on reading: a producer it reads through them is no member
-    kept = frozenset() if names is None else frozenset(info.inputs).difference(names)
-    out: list[int] = []
-    stack = [n for n in (info.inputs if names is None else names) if n]
-    while stack and len(out) < MAX_CONE:
-        name = stack.pop()
-        p = producer.get(name)
-        if p is None or p < 0 or p in inside:
-            continue
-        pinfo = nodes[p]
-        if pinfo.domain != "" or pinfo.since_version is None or pinfo.subscopes:
-            continue
-        only = True
-        for o in pinfo.outputs:
-            if not o:
-                continue
-            if o in outputs:
-                only = False
-                break
-            if o in kept:
-                only = False
-                break
-            for r in consumers.get(o, ()):
-                if r not in inside:
-                    only = False
-                    break
-            if not only:
-                break
-        if only:  # (else it may qualify later, when its other readers join: it is pushed again)
-            inside.add(p)
-            out.append(p)
-            stack.extend(n for n in pinfo.inputs if n)
-    return tuple(out)
