@@ -186,13 +186,16 @@ class _Linter:
     # -- --fix -----------------------------------------------------------------------------------
     def _fix(self, loaded: LoadedModel, analysis: Analysis, diags: list[Diagnostic],
              result: FileResult, blocked: frozenset[tuple[str, str]] = frozenset()) -> list[Diagnostic]:
-        from .passes import Pass, run_passes  # here: plain lint never rewrites
+        from .passes import Pass, requires, run_passes  # here: plain lint never rewrites
         from .rewrites import for_codes
 
         opts = self.options
         fixable_before = sum(1 for d in diags if d.fixable)
         if not fixable_before:
             return diags
+        # What the engine refuses to rewrite, it refuses here first, as optimize does before its
+        # verdict on errors: the same inputs are refused (exit 2) whichever driver asks.
+        requires(loaded, analysis.graph)
         found = {d.code for d in diags if d.fixable and (d.location.graph, d.location.node) not in blocked}
         repairs = for_codes(found & self.codes, repairs=True)
         # Every selected rewrite, not only those with findings now: one rewrite can open the way

@@ -2,8 +2,9 @@
 below it. The imports are read from the source (ast), function-local and TYPE_CHECKING imports
 included, ``from . import x`` resolved to the module ``x``.
 
-    base -> io -> graph -> inference/ops -> rules (judge) -> passes (transform)
-         -> drivers (analysis, lint, optimize, api) -> render -> cli
+    base -> io -> graph -> inference/ops -> passes (the rewrite engine) -> rewrites (the specs)
+         -> rules (judge; the SF2xx rules come from the specs) -> drivers (analysis, lint, optimize,
+         api) -> render -> cli
 """
 
 from __future__ import annotations
@@ -27,8 +28,11 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("io", ("shapeflow.io",)),
     ("graph", ("shapeflow.graph",)),
     ("inference", ("shapeflow.facts", "shapeflow.tensorinfo", "shapeflow.ops", "shapeflow.inference")),
-    ("rules", ("shapeflow.rules",)),
+    # The rewrite engine transforms and judges nothing; the rewrites are specs it runs, one per file;
+    # the lint rules judge, and report what the rewrites would do (rules/rewrites.py).
     ("passes", ("shapeflow.passes",)),
+    ("rewrites", ("shapeflow.rewrites",)),
+    ("rules", ("shapeflow.rules",)),
     # Drivers: one model's analysis, lint over files (config, discovery, suppressions, baselines),
     # optimize, and what is built from an analysis on request (networkx graph, shape diff).
     ("drivers", ("shapeflow.analysis", "shapeflow.annotate", "shapeflow.suppress", "shapeflow.config",
@@ -111,11 +115,13 @@ def test_imports_follow_the_layers() -> None:
 
 
 def test_passes_import_neither_rules_nor_drivers() -> None:
-    """The edges of issue 10, by name: the engine judges nothing and calls no driver back."""
-    bad = [(m, d) for m, d in edges() if m.startswith("shapeflow.passes")
+    """The edges of issue 10, by name: the engine judges nothing and calls no driver back; nor does
+    a rewrite spec, and the engine runs the specs it is given (it imports none)."""
+    bad = [(m, d) for m, d in edges() if m.startswith(("shapeflow.passes", "shapeflow.rewrites"))
            and (d.startswith("shapeflow.rules") or d in ("shapeflow.analysis", "shapeflow.linter",
                                                           "shapeflow.optimizer", "shapeflow.api"))]
     assert bad == []
+    assert [(m, d) for m, d in edges() if m.startswith("shapeflow.passes") and d.startswith("shapeflow.rewrites")] == []
 
 
 def test_only_the_cli_imports_click() -> None:
@@ -147,7 +153,7 @@ def test_the_walk_sees_every_kind_of_import(tmp_path, source, expected) -> None:
     known = set(modules())
     found = imports_of("shapeflow.rules.probe", path, known)
     assert found == expected
-    # and such an edge from the rules up to the engine or a driver is what the layer test rejects
+    # and such an edge from the rules up to a driver is what the layer test rejects
     for dep in found:
-        if dep.startswith(("shapeflow.passes", "shapeflow.analysis", "shapeflow.linter")):
+        if dep.startswith(("shapeflow.analysis", "shapeflow.linter")):
             assert RANK[layer_of(dep)] > RANK["rules"]  # type: ignore[index]

@@ -37,9 +37,9 @@ SPEC_CODES = {
     "SF110": ("axes-not-constant", "info"),
     "SF111": ("unsqueeze-empty-axes", "warning"),
     "SF112": ("shape-conflict", "error"),
-    "SF201": ("cancelling-pair", "info"),
-    "SF202": ("mergeable-chain", "info"),
-    "SF203": ("foldable-constant", "info"),
+    "SF201": ("cancel-unsqueeze-squeeze", "info"),
+    "SF202": ("merge-unsqueeze", "info"),
+    "SF203": ("fold-constant", "info"),
 }
 
 
@@ -276,13 +276,14 @@ def test_rewrite_rules_report_what_optimize_finds(tmp_path) -> None:
     from shapeflow.inference import infer
     from shapeflow.io import load_model
     from shapeflow.passes import find_candidates
+    from shapeflow.rewrites import select
 
     model = parser.parse_model(REWRITES)
     result = lint_proto(model, tmp_path, select=("SF2",))
     loaded = load_model(str(tmp_path / "m.onnx"))
     graph = build_graph(loaded)
     inference = infer(graph)
-    expected = {(c.code, graph.display(c.nid)) for c in find_candidates(graph, inference) if c.code}
+    expected = {(c.code, graph.display(c.nid)) for c in find_candidates(graph, inference, select()) if c.code}
     assert places(result) == expected
     codes = {code for code, _ in expected}
     assert codes == {"SF201", "SF202", "SF203"}

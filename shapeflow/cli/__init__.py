@@ -15,7 +15,7 @@ from typing import NoReturn, TextIO
 
 import click
 
-from ..errors import EXIT_INTERNAL, EXIT_REJECTED, ShapeflowError, ShapeflowWarning
+from ..errors import EXIT_INTERNAL, EXIT_REJECTED, ShapeflowError, ShapeflowWarning, display_path
 
 EPILOG = """\b
 Exit codes: 0 clean, 1 error-level findings, 2 usage error or rejected input, 3 internal error.
@@ -82,7 +82,7 @@ def _show_warning(message: Warning | str, category: type[Warning], filename: str
     """shapeflow's own warnings as one line on stderr (``shapeflow: warning: ...``); others as
     Python shows them."""
     if issubclass(category, ShapeflowWarning):
-        click.echo(f"shapeflow: warning: {message}", err=True)
+        click.echo(display_path(f"shapeflow: warning: {message}"), err=True)  # (names from the model)
     else:
         _SHOW_WARNING(message, category, filename, lineno, file, line)
 
