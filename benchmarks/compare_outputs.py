@@ -41,8 +41,8 @@ ROOT = Path(__file__).resolve().parent.parent
 REWRITE_TESTS = (
     "tests/test_passes.py", "tests/test_cleanup_rules.py", "tests/test_fold_values.py",
     "tests/test_reshape_round_trip.py", "tests/test_merge_concat.py", "tests/test_identity_element.py",
-    "tests/test_fanout.py", "tests/test_fix.py", "tests/test_redteam_issue9.py", "tests/test_redteam_issue15.py",
-    "tests/test_redteam_issue16.py", "tests/test_engine_roots.py", "tests/test_optimize_models.py",
+    "tests/test_fanout.py", "tests/test_fix.py", "tests/test_runtime_integer_edges.py",
+    "tests/test_rewrites_against_runtime.py", "tests/test_engine_roots.py", "tests/test_engine_requires.py", "tests/test_optimize_models.py",
     "tests/test_optimize_roundtrip.py", "tests/test_soundness_regressions.py",
 )
 

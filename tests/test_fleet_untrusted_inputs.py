@@ -1,5 +1,6 @@
-"""Red team for issue 15 (fleet): cache entries of the right shape but wrong types must be
-misses, not trusted, and ``--files-from`` splits only at line ends."""
+"""What a fleet lint reads that a pull request can write: cache entries of the right shape but
+wrong types are misses, not trusted; ``--files-from`` splits only at line ends; the cache key
+changes with onnx's version. (Found by a red team, issue 15.)"""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Red team for issue 16: the new optimize rules against onnxruntime, on models built to break them.
+"""The rewrites against onnxruntime, on models built to break them (a red team's, issue 16).
 
 Every model goes through the differential oracle (``shapearith.check_model``: original against
 optimized in onnxruntime at each binding, and every value or dim inference states) and through

@@ -1,11 +1,12 @@
-"""Red-team checks of issue 9 (soundness at the edges of onnxruntime's integer semantics).
+"""Soundness at the edges of onnxruntime's integer semantics: int64 wrap-around, ``allowzero``
+Reshapes, empty Concat inputs, Einsum broadcasting, chained Slices, ``--assume``.
 
 Each model is a small hand-written graph (ONNX text format). The oracle is onnxruntime with
 graph optimisations off: every dim and value shapeflow states for a main-graph tensor, with the
 symbols bound, must equal the runtime's; ``optimize``'s output must be bit-identical wherever the
-original runs. The first tests are the confirmed failures (they fail until shapeflow is fixed);
-``HELD`` lists the patterns that held when this file was written (they guard against regressions).
-Findings and commands: briefs/redteam_findings.md on the redteam branch.
+original runs. The first tests are failures a red team found (issue 9, findings F1-F11, named in
+the comments); ``HELD`` lists the patterns that held when this file was written (they guard
+against regressions).
 """
 
 from __future__ import annotations
@@ -176,19 +177,19 @@ POW4_LESS0 = {"body": """  a = Mul(n, n)
 """, "outs": "float[N] y", "ins": "uint8[seq] x"}
 
 
-def test_f1_int64_polynomial_value_wraps_in_onnxruntime(tmp_path: Path) -> None:
+def test_int64_polynomial_value_wraps_in_onnxruntime(tmp_path: Path) -> None:
     # shapeflow states b = seq**4 and y = [0]; onnxruntime at seq=56000: b = -8612248073709551616, y = [1]
     bad = unsound(model(**POW4_LESS0), tmp_path, values=(0, 3, 56000))
     assert not [m for m in bad if not m.startswith("optimize")], bad
 
 
-def test_f1_optimize_folds_a_wrapped_comparison(tmp_path: Path) -> None:
+def test_optimize_folds_a_wrapped_comparison(tmp_path: Path) -> None:
     # optimize folds Unsqueeze(Cast(Less(seq**4, 0))) to [0]: the output is float32[0] instead of [1]
     bad = unsound(model(**POW4_LESS0), tmp_path, values=(0, 3, 56000))
     assert not [m for m in bad if m.startswith("optimize")], bad
 
 
-def test_f1_large_coefficient_times_seq_wraps(tmp_path: Path) -> None:
+def test_large_coefficient_times_seq_wraps(tmp_path: Path) -> None:
     # 2**41 * seq is stated at seq = 2**22 (a 4 MB uint8 input) as 2**63; onnxruntime gives -2**63
     m = model("  k = Constant<value = int64 {2199023255552}>()\n  y = Mul(n, k)\n", "int64 y", "uint8[seq] x")
     assert unsound(m, tmp_path, values=(3, 2**22)) == []
@@ -204,7 +205,7 @@ MUL_2_61_LESS0 = """  k = Constant<value = int64 {2305843009213693952}>()
 """
 
 
-def test_f1_coefficient_below_the_edge_wraps_at_seq_4(tmp_path: Path) -> None:
+def test_coefficient_below_the_edge_wraps_at_seq_4(tmp_path: Path) -> None:
     # 2**61 * seq is kept (coefficient < 2**62); at seq = 4 onnxruntime gives -2**63, so Less(b, 0)
     # is True, y is float32[1]; shapeflow states y: [0] and optimize (even with --verify, which binds
     # seq = 1 and 3) writes a model whose y is float32[0]
@@ -233,14 +234,14 @@ F7_MODEL = HEAD + """g (float[A, B] x) => (float[P, Q, R] y, int64[1] u, int64[K
 }"""
 
 
-def test_f7_allowzero_reshape_minus_one_proves_nothing(tmp_path: Path) -> None:
+def test_allowzero_reshape_minus_one_proves_nothing(tmp_path: Path) -> None:
     # shapeflow: proven A >= 1, so e = False, u = [0], r: [A - 1]; onnxruntime at A=0, B=2 runs:
     # e = True, u = [1], r: [0]. optimize folds u to [0] (exit 0 without --verify).
     bad = unsound(parser.parse_model(F7_MODEL), tmp_path, symbols=("A", "B"), values=(0, 1, 2, 3))
     assert bad == [], bad
 
 
-def test_f7_false_fact_gives_a_false_sf104_error(tmp_path: Path) -> None:
+def test_false_fact_gives_a_false_sf104_error(tmp_path: Path) -> None:
     # with the false fact A >= 1, the dim A + 1 is "never 1": SF104 error; at A=0 (x: [0, 2]) the
     # model runs and the Squeeze removes that dim (onnxruntime: sq is [1])
     m = parser.parse_model(HEAD + """g (float[A, B] x) => (float[P, Q, R] y, int64[K] sq) {
@@ -268,7 +269,7 @@ def test_f7_false_fact_gives_a_false_sf104_error(tmp_path: Path) -> None:
 
 # F8: a computed Reshape target that may be -1 is taken as the dim (allowzero=1, or allowzero=0 at a
 # position past the input's rank): at A=0 the target A - 1 is -1, which onnxruntime infers.
-def test_f8_allowzero_target_that_may_be_minus_one(tmp_path: Path) -> None:
+def test_allowzero_target_that_may_be_minus_one(tmp_path: Path) -> None:
     m = parser.parse_model(HEAD + """g (float[A] x) => (float[N] y, int64[K] r) {
   s = Shape(x)
   one1 = Constant<value = int64[1] {1}>()
@@ -285,7 +286,7 @@ def test_f8_allowzero_target_that_may_be_minus_one(tmp_path: Path) -> None:
     assert unsound(m, tmp_path, symbols=("A",), values=(0, 1, 2, 3)) == []
 
 
-def test_f8_target_past_the_input_rank_that_may_be_minus_one(tmp_path: Path) -> None:
+def test_target_past_the_input_rank_that_may_be_minus_one(tmp_path: Path) -> None:
     m = parser.parse_model(HEAD + """g (float[A, B] x) => (float[N, M, K] y) {
   s = Shape(x)
   i0 = Constant<value = int64 {0}>()
@@ -325,7 +326,7 @@ def _minmax_nest(k: int) -> onnx.ModelProto:
 
 
 @pytest.mark.parametrize("args", [["--format", "json"], ["--all"]])
-def test_f9_deep_min_max_nest_is_not_an_internal_error(tmp_path: Path, args: list[str]) -> None:
+def test_deep_min_max_nest_is_not_an_internal_error(tmp_path: Path, args: list[str]) -> None:
     onnx.save(_minmax_nest(350), str(tmp_path / "m.onnx"))
     r = shapeflow_cli("infer", str(tmp_path / "m.onnx"), "--max-expr-size", "2000", *args)
     assert r.returncode in (0, 2), r.stderr  # today: exit 3, "internal error: RecursionError"
@@ -333,7 +334,7 @@ def test_f9_deep_min_max_nest_is_not_an_internal_error(tmp_path: Path, args: lis
 
 # F10: onnxruntime's Concat ignores the other dims of an EMPTY input; shapeflow takes them from the
 # first input. x: [0, 0], w: [1, 1] concatenated on axis 0 give [1, 1] (shapeflow: [A + C, B] = [1, 0]).
-def test_f10_concat_takes_non_axis_dims_from_an_input_that_may_be_empty(tmp_path: Path) -> None:
+def test_concat_takes_non_axis_dims_from_an_input_that_may_be_empty(tmp_path: Path) -> None:
     m = parser.parse_model(HEAD + """g (float[A, B] x, float[C, D] w) => (float[N, M] y) {
   y = Concat<axis=0>(x, w)
 }""")
@@ -346,7 +347,7 @@ def test_f10_concat_takes_non_axis_dims_from_an_input_that_may_be_empty(tmp_path
     ("i,i->i", "(float[A] x, float[B] w) => (float[N] y)"),
     ("...j,...j->...j", "(float[A, B] x, float[C, D] w) => (float[N, M] y)"),
 ])
-def test_f11_einsum_subscript_that_broadcasts(tmp_path: Path, equation: str, sig: str) -> None:
+def test_einsum_subscript_that_broadcasts(tmp_path: Path, equation: str, sig: str) -> None:
     m = parser.parse_model(HEAD + f"g {sig} {{\n  y = Einsum<equation=\"{equation}\">(x, w)\n}}")
     syms = [c for c in "ABCD" if f"{c}]" in sig or f"{c}," in sig]
     assert unsound(m, tmp_path, symbols=syms, values=(0, 1, 2)) == []
@@ -363,7 +364,7 @@ def _chain(k: int) -> onnx.ModelProto:
     return model(body)
 
 
-def test_f2_chained_slices_end_in_the_plain_form(tmp_path: Path) -> None:
+def test_chained_slices_end_in_the_plain_form(tmp_path: Path) -> None:
     path = tmp_path / "m.onnx"
     onnx.save(_chain(3), str(path))
     assert first_dim_of_y(path) == "max(0, seq - 3)"  # today: max(0, max(-1, max(-2, seq - 3)))
@@ -382,13 +383,13 @@ def _slices(*bounds: tuple[int, int]) -> onnx.ModelProto:
     (((0, -1), (0, -1)), "max(0, seq - 2)"),  # x[:-1][:-1]; today max(0, max(-1, seq - 2))
     (((0, 4), (0, 2)), "min(2, seq)"),  # x[:4][:2]; today min(2, min(4, seq))
 ])
-def test_f2_two_slices_end_in_the_plain_form(tmp_path: Path, bounds: tuple[tuple[int, int], ...], plain: str) -> None:
+def test_two_slices_end_in_the_plain_form(tmp_path: Path, bounds: tuple[tuple[int, int], ...], plain: str) -> None:
     path = tmp_path / "m.onnx"
     onnx.save(_slices(*bounds), str(path))
     assert first_dim_of_y(path) == plain
 
 
-def test_f2_two_hundred_chained_slices_are_not_rejected(tmp_path: Path) -> None:
+def test_two_hundred_chained_slices_are_not_rejected(tmp_path: Path) -> None:
     path = tmp_path / "m.onnx"
     onnx.save(_chain(200), str(path))
     r = shapeflow_cli("infer", str(path))
@@ -396,7 +397,7 @@ def test_f2_two_hundred_chained_slices_are_not_rejected(tmp_path: Path) -> None:
 
 
 # F3: `[tool.shapeflow] assume` (issue 9: "also in [tool.shapeflow]") is an unknown key (exit 2).
-def test_f3_assume_in_pyproject(tmp_path: Path) -> None:
+def test_assume_in_pyproject(tmp_path: Path) -> None:
     m = model("  st = Constant<value = int64[1] {-3}>()\n"
               "  en = Constant<value = int64[1] {9223372036854775807}>()\n  y = Slice(x, st, en)\n")
     onnx.save(m, str(tmp_path / "m.onnx"))
@@ -406,7 +407,7 @@ def test_f3_assume_in_pyproject(tmp_path: Path) -> None:
 
 
 # F4: lint over several files: an --assume naming a symbol of none of them is accepted and reported.
-def test_f4_lint_assume_naming_no_symbol_of_any_model(tmp_path: Path) -> None:
+def test_lint_assume_naming_no_symbol_of_any_model(tmp_path: Path) -> None:
     m = model("  y = Identity(x)\n")
     onnx.save(m, str(tmp_path / "a.onnx"))
     onnx.save(m, str(tmp_path / "b.onnx"))
@@ -415,7 +416,7 @@ def test_f4_lint_assume_naming_no_symbol_of_any_model(tmp_path: Path) -> None:
 
 
 # F5: an --assume range beyond the domain (a dim is at most 2**62) is accepted: an empty domain.
-def test_f5_assume_beyond_the_largest_dim_is_refused(tmp_path: Path) -> None:
+def test_assume_beyond_the_largest_dim_is_refused(tmp_path: Path) -> None:
     onnx.save(model("  y = Identity(x)\n"), str(tmp_path / "m.onnx"))
     r = shapeflow_cli("infer", str(tmp_path / "m.onnx"), "--assume", f"seq>={2**62 + 1}")
     assert r.returncode == 2, r.stderr
@@ -432,7 +433,7 @@ FACT = """  m1 = Constant<value = int64[1] {-1}>()
 """
 
 
-def test_f6_assume_contradicting_a_proven_fact_is_refused(tmp_path: Path) -> None:
+def test_assume_contradicting_a_proven_fact_is_refused(tmp_path: Path) -> None:
     onnx.save(model(FACT, "int64[N] y"), str(tmp_path / "m.onnx"))
     r = shapeflow_cli("infer", str(tmp_path / "m.onnx"), "--assume", "seq<=0", "--all")
     assert r.returncode == 2 and "seq" in r.stderr, (r.returncode, r.stdout)
