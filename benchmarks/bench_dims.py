@@ -30,7 +30,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))
 
-from shapeflow.analysis import analyze
+from shapeflow.drivers.analysis import analyze
 from shapeflow.dims import Sym, substitute
 from shapeflow.io import load_model_bytes
 

@@ -1336,7 +1336,7 @@ def check_model(model: onnx.ModelProto, bindings: Sequence[Mapping[str, int]], r
                 feed_seed: int = 0, workdir: str | None = None) -> Stats:
     """The oracle for one model: stated dims and values at ``bindings``, then ``optimize``'s
     outputs bit-identical at ``optimize_bindings`` (default: the same bindings)."""
-    from shapeflow import api
+    from shapeflow.drivers import api
     from shapeflow.errors import ShapeflowError
 
     stats = Stats(models=1)

@@ -10,7 +10,7 @@ import onnx
 from shapeflow.assume import parse_assumptions
 from onnx import TensorProto, helper
 
-from shapeflow.analysis import Analysis, analyze
+from shapeflow.drivers.analysis import Analysis, analyze
 from shapeflow.dims import Dim, Shape, dim_to_json, substitute
 from shapeflow.io import load_model_bytes
 

@@ -13,7 +13,7 @@ import onnx
 import pytest
 
 from shapeflow.cli import main
-from shapeflow.config import CommandLine, Settings, glob_match, load_config, parse_config, resolve
+from shapeflow.drivers.config import CommandLine, Settings, glob_match, load_config, parse_config, resolve
 from shapeflow.errors import UsageError
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

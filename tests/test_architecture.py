@@ -5,6 +5,8 @@ included, ``from . import x`` resolved to the module ``x``.
     base -> io -> graph -> inference/ops -> passes (the rewrite engine) -> rewrites (the specs)
          -> rules (judge; the SF2xx rules come from the specs) -> drivers (analysis, lint, optimize,
          api) -> render -> cli
+
+Above ``inference`` every layer is a package of its own; below it, the modules are few and small.
 """
 
 from __future__ import annotations
@@ -33,13 +35,12 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("passes", ("shapeflow.passes",)),
     ("rewrites", ("shapeflow.rewrites",)),
     ("rules", ("shapeflow.rules",)),
-    # Drivers: one model's analysis, lint over files (config, discovery, suppressions, baselines),
-    # optimize, and what is built from an analysis on request (networkx graph, shape diff).
-    ("drivers", ("shapeflow.analysis", "shapeflow.annotate", "shapeflow.suppress", "shapeflow.config",
-                 "shapeflow.discover", "shapeflow.infer_settings", "shapeflow.linter", "shapeflow.baseline",
-                 "shapeflow.workspace", "shapeflow.cache", "shapeflow.executors", "shapeflow.optimizer", "shapeflow.verify", "shapeflow.netx",
-                 "shapeflow.modeldiff", "shapeflow.rewritediff", "shapeflow.api")),
-    ("render", ("shapeflow.render", "shapeflow.report", "shapeflow.pictures", "shapeflow.docs")),
+    # Drivers (a package): one model's analysis, lint over files (config, discovery, suppressions,
+    # baselines, cache, executors), optimize, verify, the API, and what is built from an analysis
+    # on request (annotated model, networkx graph, shape diff, rewrite diff).
+    ("drivers", ("shapeflow.drivers",)),
+    # Renderers (a package): text, JSON, SARIF, GitHub, the concise format, pictures, the rule docs.
+    ("render", ("shapeflow.render",)),
     # The command line, and the package itself, whose lazy attributes are the API.
     ("cli", ("shapeflow.cli", "shapeflow.__main__", "shapeflow")),
 ]
@@ -118,8 +119,8 @@ def test_passes_import_neither_rules_nor_drivers() -> None:
     """The edges of issue 10, by name: the engine judges nothing and calls no driver back; nor does
     a rewrite spec, and the engine runs the specs it is given (it imports none)."""
     bad = [(m, d) for m, d in edges() if m.startswith(("shapeflow.passes", "shapeflow.rewrites"))
-           and (d.startswith("shapeflow.rules") or d in ("shapeflow.analysis", "shapeflow.linter",
-                                                          "shapeflow.optimizer", "shapeflow.api"))]
+           and (d.startswith("shapeflow.rules") or d in ("shapeflow.drivers.analysis", "shapeflow.drivers.linter",
+                                                          "shapeflow.drivers.optimizer", "shapeflow.drivers.api"))]
     assert bad == []
     assert [(m, d) for m, d in edges() if m.startswith("shapeflow.passes") and d.startswith("shapeflow.rewrites")] == []
 
@@ -141,9 +142,9 @@ def test_only_the_cli_imports_click() -> None:
     ("from .. import __version__", {"shapeflow"}),
     ("from .base import Rule", {"shapeflow.rules.base"}),
     ("def f():\n    from ..passes import find_candidates", {"shapeflow.passes"}),
-    ("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from ..analysis import Analysis",
-     {"shapeflow.analysis"}),
-    ("import shapeflow.linter", {"shapeflow.linter"}),
+    ("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from ..drivers.analysis import Analysis",
+     {"shapeflow.drivers.analysis"}),
+    ("import shapeflow.drivers.linter", {"shapeflow.drivers.linter"}),
 ])
 def test_the_walk_sees_every_kind_of_import(tmp_path, source, expected) -> None:
     """The checker itself: local, relative, TYPE_CHECKING and ``from . import`` imports count."""
@@ -155,5 +156,5 @@ def test_the_walk_sees_every_kind_of_import(tmp_path, source, expected) -> None:
     assert found == expected
     # and such an edge from the rules up to a driver is what the layer test rejects
     for dep in found:
-        if dep.startswith(("shapeflow.analysis", "shapeflow.linter")):
+        if dep.startswith(("shapeflow.drivers.analysis", "shapeflow.drivers.linter")):
             assert RANK[layer_of(dep)] > RANK["rules"]  # type: ignore[index]

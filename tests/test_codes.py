@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from shapeflow import codes
-from shapeflow.docs import rule_text
+from shapeflow.render.docs import rule_text
 from shapeflow.passes.sweep import DeadNodes
 from shapeflow.rewrites import REPAIRS, REWRITES
 from shapeflow.rules import ALL_CODES, ALL_RULES, BY_CODE, Rule

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from shapeflow import rewrites
-from shapeflow.docs import rule_markdown, rule_text
+from shapeflow.render.docs import rule_markdown, rule_text
 from shapeflow.rules import ALL_CODES
 from shapeflow.rules.rewrites import hint_rule
 

@@ -15,9 +15,9 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-from shapeflow.analysis import analyze
-from shapeflow.linter import LintOptions, lint_file
-from shapeflow.optimizer import optimize_model
+from shapeflow.drivers.analysis import analyze
+from shapeflow.drivers.linter import LintOptions, lint_file
+from shapeflow.drivers.optimizer import optimize_model
 from shapeflow.passes import count_ops, find_candidates
 from shapeflow.rewrites import select
 from shapeflow.graph import build_graph

@@ -17,7 +17,7 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper, parser
 
-from shapeflow.analysis import analyze
+from shapeflow.drivers.analysis import analyze
 from shapeflow.axes import (
     cancel_squeeze_unsqueeze, cancel_unsqueeze_squeeze, compose_unsqueeze, squeeze_shape, unsqueeze_shape,
 )

@@ -14,9 +14,9 @@ import onnx
 import pytest
 
 from lint_fixtures import FIXTURES
-from shapeflow.cache import LintCache
-from shapeflow.executors import Task, run_task
-from shapeflow.linter import Linter, LintOptions
+from shapeflow.drivers.cache import LintCache
+from shapeflow.drivers.executors import Task, run_task
+from shapeflow.drivers.linter import Linter, LintOptions
 
 ROOT = Path(__file__).resolve().parent.parent
 SF105 = next(f for f in FIXTURES if f.id == "sf105_squeeze_symbolic_dim")

@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "fuzz"))
 import shapearith  # noqa: E402
 from test_passes_support import Outcome, all_nodes, check_rewrite, optimize, parse  # noqa: E402
 
-from shapeflow.linter import LintOptions, lint_file  # noqa: E402
+from shapeflow.drivers.linter import LintOptions, lint_file  # noqa: E402
 
 SIZES = (0, 1, 2, 7)
 

@@ -196,7 +196,7 @@ def test_exit_2_directory_and_limit(workdir, capsys) -> None:
 
 
 def test_exit_3_internal_error_goes_on_with_other_files(workdir, capsys, monkeypatch) -> None:
-    import shapeflow.linter as lint_module
+    import shapeflow.drivers.linter as lint_module
 
     real = lint_module.analyze
 
@@ -380,7 +380,7 @@ def test_rules_markdown_is_docs_file(capsys) -> None:
 
 
 def test_docs_module_check_mode(tmp_path) -> None:
-    from shapeflow.docs import main as docs_main
+    from shapeflow.render.docs import main as docs_main
 
     target = tmp_path / "rules.md"
     assert docs_main(["-o", str(target)]) == 0

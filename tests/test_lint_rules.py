@@ -11,10 +11,10 @@ import pytest
 from onnx import helper
 
 from lint_fixtures import FIXTURES, Fixture, external_data_model
-from shapeflow import analysis
+from shapeflow.drivers import analysis
 from shapeflow.diagnostics import Severity
-from shapeflow.docs import rules_markdown, sections
-from shapeflow.linter import FileResult, LintOptions, lint_file, severity_table
+from shapeflow.render.docs import rules_markdown, sections
+from shapeflow.drivers.linter import FileResult, LintOptions, lint_file, severity_table
 from shapeflow.limits import Limits
 from shapeflow.rules import ALL_RULES, BY_CODE, resolve_selector, rule_by_code, select_rules
 
@@ -383,7 +383,7 @@ def test_docs_rules_md_is_up_to_date() -> None:
     path = os.path.join(REPO, "docs", "rules.md")
     with open(path, encoding="utf-8") as f:
         current = f.read()
-    assert current == rules_markdown(), "docs/rules.md is stale: run python -m shapeflow.docs -o docs/rules.md"
+    assert current == rules_markdown(), "docs/rules.md is stale: run python -m shapeflow.render.docs -o docs/rules.md"
 
 
 def test_docs_cover_every_rule() -> None:

@@ -10,11 +10,11 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from shapeflow.errors import ShapeflowError
-from shapeflow.optimizer import OptimizeRefused, optimize_model
+from shapeflow.drivers.optimizer import OptimizeRefused, optimize_model
 from shapeflow.passes import find_candidates
 from shapeflow.rewrites import NAMES as RULE_NAMES
 from shapeflow.rewrites import select
-from shapeflow.analysis import analyze
+from shapeflow.drivers.analysis import analyze
 from test_passes_support import all_nodes, check_rewrite, loaded_of, optimize, parse
 
 

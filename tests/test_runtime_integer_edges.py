@@ -24,7 +24,7 @@ import onnx
 import pytest
 from onnx import helper, parser
 
-from shapeflow import api
+from shapeflow.drivers import api
 from shapeflow.dims import substitute
 from shapeflow.errors import ShapeflowError
 

@@ -19,7 +19,7 @@ from ..errors import display_path
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing.")
 def command(cache_dir: str | None, config_path: str | None, isolated: bool, quiet: bool) -> None:
     """Remove the lint cache. A folder that is not a shapeflow cache is left alone (exit 2)."""
-    from ..cache import clean, default_cache_dir
+    from ..drivers.cache import clean, default_cache_dir
 
     target = os.path.abspath(cache_dir) if cache_dir else default_cache_dir(config_path, isolated)
     removed = clean(target)

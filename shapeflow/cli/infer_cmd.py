@@ -6,15 +6,15 @@ import time
 
 import click
 
-from ..analysis import gc_paused
-from ..annotate import annotate
+from ..drivers.analysis import gc_paused
+from ..drivers.annotate import annotate
 from ..errors import EXIT_CLEAN, EXIT_FINDINGS, UsageError, display_path
 from ..io import STDOUT, check_output_path, load_model, refuse_unsafe_external_data, save_model, write_to_stdout
-from ..pictures import DEFAULT_DEPTH, DEFAULT_MAX_DRAW, FORMATS, PictureOptions, picture
+from ..render.pictures import DEFAULT_DEPTH, DEFAULT_MAX_DRAW, FORMATS, PictureOptions, picture
 from ..render import count_by_severity, infer_text, summary_line
 from ..render.json import infer_json_chunks
 from ..assume import assumption_texts
-from ..infer_settings import infer_with_settings, unknown_symbols
+from ..drivers.infer_settings import infer_with_settings, unknown_symbols
 from .options import (
     assume_option, check_stdout_output, clear_progress, debug_option, dim_option, limit_options, limits_from,
     parse_dims, progress_printer,

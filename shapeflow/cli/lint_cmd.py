@@ -7,13 +7,13 @@ import os
 
 import click
 
-from ..config import CommandLine, ConfigCache, parse_severities, resolve, settings_text, split_selectors
+from ..drivers.config import CommandLine, ConfigCache, parse_severities, resolve, settings_text, split_selectors
 from ..errors import UsageError, display_path
 from ..render.github import annotation, escape_data, escape_property, safe
-from ..linter import FileResult, LintOptions, find_repo_root, run_exit_code
+from ..drivers.linter import FileResult, LintOptions, find_repo_root, run_exit_code
 from ..render import lint_summary, lint_text
 from ..render.json import lint_json
-from ..report import concise_text, shown, statistics_text
+from ..render.report import concise_text, shown, statistics_text
 from ..rules import REJECTION_RULES, resolve_selector
 from ..render.sarif import relative_path, sarif_log
 from ..assume import parse_assumptions
@@ -114,7 +114,7 @@ def command(models: tuple[str, ...], fmt: str, select: tuple[str, ...], extend_s
     Findings go to stdout, one summary line to stderr. Every file is processed: one that cannot
     be read is reported (SF001) and the others are still checked.
     """
-    from .. import workspace
+    from ..drivers import workspace
 
     limits = limits_from(kwargs)
     bindings = parse_dims(dims)
@@ -158,7 +158,7 @@ def command(models: tuple[str, ...], fmt: str, select: tuple[str, ...], extend_s
     options = LintOptions(dims=tuple(bindings.items()), limits=limits, fix=fix, diff=diff, repo_root=find_repo_root())
     workers = jobs or os.cpu_count() or 1
     shown_progress = None if quiet or executor == "ray" else file_progress("linting")
-    from ..cache import LintCache, default_cache_dir
+    from ..drivers.cache import LintCache, default_cache_dir
 
     store: LintCache | None = None
     if not no_cache and not fix:
@@ -178,7 +178,7 @@ def command(models: tuple[str, ...], fmt: str, select: tuple[str, ...], extend_s
     debug = _debug()
     if write_baseline:
         from .._version import __version__
-        from ..baseline import write_baseline as write
+        from ..drivers.baseline import write_baseline as write
 
         n = write(write_baseline, results, run.root, __version__)
         _notes(results, debug)
@@ -224,7 +224,7 @@ def _debug() -> bool:
 def _add_ignore(results: list[FileResult], limits: object, *, show_info: bool, quiet: bool, debug: bool) -> int:
     """``--add-ignore``: markers for each file's current findings, written in place."""
     from ..io import load_model, save_model
-    from ..suppress import UNUSED_CODE, add_markers
+    from ..drivers.suppress import UNUSED_CODE, add_markers
 
     _notes(results, debug)
     written = files = 0

@@ -9,12 +9,12 @@ from typing import TYPE_CHECKING
 
 import click
 
-from ..config import ConfigCache
-from ..discover import model_files
+from ..drivers.config import ConfigCache
+from ..drivers.discover import model_files
 from ..errors import EXIT_CLEAN, EXIT_FINDINGS, ShapeflowError, UsageError, display_path
 from ..io import STDOUT, check_output_path, load_model, save_model, write_to_stdout
 from ..limits import Limits
-from ..optimizer import OptimizeRefused, optimize_model
+from ..drivers.optimizer import OptimizeRefused, optimize_model
 from ..passes import OptimizeResult
 from ..rewrites import NAMES as RULE_NAMES
 from ..rewrites import select as select_rewrites
@@ -28,7 +28,7 @@ from .options import (
 )
 
 if TYPE_CHECKING:
-    from ..rewritediff import Rewrite
+    from ..drivers.rewritediff import Rewrite
 
 COUNTS = ("nodes", "Squeeze", "Unsqueeze")
 
@@ -146,7 +146,7 @@ def _one(model: str, output: str | None, in_place: bool, force: bool, check: boo
     if verify:
         verified = True
         if result.changed:
-            from ..verify import verify_models
+            from ..drivers.verify import verify_models
 
             report = verify_models(loaded.raw, result.model, directory=loaded.directory,
                                    values=(1, verify_value), ranges=assumptions)
@@ -157,7 +157,7 @@ def _one(model: str, output: str | None, in_place: bool, force: bool, check: boo
 
     rewrites = None
     if show_diff:  # (before the input's bytes are freed for the write)
-        from ..rewritediff import optimize_diff
+        from ..drivers.rewritediff import optimize_diff
 
         rewrites = optimize_diff(loaded.raw, result.model, model, result.log, limits) if result.changed else []
     target = model if in_place else output
@@ -261,7 +261,7 @@ def _report(model: str, output: str | None, result: OptimizeResult, fmt: str, ve
         lines.append("not fired:")
         lines.extend(f"  {line}" for line in result.skipped)
     if rewrites:
-        from ..rewritediff import diff_text
+        from ..drivers.rewritediff import diff_text
 
         lines.append(diff_text(rewrites))
     click.echo("\n".join(lines), err=err)

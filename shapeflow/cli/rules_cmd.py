@@ -6,7 +6,7 @@ import json
 
 import click
 
-from ..docs import flat, rule_markdown, rule_text, rules_markdown, rules_table_rows, sections
+from ..render.docs import flat, rule_markdown, rule_text, rules_markdown, rules_table_rows, sections
 from ..errors import UsageError
 from ..render import table
 from ..rewrites import deprecated

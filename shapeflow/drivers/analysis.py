@@ -13,20 +13,20 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Collection, Iterator, Mapping, Sequence
 
 
-from ._onnx import onnx
-from .diagnostics import Diagnostic, Severity
-from .dims import Bound, shape_to_json
-from .graph import ModelGraph, build_graph
-from .assume import assumption_texts, check_assumptions, check_proven
-from .inference import Inference, Progress, declared_symbols, infer
-from .io import LoadedModel
-from .limits import DEFAULT_LIMITS, Limits
-from .opsets import opset_map
-from .rules import LintContext, Rule, select_rules
-from .rules.calls import at_call_sites
-from .rules.rewrites import CANDIDATES, CODES
-from .results import SCHEMA, AnalysisJSON, NodeJSON, TensorJSON
-from ._version import __version__
+from .._onnx import onnx
+from ..diagnostics import Diagnostic, Severity
+from ..dims import Bound, shape_to_json
+from ..graph import ModelGraph, build_graph
+from ..assume import assumption_texts, check_assumptions, check_proven
+from ..inference import Inference, Progress, declared_symbols, infer
+from ..io import LoadedModel
+from ..limits import DEFAULT_LIMITS, Limits
+from ..opsets import opset_map
+from ..rules import LintContext, Rule, select_rules
+from ..rules.calls import at_call_sites
+from ..rules.rewrites import CANDIDATES, CODES
+from ..results import SCHEMA, AnalysisJSON, NodeJSON, TensorJSON
+from .._version import __version__
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -72,7 +72,7 @@ class Analysis:
 
     def to_networkx(self) -> "nx.MultiDiGraph":
         """The model as a networkx MultiDiGraph with op types, tensors, shapes and findings on
-        it (``shapeflow.netx``; built on each call, never by infer or lint)."""
+        it (``shapeflow.drivers.netx``; built on each call, never by infer or lint)."""
         from .netx import to_networkx
 
         return to_networkx(self)
@@ -175,8 +175,8 @@ def rewrite_candidates(ctx: LintContext, reported: Mapping[str, Sequence[Diagnos
                        codes: Collection[str] = CODES) -> list[object]:
     """The rewrite engine's candidates of ``codes`` (SF2xx), leaving out the nodes with
     error-level findings (``error_findings``)."""
-    from .passes import find_candidates  # here: ``infer`` never needs the engine
-    from .rewrites import select
+    from ..passes import find_candidates  # here: ``infer`` never needs the engine
+    from ..rewrites import select
 
     places = {(d.location.graph, d.location.node or "") for d in error_findings(ctx, reported)}
     return list(find_candidates(ctx.graph, ctx.inference, select(), codes=codes, blocked=places))

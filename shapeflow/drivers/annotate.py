@@ -21,12 +21,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ._onnx import onnx
-from .dims import Dim
-from .graph import ModelGraph
-from .inference import Inference
-from .ops.fallback import type_proto
-from .tensorinfo import TensorInfo
+from .._onnx import onnx
+from ..dims import Dim
+from ..graph import ModelGraph
+from ..inference import Inference
+from ..ops.fallback import type_proto
+from ..tensorinfo import TensorInfo
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,14 +6,14 @@ import os
 from typing import TYPE_CHECKING, Mapping, Sequence
 
 from .analysis import Analysis
-from .assume import parse_assumptions
+from ..assume import parse_assumptions
 from .config import CommandLine
-from .io import load_model, save_model
-from .limits import DEFAULT_LIMITS, Limits
+from ..io import load_model, save_model
+from ..limits import DEFAULT_LIMITS, Limits
 from .linter import FileResult, LintOptions, find_repo_root
 from .modeldiff import ModelDiff, diff_models
 from .optimizer import optimize_model
-from .passes import OptimizeResult
+from ..passes import OptimizeResult
 
 if TYPE_CHECKING:
     import networkx as nx

@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from typing import Sequence, TypedDict
 
 from .config import relative_to_root
-from .diagnostics import Severity
-from .errors import EXIT_CLEAN, EXIT_FINDINGS, UsageError, WriteError
+from ..diagnostics import Severity
+from ..errors import EXIT_CLEAN, EXIT_FINDINGS, UsageError, WriteError
 from .linter import FileResult
 from .suppress import fingerprint
 

@@ -31,10 +31,10 @@ import tempfile
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import _version
+from .. import _version
 from .config import find_config, load_config
-from .diagnostics import Diagnostic, Location, Severity
-from .errors import EXIT_REJECTED, display_path
+from ..diagnostics import Diagnostic, Location, Severity
+from ..errors import EXIT_REJECTED, display_path
 from .linter import FileResult, LintOptions
 
 CACHE_DIR_NAME = ".shapeflow_cache"
@@ -179,7 +179,7 @@ def clean(directory: str) -> bool:
     except OSError:
         ours = False
     if not ours:
-        from .errors import UsageError
+        from ..errors import UsageError
 
         raise UsageError(f"{display_path(directory)}: not a shapeflow cache (no CACHEDIR.TAG of shapeflow's); "
                          "not removed")

@@ -42,9 +42,9 @@ import sys
 from dataclasses import dataclass, field, replace
 from typing import Mapping, Sequence
 
-from .diagnostics import Severity
-from .errors import UsageError
-from .rules import ALL_RULES, resolve_selector
+from ..diagnostics import Severity
+from ..errors import UsageError
+from ..rules import ALL_RULES, resolve_selector
 
 KEYS = ("select", "extend-select", "ignore", "extend-ignore", "per-file-ignores", "exclude", "severity",
         "exit-zero", "baseline", "assume", "cache-dir")

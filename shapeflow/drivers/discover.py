@@ -15,7 +15,7 @@ import shutil
 from typing import Callable, Sequence
 
 from .config import DEFAULT_EXCLUDE, Settings, glob_match, relative_to_root
-from .errors import UsageError
+from ..errors import UsageError
 
 SUFFIX = ".onnx"
 

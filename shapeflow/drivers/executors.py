@@ -19,9 +19,9 @@ from dataclasses import dataclass, replace
 from typing import Any, Callable, Sequence
 
 from .cache import LintCache, settings_digest
-from .errors import EXIT_INTERNAL, ModelUnreadableError, ShapeflowError, UsageError
+from ..errors import EXIT_INTERNAL, ModelUnreadableError, ShapeflowError, UsageError
 from .linter import FileResult, Linter, LintOptions
-from .rules import rejection_diagnostic
+from ..rules import rejection_diagnostic
 
 EXECUTORS = ("local", "ray")
 Done = Callable[[int, FileResult], None]  # (index of the task, its result), in completion order
@@ -168,7 +168,7 @@ def _plain(task: Task) -> Task:
 def _located(task: Task) -> Task:
     """For a Ray worker, whose current directory is its own: the file's absolute path to read
     (a URL stays as it is)."""
-    from .io import is_url
+    from ..io import is_url
 
     task = _plain(task)
     if task.source is None and not is_url(task.path):

@@ -10,13 +10,13 @@ from typing import Mapping, Sequence
 
 from . import suppress
 from .analysis import Analysis, analyze
-from .assume import parse_assumptions
+from ..assume import parse_assumptions
 from .config import CommandLine, ConfigCache, resolve
-from .diagnostics import Severity
-from .inference import Progress
-from .io import LoadedModel
-from .limits import DEFAULT_LIMITS, Limits
-from .rules import select_rules
+from ..diagnostics import Severity
+from ..inference import Progress
+from ..io import LoadedModel
+from ..limits import DEFAULT_LIMITS, Limits
+from ..rules import select_rules
 
 
 def infer_with_settings(loaded: LoadedModel, *, dims: Mapping[str, int] | None = None,

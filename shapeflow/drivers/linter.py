@@ -23,21 +23,21 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
-from ._onnx import onnx  # (onnx.printer, for --diff, imports onnx when asked for)
+from .._onnx import onnx  # (onnx.printer, for --diff, imports onnx when asked for)
 from .analysis import Analysis, analyze, error_findings
-from .diagnostics import Diagnostic, Severity
-from .errors import (
+from ..diagnostics import Diagnostic, Severity
+from ..errors import (
     EXIT_CLEAN, EXIT_FINDINGS, EXIT_INTERNAL, EXIT_REJECTED, LimitExceededError, ShapeflowError, display_path,
 )
-from .graph import ModelGraph
-from .inference import Inference
-from .io import LoadedModel, load_model, parse_model_file, read_model_file, save_model
-from .assume import assumption_texts
-from .dims import Bound
-from .limits import DEFAULT_LIMITS, Limits
-from .rules import LintContext, Rule, rejection_diagnostic, resolve_selector, select_rules
+from ..graph import ModelGraph
+from ..inference import Inference
+from ..io import LoadedModel, load_model, parse_model_file, read_model_file, save_model
+from ..assume import assumption_texts
+from ..dims import Bound
+from ..limits import DEFAULT_LIMITS, Limits
+from ..rules import LintContext, Rule, rejection_diagnostic, resolve_selector, select_rules
 from . import suppress
-from .results import FileResultJSON
+from ..results import FileResultJSON
 
 
 @dataclass(frozen=True)
@@ -186,8 +186,8 @@ class _Linter:
     # -- --fix -----------------------------------------------------------------------------------
     def _fix(self, loaded: LoadedModel, analysis: Analysis, diags: list[Diagnostic],
              result: FileResult, blocked: frozenset[tuple[str, str]] = frozenset()) -> list[Diagnostic]:
-        from .passes import Pass, requires, run_passes  # here: plain lint never rewrites
-        from .rewrites import for_codes
+        from ..passes import Pass, requires, run_passes  # here: plain lint never rewrites
+        from ..rewrites import for_codes
 
         opts = self.options
         fixable_before = sum(1 for d in diags if d.fixable)

@@ -20,12 +20,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Mapping
 
-from ._onnx import onnx
+from .._onnx import onnx
 from .analysis import Analysis, analyze, dtype_name
-from .dims import shape_to_json
-from .errors import EXIT_CLEAN, EXIT_FINDINGS, display_path
-from .io import load_model
-from .limits import DEFAULT_LIMITS, Limits
+from ..dims import shape_to_json
+from ..errors import EXIT_CLEAN, EXIT_FINDINGS, display_path
+from ..io import load_model
+from ..limits import DEFAULT_LIMITS, Limits
 
 JsonShape = list[int | str | None] | None
 

@@ -36,8 +36,8 @@ import json
 import re
 from typing import TYPE_CHECKING, Callable, Iterable, Mapping
 
-from .dims import dim_to_json, shape_to_json
-from .graph import GRAPH_INPUT, INITIALIZER
+from ..dims import dim_to_json, shape_to_json
+from ..graph import GRAPH_INPUT, INITIALIZER
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -87,7 +87,7 @@ def to_networkx(analysis: "Analysis") -> "nx.MultiDiGraph":
     import networkx as nx
 
     from .analysis import dtype_name, gc_paused
-    from .opsets import opset_map
+    from ..opsets import opset_map
 
     inference = analysis.inference
     g = nx.MultiDiGraph(model=analysis.path, opset=opset_map(analysis.loaded.proto.opset_import))

@@ -10,15 +10,15 @@ from dataclasses import replace
 from typing import Mapping, Sequence
 
 from .analysis import analyze
-from .diagnostics import Diagnostic, Severity
-from .dims import Bound
-from .errors import EXIT_FINDINGS, ShapeflowError
-from .io import LoadedModel
-from .limits import DEFAULT_LIMITS, Limits
-from .passes import OptimizeResult, require_file, require_known_ops, rewrite_model
-from .passes.fixpoint import Progress
-from .rewrites import select
-from .rules import Rule, select_rules
+from ..diagnostics import Diagnostic, Severity
+from ..dims import Bound
+from ..errors import EXIT_FINDINGS, ShapeflowError
+from ..io import LoadedModel
+from ..limits import DEFAULT_LIMITS, Limits
+from ..passes import OptimizeResult, require_file, require_known_ops, rewrite_model
+from ..passes.fixpoint import Progress
+from ..rewrites import select
+from ..rules import Rule, select_rules
 
 
 class OptimizeRefused(ShapeflowError):

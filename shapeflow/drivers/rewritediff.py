@@ -18,12 +18,12 @@ import re
 from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
-from ._onnx import onnx
+from .._onnx import onnx
 from .analysis import Analysis, analyze, dtype_name
-from .dims import dim_to_json, shape_to_json
-from .errors import display_path
-from .io import load_model_bytes
-from .limits import DEFAULT_LIMITS, Limits
+from ..dims import dim_to_json, shape_to_json
+from ..errors import display_path
+from ..io import load_model_bytes
+from ..limits import DEFAULT_LIMITS, Limits
 
 # known values up to this many elements are shown (axes, shape vectors, folded constants)
 MAX_VALUE_SHOWN = 8

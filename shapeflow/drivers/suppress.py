@@ -20,9 +20,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Iterator, Mapping, Sequence
 
-from ._onnx import onnx
-from .diagnostics import Diagnostic, Location, Severity
-from .rules import resolve_selector
+from .._onnx import onnx
+from ..diagnostics import Diagnostic, Location, Severity
+from ..rules import resolve_selector
 
 KEY = "shapeflow.ignore"
 _DOC = re.compile(r"shapeflow:\s*ignore\[([^\]]*)\]")

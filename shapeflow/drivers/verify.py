@@ -22,7 +22,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper
 
-from .errors import UsageError
+from ..errors import UsageError
 
 MISSING_ORT = "--verify needs onnxruntime: pip install 'shapeflow[verify]'"
 DEFAULT_VALUES = (1, 3)

@@ -11,12 +11,12 @@ import os
 from dataclasses import dataclass, field, replace
 from typing import Callable, Sequence
 
-from .assume import parse_assumptions
+from ..assume import parse_assumptions
 from .baseline import Baseline, apply_baseline, load_baseline
 from .config import CommandLine, ConfigCache, Resolved, Settings, resolve
 from .discover import model_files
 from .cache import LintCache
-from .errors import UsageError
+from ..errors import UsageError
 from .linter import FileResult, LintOptions, find_repo_root
 
 

@@ -16,8 +16,8 @@ The engine transforms and judges nothing (it imports no lint rule and no driver)
 :func:`find_candidates` lists what the rewrites would do to an indexed and inferred model (lint's
 SF2xx findings are these); :func:`rewrite_model` edits a loaded model in place until no rewrite
 fires; :func:`run_passes` chains several such passes. The drivers decide what to run:
-``shapeflow.optimizer`` (``optimize``, which refuses models with error-level findings) and
-``shapeflow.linter`` (``lint --fix``).
+``shapeflow.drivers.optimizer`` (``optimize``, which refuses models with error-level findings) and
+``shapeflow.drivers.linter`` (``lint --fix``).
 """
 
 from __future__ import annotations

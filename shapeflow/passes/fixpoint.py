@@ -13,7 +13,7 @@ changed nothing a rewrite could see differently is the last one: the confirming 
 nothing (``rounds.another_round``). ``full_inference=True`` does it the slow way, re-inferring
 every round and always confirming; the tests check that both give the same bytes.
 
-The engine judges nothing: the caller (``shapeflow.optimizer``, ``shapeflow.linter``) hands in the
+The engine judges nothing: the caller (``shapeflow.drivers.optimizer``, ``shapeflow.drivers.linter``) hands in the
 rewrites to run (``shapeflow.rewrites``), its own index and inference for the first round, and the
 nodes not to touch (those with error-level findings) as data; refusing a model with errors is the
 driver's decision. What the engine itself requires of a model (a known format and opset, known

@@ -1,9 +1,9 @@
 """Rule documentation, generated from the rules' docstrings: ``shapeflow rules``, docs/rules.md and
 the SARIF rule descriptions all come from here, so they cannot drift apart.
 
-    python -m shapeflow.docs                  # print docs/rules.md
-    python -m shapeflow.docs -o docs/rules.md # write it
-    python -m shapeflow.docs --check docs/rules.md   # exit 1 when the file is stale
+    python -m shapeflow.render.docs                  # print docs/rules.md
+    python -m shapeflow.render.docs -o docs/rules.md # write it
+    python -m shapeflow.render.docs --check docs/rules.md   # exit 1 when the file is stale
 """
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ import argparse
 import re
 import sys
 
-from .rules import ALL_RULES, Rule
+from ..rules import ALL_RULES, Rule
 
-GENERATED_NOTE = "<!-- Generated from the rule docstrings by `python -m shapeflow.docs -o docs/rules.md`; do not edit. -->"
+GENERATED_NOTE = "<!-- Generated from the rule docstrings by `python -m shapeflow.render.docs -o docs/rules.md`; do not edit. -->"
 
 
 def sections(rule: type[Rule]) -> dict[str, str]:
@@ -105,7 +105,7 @@ def rules_markdown() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m shapeflow.docs", description="Generate docs/rules.md.")
+    parser = argparse.ArgumentParser(prog="python -m shapeflow.render.docs", description="Generate docs/rules.md.")
     parser.add_argument("-o", "--output", help="write here instead of printing")
     parser.add_argument("--check", metavar="FILE", help="exit 1 when FILE differs from what would be generated")
     args = parser.parse_args(argv)
@@ -118,7 +118,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{args.check}: {exc.strerror or exc}", file=sys.stderr)
             return 1
         if current != text:
-            print(f"{args.check} is stale; regenerate it with: python -m shapeflow.docs -o {args.check}",
+            print(f"{args.check} is stale; regenerate it with: python -m shapeflow.render.docs -o {args.check}",
                   file=sys.stderr)
             return 1
         return 0

@@ -1,6 +1,6 @@
 """Pictures of a model: ``infer --format dot`` (Graphviz) and ``--format graphml``.
 
-Both are drawn from the networkx graph of ``shapeflow.netx``, whole or a neighbourhood: the nodes
+Both are drawn from the networkx graph of ``shapeflow.drivers.netx``, whole or a neighbourhood: the nodes
 within ``depth`` tensor hops of the nodes named with ``--around`` or of the nodes with findings
 (``--findings``). Initializers are left out of the DOT picture (weights and shared axes tensors
 would be most of it; the values that matter are on the edges) and are never walked through when
@@ -19,13 +19,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterable, Sequence
 
-from .errors import UsageError, display_path
-from .netx import KIND_INITIALIZER, KIND_INPUT, KIND_NODE, KIND_OUTPUT, graphml_text, to_networkx
+from ..errors import UsageError, display_path
+from ..drivers.netx import KIND_INITIALIZER, KIND_INPUT, KIND_NODE, KIND_OUTPUT, graphml_text, to_networkx
 
 if TYPE_CHECKING:
     import networkx as nx
 
-    from .analysis import Analysis
+    from ..drivers.analysis import Analysis
 
 DEFAULT_MAX_DRAW = 2000
 DEFAULT_DEPTH = 2

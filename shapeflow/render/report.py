@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections import Counter
 from typing import Iterable, Sequence
 
-from .diagnostics import Diagnostic, Severity
-from .errors import display_path
+from ..diagnostics import Diagnostic, Severity
+from ..errors import display_path
 
 
 def concise_line(d: Diagnostic) -> str:

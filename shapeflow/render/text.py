@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Iterable, Sequence
 
-from ..analysis import Analysis, dtype_name
+from ..drivers.analysis import Analysis, dtype_name
 from ..diagnostics import Diagnostic, Severity
 from ..dims import format_shape
 from ..errors import display_path
