@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Iterator, Union
+from typing import TYPE_CHECKING, Any, Iterator, Union
 
 from ._onnx import onnx
 
@@ -231,6 +231,11 @@ class ModelGraph:
         return len(self.nodes)
 
 
+# A body waiting to be indexed: (body, path, kind, parent scope, owner node, opsets in force).
+_Pending = tuple["Body", str, str, "int | None", "int | None", dict[str, int]]
+_GRAPH_KINDS = frozenset({onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS})
+
+
 def build_graph(loaded: LoadedModel, limits: Limits = DEFAULT_LIMITS) -> ModelGraph:
     """Index ``loaded`` and validate its structure; raises ``GraphInvalidError`` (SF002) on the first
     structural problem, naming the node and the tensor."""
@@ -239,7 +244,7 @@ def build_graph(loaded: LoadedModel, limits: Limits = DEFAULT_LIMITS) -> ModelGr
     model_opsets = opset_map(model.opset_import)
 
     # Discover scopes breadth-first: main graph, model-local functions, then every nested body.
-    pending: deque[tuple[Body, str, str, int | None, int | None, dict[str, int]]] = deque(
+    pending: deque[_Pending] = deque(
         [(model.graph, "main", "graph", None, None, model_opsets)]
     )
     for fn in model.functions:
@@ -269,10 +274,10 @@ def build_graph(loaded: LoadedModel, limits: Limits = DEFAULT_LIMITS) -> ModelGr
     return g
 
 
-def _index_scope(g: ModelGraph, scope: Scope, limits: Limits, pending: deque) -> None:
+def _define_scope(g: ModelGraph, scope: Scope) -> None:
+    """The names a scope defines before its nodes: its inputs and, in a graph, its initializers."""
     body = scope.proto
     producer = scope.producer
-    scope._all_nodes = g.nodes
     file = g.path
     if isinstance(body, onnx.GraphProto):
         scope.inputs = [vi.name for vi in body.input]
@@ -292,6 +297,48 @@ def _index_scope(g: ModelGraph, scope: Scope, limits: Limits, pending: deque) ->
         scope.outputs = list(body.output)
         _define_inputs(scope, file)
 
+
+def _index_attributes(g: ModelGraph, scope: Scope, nid: int, attrs: Any, pending: deque[_Pending]) -> None:
+    """A node's attributes: repeated names are noted (SF009), subgraphs queued for indexing."""
+    if len(attrs) > 1:
+        names = [attr.name for attr in attrs]
+        if len(set(names)) < len(names):
+            g.duplicate_attributes.append((nid, names))
+    graph_attr, graphs_attr = onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS
+    for attr in attrs:
+        kind = attr.type
+        if kind == graph_attr:
+            pending.append((attr.g, f"{scope.path}/{g.display(nid)}.{attr.name}", "graph", scope.id, nid, scope.opsets))
+        elif kind == graphs_attr:
+            for k, sub in enumerate(attr.graphs):
+                pending.append((sub, f"{scope.path}/{g.display(nid)}.{attr.name}[{k}]", "graph", scope.id, nid,
+                                scope.opsets))
+
+
+def _first_late_reads(scope: Scope) -> None:
+    """Keep the first of each late read, and tell whether a name is read before its producer (the
+    file is not sorted)."""
+    late = scope.late
+    producer = scope.producer
+    if late:
+        firsts: dict[str, int] = {}
+        for name, nid in late:
+            firsts.setdefault(name, nid)
+        scope.late = late = list(firsts.items())  # first reads only
+    for name, _ in late:
+        p = producer.get(name)
+        if p is not None and p >= 0:  # read before the node that produces it
+            scope.sorted_in_file = False
+            break
+
+
+def _index_scope(g: ModelGraph, scope: Scope, limits: Limits, pending: deque[_Pending]) -> None:
+    body = scope.proto
+    producer = scope.producer
+    scope._all_nodes = g.nodes
+    file = g.path
+    _define_scope(g, scope)
+
     # This loop runs once per node of the model; it reads each protobuf field once (field access
     # costs far more than the dict work) and allocates nothing per node but the NodeInfo and the
     # input/output tuples.
@@ -309,7 +356,6 @@ def _index_scope(g: ModelGraph, scope: Scope, limits: Limits, pending: deque) ->
     # not sorted), read from an enclosing scope, or undefined. Usually empty, and it replaces a
     # pass over every edge to check the order and the definitions.
     late = scope.late
-    graph_attr, graphs_attr = onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS
     for index, node in enumerate(node_list):
         if index >= room:
             raise LimitExceededError("max-nodes", count_nodes(g.model), "--max-nodes", file=file)
@@ -340,31 +386,10 @@ def _index_scope(g: ModelGraph, scope: Scope, limits: Limits, pending: deque) ->
                 producer[name] = nid
             elif not g.empty_outputs or g.empty_outputs[-1] != nid:
                 g.empty_outputs.append(nid)
-        if attrs:
-            if len(attrs) > 1:
-                names = [attr.name for attr in attrs]
-                if len(set(names)) < len(names):
-                    g.duplicate_attributes.append((nid, names))
-            for attr in attrs:
-                kind = attr.type
-                if kind == graph_attr:
-                    pending.append((attr.g, f"{scope.path}/{g.display(nid)}.{attr.name}", "graph",
-                                    sid, nid, opsets))
-                elif kind == graphs_attr:
-                    for k, sub in enumerate(attr.graphs):
-                        pending.append((sub, f"{scope.path}/{g.display(nid)}.{attr.name}[{k}]",
-                                        "graph", sid, nid, opsets))
+        if attrs and (len(attrs) > 1 or attrs[0].type in _GRAPH_KINDS):
+            _index_attributes(g, scope, nid, attrs, pending)
     scope.nodes = list(range(base, len(nodes)))
-    if late:
-        firsts: dict[str, int] = {}
-        for name, nid in late:
-            firsts.setdefault(name, nid)
-        scope.late = late = list(firsts.items())  # first reads only
-    for name, _ in late:
-        p = producer.get(name)
-        if p is not None and p >= 0:  # read before the node that produces it
-            scope.sorted_in_file = False
-            break
+    _first_late_reads(scope)
 
 
 def count_nodes(model: onnx.ModelProto) -> int:

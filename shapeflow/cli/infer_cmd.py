@@ -6,7 +6,7 @@ import time
 
 import click
 
-from ..drivers.analysis import gc_paused
+from ..drivers.analysis import Analysis, gc_paused
 from ..drivers.annotate import annotate
 from ..errors import EXIT_CLEAN, EXIT_FINDINGS, UsageError, display_path
 from ..io import STDOUT, check_output_path, load_model, refuse_unsafe_external_data, save_model, write_to_stdout
@@ -111,20 +111,7 @@ def infer(model: str, all_tensors: bool, fmt: str, around: tuple[str, ...], dept
         else:
             save_model(loaded.proto, output, input_path=model, force=force, in_place=in_place,
                        max_memory=limits.max_memory)
-    # Rendering a large model allocates a container per row; none forms a cycle, and collecting
-    # would mean traversing the whole analysis again.
-    with gc_paused():
-        if fmt == "json":
-            # All pieces first (an error while rendering prints nothing), then written piece by
-            # piece: the document of a 500k-node model is 200 MB, not worth joining and encoding whole.
-            chunks = list(infer_json_chunks(result))
-            for chunk in chunks:
-                click.echo(chunk, nl=False, err=to_stdout)
-            click.echo(err=to_stdout)
-        elif drawing is not None:
-            click.echo(drawing, nl=False, err=to_stdout)
-        else:
-            click.echo(infer_text(result, all_tensors=all_tensors), err=to_stdout)
+    _print_result(result, fmt, drawing, all_tensors=all_tensors, err=to_stdout)
     counts = count_by_severity(result.diagnostics)
     elapsed = time.perf_counter() - started
     nodes = result.graph.node_count()
@@ -143,3 +130,21 @@ def infer(model: str, all_tensors: bool, fmt: str, around: tuple[str, ...], dept
     code = EXIT_FINDINGS if counts["error"] else EXIT_CLEAN
     click.get_current_context().exit(code)
     return code
+
+
+def _print_result(result: Analysis, fmt: str, drawing: str | None, *, all_tensors: bool, err: bool) -> None:
+    """The shapes and findings (on stderr when the model itself goes to stdout)."""
+    # Rendering a large model allocates a container per row; none forms a cycle, and collecting
+    # would mean traversing the whole analysis again.
+    with gc_paused():
+        if fmt == "json":
+            # All pieces first (an error while rendering prints nothing), then written piece by
+            # piece: the document of a 500k-node model is 200 MB, not worth joining and encoding whole.
+            chunks = list(infer_json_chunks(result))
+            for chunk in chunks:
+                click.echo(chunk, nl=False, err=err)
+            click.echo(err=err)
+        elif drawing is not None:
+            click.echo(drawing, nl=False, err=err)
+        else:
+            click.echo(infer_text(result, all_tensors=all_tensors), err=err)

@@ -121,12 +121,7 @@ def command(models: tuple[str, ...], fmt: str, select: tuple[str, ...], extend_s
     fix = fix or diff
     if add_ignore and (fix or write_baseline):
         raise UsageError("--add-ignore cannot be combined with --fix, --diff or --write-baseline")
-    for key, values in (("--ignore", ignore), ("--extend-ignore", extend_ignore)):
-        for item in split_selectors(values, key):
-            codes = set(resolve_selector(item))
-            if codes and codes <= UNIGNORABLE:
-                raise UsageError(f"{key} {item}: cannot be ignored: {', '.join(sorted(codes))} reports a file "
-                                 "that could not be linted at all, and hiding it would pass it unchecked")
+    _check_ignorable(ignore, extend_ignore)
     cli = CommandLine(
         select=split_selectors(select, "--select") if select else None,
         extend_select=split_selectors(extend_select, "--extend-select"),
@@ -138,13 +133,7 @@ def command(models: tuple[str, ...], fmt: str, select: tuple[str, ...], extend_s
         assume=assume,
     )
     if show_settings:
-        cache = ConfigCache(config_path, isolated)
-        blocks = []
-        for arg in models or (".",):
-            probe = os.path.join(arg, "model.onnx") if os.path.isdir(arg) else arg
-            settings = cache.for_path(probe)
-            blocks.append(settings_text(settings, resolve(settings, cli, probe), arg))
-        click.echo("\n\n".join(blocks))
+        _show_settings(models, cli, config_path, isolated)
         click.get_current_context().exit(0)
         return 0
     if files_from:
@@ -170,22 +159,11 @@ def command(models: tuple[str, ...], fmt: str, select: tuple[str, ...], extend_s
                         executor=executor, ray_address=ray_address, task_timeout=task_timeout,
                         on_result=stream.add if stream is not None else None)
     results = run.results
-    if assume:  # an --assume that names a symbol of no model linted is a typo, not a no-op
-        used = {name for r in results for name in parse_assumptions(r.assumptions)}
-        for name in parse_assumptions(assume):
-            if name not in used and any(not r.rejected for r in results):
-                raise UsageError(f"--assume names '{name}', which is a symbol of no model linted")
+    if assume:
+        _check_assumed(assume, results)
     debug = _debug()
     if write_baseline:
-        from .._version import __version__
-        from ..drivers.baseline import write_baseline as write
-
-        n = write(write_baseline, results, run.root, __version__)
-        _notes(results, debug)
-        if not quiet:
-            click.echo(f"{display_path(write_baseline)}: recorded {n:,} finding{'s' if n != 1 else ''} "
-                       f"of {len(results):,} file{'s' if len(results) != 1 else ''}", err=True)
-        code = max((r.exit_code for r in results if r.exit_code >= 2), default=0)
+        code = _write_baseline(write_baseline, results, run.root, quiet=quiet, debug=debug)
         click.get_current_context().exit(code)
         return code
     if add_ignore:
@@ -194,20 +172,67 @@ def command(models: tuple[str, ...], fmt: str, select: tuple[str, ...], extend_s
         return code
     _emit(results, fmt, diff=diff, debug=debug, show_info=show_info, statistics=statistics, root=run.root)
     if not quiet:
-        diags = [d for r in results for d in r.diagnostics]
-        line = lint_summary(len(results), diags, rejected=sum(r.rejected for r in results),
-                            failed=sum(1 for r in results if r.error), fixed=sum(r.fixed for r in results),
-                            changed=sum(r.changed for r in results), fix=fix, diff=diff,
-                            info_hidden=fmt in ("text", "concise") and not show_info and not statistics)
-        if run.baselined:
-            line += f"; {run.baselined:,} in the baseline"
-        assumed = _assumptions(results)
-        if assumed:
-            line += f"; assuming {', '.join(assumed)}"
-        click.echo(line, err=True)
+        click.echo(_summary(results, run.baselined, fix=fix, diff=diff,
+                            info_hidden=fmt in ("text", "concise") and not show_info and not statistics), err=True)
     code = run_exit_code(results)
     click.get_current_context().exit(code)
     return code
+
+
+def _check_ignorable(ignore: tuple[str, ...], extend_ignore: tuple[str, ...]) -> None:
+    """A usage error for ``--ignore`` of what cannot be ignored (a file that could not be linted)."""
+    for key, values in (("--ignore", ignore), ("--extend-ignore", extend_ignore)):
+        for item in split_selectors(values, key):
+            codes = set(resolve_selector(item))
+            if codes and codes <= UNIGNORABLE:
+                raise UsageError(f"{key} {item}: cannot be ignored: {', '.join(sorted(codes))} reports a file "
+                                 "that could not be linted at all, and hiding it would pass it unchecked")
+
+
+def _check_assumed(assume: tuple[str, ...], results: list[FileResult]) -> None:
+    """An --assume that names a symbol of no model linted is a typo, not a no-op."""
+    used = {name for r in results for name in parse_assumptions(r.assumptions)}
+    for name in parse_assumptions(assume):
+        if name not in used and any(not r.rejected for r in results):
+            raise UsageError(f"--assume names '{name}', which is a symbol of no model linted")
+
+
+def _show_settings(models: tuple[str, ...], cli: CommandLine, config_path: str | None, isolated: bool) -> None:
+    """``--show-settings``: the resolved settings of each model (or folder) and where they came from."""
+    cache = ConfigCache(config_path, isolated)
+    blocks = []
+    for arg in models or (".",):
+        probe = os.path.join(arg, "model.onnx") if os.path.isdir(arg) else arg
+        settings = cache.for_path(probe)
+        blocks.append(settings_text(settings, resolve(settings, cli, probe), arg))
+    click.echo("\n\n".join(blocks))
+
+
+def _write_baseline(path: str, results: list[FileResult], root: str | None, *, quiet: bool, debug: bool) -> int:
+    """``--write-baseline``: record every current finding; the exit code (2 when a file was rejected)."""
+    from .._version import __version__
+    from ..drivers.baseline import write_baseline as write
+
+    n = write(path, results, root, __version__)
+    _notes(results, debug)
+    if not quiet:
+        click.echo(f"{display_path(path)}: recorded {n:,} finding{'s' if n != 1 else ''} "
+                   f"of {len(results):,} file{'s' if len(results) != 1 else ''}", err=True)
+    return max((r.exit_code for r in results if r.exit_code >= 2), default=0)
+
+
+def _summary(results: list[FileResult], baselined: int, *, fix: bool, diff: bool, info_hidden: bool) -> str:
+    """The summary line on stderr."""
+    diags = [d for r in results for d in r.diagnostics]
+    line = lint_summary(len(results), diags, rejected=sum(r.rejected for r in results),
+                        failed=sum(1 for r in results if r.error), fixed=sum(r.fixed for r in results),
+                        changed=sum(r.changed for r in results), fix=fix, diff=diff, info_hidden=info_hidden)
+    if baselined:
+        line += f"; {baselined:,} in the baseline"
+    assumed = _assumptions(results)
+    if assumed:
+        line += f"; assuming {', '.join(assumed)}"
+    return line
 
 
 def _assumptions(results: list[FileResult]) -> list[str]:

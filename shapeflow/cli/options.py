@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from typing import Any, Callable, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, TypeVar
 
 import click
 
@@ -65,7 +65,13 @@ def assume_option(fn: F) -> F:
     return click.option("--assume", "assume", multiple=True, metavar="NAME>=K",
                         help="State a range of a symbolic dim (repeatable), e.g. --assume seq>=3 "
                              "or --assume 'seq<=4096'; results then hold under it, and say so.")(fn)
-class MemorySize(click.ParamType):
+if TYPE_CHECKING:
+    _IntParam = click.ParamType[int]  # (generic in the stubs of click 8.2 on, not at run time before)
+else:
+    _IntParam = click.ParamType
+
+
+class MemorySize(_IntParam):
     """A size in bytes: ``3000000000``, ``512M``, ``4G`` (powers of 1024)."""
 
     name = "size"

@@ -204,7 +204,7 @@ def dtype_name(dtype: int) -> str | None:
         name = ""
     if not name or name == "object":
         try:
-            return onnx.TensorProto.DataType.Name(dtype).lower()
+            return str(onnx.TensorProto.DataType.Name(dtype)).lower()
         except ValueError:  # a number no onnx release defines (the file is input, too)
             return f"dtype {dtype}"
     return name

@@ -95,7 +95,7 @@ def _comparable(node: onnx.NodeProto) -> bytes:
         del copy.attribute[:]
         copy.attribute.extend(kept)
         node = copy
-    return node.SerializeToString(deterministic=True)
+    return bytes(node.SerializeToString(deterministic=True))
 
 
 @dataclass

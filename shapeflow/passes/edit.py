@@ -354,7 +354,7 @@ class Editor:
                 self._add_read(sid, n)
         body.node.append(node)  # a copy; the entry in the list is the one to keep
         index = len(body.node) - 1
-        entry = body.node[index]
+        entry: onnx.NodeProto = body.node[index]
         self._new.append(_NewNode(sid, entry, anchor, len(self._new), index))
         for o in outputs:
             if o:
@@ -415,7 +415,7 @@ class Editor:
     def add_initializer(self, sid: int, tensor: TensorProto) -> TensorProto:
         body = self.g.scopes[sid].proto
         body.initializer.append(tensor)  # graph scopes only
-        entry = body.initializer[len(body.initializer) - 1]
+        entry: TensorProto = body.initializer[len(body.initializer) - 1]
         self._made.add((sid, tensor.name))
         self._added_inits.add((sid, tensor.name))
         self.changed = True

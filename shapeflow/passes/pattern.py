@@ -28,7 +28,7 @@ sweeps) are shapeflow's own.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable, Iterable, NamedTuple
+from typing import TYPE_CHECKING, Callable, Iterable, NamedTuple, cast
 
 from ..graph import INITIALIZER
 from .context import ANY_OP, RoundContext
@@ -177,7 +177,7 @@ def tensor_of(ctx: RoundContext, sid: int, name: str) -> "TensorInfo | None":
     """``ctx.tensor`` with one lookup in the scope's own table first (where most tensors are: on
     a large model each lookup is a cache miss)."""
     found = ctx.inference.tensors[sid].get(name, _ABSENT)
-    return ctx.tensor(sid, name) if found is _ABSENT else found  # type: ignore[return-value]
+    return ctx.tensor(sid, name) if found is _ABSENT else cast("TensorInfo | None", found)
 
 
 _NO_DATA_INPUT = not_applicable("no data input")
@@ -201,12 +201,10 @@ class KnownValue(Guard):
 
     def check(self, ctx: RoundContext, nid: int) -> NoMatch | None:
         info = ctx.graph.nodes[nid]
-        t = ctx.inference.tensors[info.scope].get(info.outputs[0], _ABSENT)
-        if t is _ABSENT:
-            t = ctx.tensor(info.scope, info.outputs[0])
+        t = tensor_of(ctx, info.scope, info.outputs[0])
         if t is None:
             return _UNKNOWN_VALUE
-        known = t.value  # type: ignore[union-attr]
+        known = t.value
         if known is None:
             return _UNKNOWN_VALUE
         for v in known:  # (a loop: the common case, a shape of batch and seq, stops at once)
@@ -326,7 +324,7 @@ def target_value(ctx: RoundContext, nid: int) -> "tuple[tuple[Dim, ...], tuple[D
     x = tensor_of(ctx, sid, names[0])
     if x is None or x.shape is None:
         return _UNKNOWN_RANK
-    return t.value, x.shape  # type: ignore[return-value]  # (no None left in the value)
+    return t.value, x.shape
 
 
 def allowzero(ctx: RoundContext, nid: int) -> int:

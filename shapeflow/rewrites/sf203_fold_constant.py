@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 from .._onnx import onnx
 from ..axes import squeeze_shape, unsqueeze_shape
@@ -40,7 +40,8 @@ def _constant_value(node: onnx.NodeProto) -> TensorProto | None:
     """The tensor a Constant node holds (numeric forms only; a sparse value is not folded)."""
     for a in node.attribute:
         if a.name == "value" and a.type == onnx.AttributeProto.TENSOR:
-            return a.t
+            value: TensorProto = a.t
+            return value
         if a.name == "value_int":
             return onnx.helper.make_tensor("", TensorProto.INT64, [], [a.i])
         if a.name == "value_ints":
@@ -310,8 +311,8 @@ def _left_unread(ctx: RoundContext, source: _Source, sid: int, members: tuple[in
 
 def _position(ctx: RoundContext, sid: int, nid: int) -> int:
     key = ("position", sid)
-    pos = ctx.cache.get(key)
+    pos = cast("dict[int, int] | None", ctx.cache.get(key))
     if pos is None:
         pos = {n: k for k, n in enumerate(ctx.scope(sid).order)}
         ctx.cache[key] = pos
-    return pos[nid]  # type: ignore[index]
+    return pos[nid]

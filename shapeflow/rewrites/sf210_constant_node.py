@@ -53,7 +53,7 @@ def convertible(node: onnx.NodeProto) -> bool:
     a = node.attribute[0]
     if a.ref_attr_name or _VALUE_ATTRS.get(a.name) != a.type:
         return False
-    return a.type != AttributeProto.TENSOR or a.t.data_location != TensorProto.EXTERNAL
+    return bool(a.type != AttributeProto.TENSOR or a.t.data_location != TensorProto.EXTERNAL)
 
 
 def constant_tensor(node: onnx.NodeProto, name: str) -> TensorProto:
