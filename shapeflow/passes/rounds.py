@@ -24,6 +24,10 @@ from .edit import Editor
 from .match import Match, NoMatch
 
 
+# What stands in the way of a match (``Claims.conflict``).
+READS, WRITES = "reads", "writes"
+
+
 class Claims:
     """The nodes the round's rewrites took: written, read, rewired, and reserved for the sweeps of
     deferred rewrites."""
@@ -36,28 +40,30 @@ class Claims:
         self.rewired: set[int] = set()
         self.reserved: set[int] = set()
 
-    def conflict(self, m: Match[object]) -> bool:
+    def conflict(self, m: Match[object]) -> str | None:
         """Whether ``m`` touches a node an earlier rewrite of the round wrote, writes one that an
         earlier rewrite relies on, or touches one a deferred rewrite will sweep. Renaming
-        different inputs of one node is the one overlap allowed."""
+        different inputs of one node is the one overlap allowed. The answer says which claim of
+        ``m`` stands in the way: ``"reads"`` when only what it reads was taken (what it matched on
+        changed), ``"writes"`` otherwise."""
         written, read, rewired = self.written, self.read, self.rewired
         for group in (m.writes, m.sweeps):
             for n in group:
                 if n in written or n in read or n in rewired:
-                    return True
-        for n in m.reads:
-            if n in written or n in rewired:
-                return True
+                    return WRITES
         for n in m.rewires:
             if n in written or n in read:
-                return True
+                return WRITES
         reserved = self.reserved
         if reserved:
-            for group in (m.writes, m.sweeps, m.reads, m.rewires):
+            for group in (m.writes, m.sweeps, m.rewires):
                 for n in group:
                     if n in reserved:
-                        return True
-        return False
+                        return WRITES
+        for n in m.reads:
+            if n in written or n in rewired or n in reserved:
+                return READS
+        return None
 
     def take(self, m: Match[object]) -> None:
         self.written.update(m.writes)
@@ -68,7 +74,9 @@ class Claims:
     def reserve(self, m: Match[object]) -> None:
         """``m`` waits for the next round: what it will sweep then is left alone in this one (a
         no-op Reshape deferred here takes its whole target computation with it next round, which
-        rewriting that computation now would only have wasted)."""
+        rewriting that computation now would only have wasted). Only for a match that waits for a
+        node it would change: one whose reads were taken matched on what has changed, and may not
+        fire at all (a fold whose readers were folded first is swept instead)."""
         self.reserved.update(m.sweeps)
 
 
@@ -101,10 +109,12 @@ def run_round(ctx: RoundContext, edit: Editor, dispatch: Dispatch, explain: bool
                     out.skipped.append((nid, f"{rule.name}: {r.reason}"))
                 continue
             m: Match[object] = r  # type: ignore[assignment]
-            if claims.conflict(m):
+            conflict = claims.conflict(m)
+            if conflict is not None:
                 if nid not in claims.written:  # (a root taken by an earlier rewrite has nothing left to do)
                     out.deferred.append(nid)
-                    claims.reserve(m)
+                    if conflict == WRITES:
+                        claims.reserve(m)
                 break  # a node it needs was rewritten this round; the next round retries
             rule.apply(ctx, edit, m)
             claims.take(m)
