@@ -396,7 +396,7 @@ def count_nodes(model: onnx.ModelProto) -> int:
     """Nodes in every graph, subgraph and model-local function (the --max-nodes count), with an
     explicit stack: only called once the limit is hit, to report the value."""
     total = 0
-    stack: list = [model.graph, *model.functions]
+    stack: list[Any] = [model.graph, *model.functions]
     graph_attr, graphs_attr = onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS
     while stack:
         body = stack.pop()

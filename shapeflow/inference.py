@@ -20,7 +20,7 @@ import os
 import time
 import warnings
 from dataclasses import dataclass, field
-from typing import Callable, ContextManager, Mapping
+from typing import Any, Callable, ContextManager, Mapping
 
 from ._onnx import onnx
 
@@ -61,7 +61,7 @@ class Inference:
     constant_cache: dict[tuple[int, str], tuple[int, ...] | None] = field(default_factory=dict, repr=False)
     # Shape rules' memo tables for one run (axes facts per axes tensor, Squeeze/Unsqueeze results
     # per input shape and axes), keyed by the rule's own tuples.
-    memo: dict[tuple, object] = field(default_factory=dict, repr=False)
+    memo: dict[tuple[Any, ...], object] = field(default_factory=dict, repr=False)
     # The ranges the user stated (--assume), and those plus the facts inference proved on the way
     # (a symbol >= 1 where the model fails otherwise): the domain its results hold in.
     assumptions: Mapping[str, Bound] = field(default_factory=dict)
@@ -178,7 +178,7 @@ class _Runner:
         self.rules: dict[str, dict[str, object]] = {}
         # Every output shape, interned: one tuple per distinct shape, checked against the limits
         # once. Equal shapes become the same object, which also lets rules memoise by identity.
-        self.shapes: dict[tuple, tuple] = {}
+        self.shapes: dict[tuple[Any, ...], tuple[Any, ...]] = {}
         # Function calls: the attribute values of the call being re-run (None: the generic run,
         # where ``@attr`` references are unknown), its nesting depth, the outputs per call
         # signature, and a budget of body nodes re-run after which calls
@@ -186,7 +186,7 @@ class _Runner:
         # one function mostly share a signature), so nested calls cannot multiply the work.
         self.env: dict[str, onnx.AttributeProto] | None = None
         self.depth = 0
-        self.calls: dict[tuple, list[TensorInfo | None] | None] = {}
+        self.calls: dict[tuple[Any, ...], list[TensorInfo | None] | None] = {}
         self.call_budget = min(result.limits.max_nodes, max(4 * len(self.g.nodes), 100_000))
         self.in_function = [self.g.in_function(sc.id) for sc in self.g.scopes]
         self.descendants: dict[int, list[int]] = {}
@@ -203,7 +203,7 @@ class _Runner:
 
     def run_scope(self, scope: Scope, args: list[TensorInfo | None] | None = None) -> None:
         # The loop body runs once per node of the model: the common case (one output, a rule that
-        # answers) is kept free of calls that are not the rule itself.
+        # answers) is kept free of calls that are not the rule itself; the rest is in helpers.
         r, g = self.r, self.g
         table = r.tensors[scope.id]
         self._seed(scope, table, args)
@@ -215,16 +215,10 @@ class _Runner:
         rules = self.rules
         rule_for = self._rule_for
         shapes = self.shapes
-        max_expr = self.max_expr
         for nid in scope.order:
             info = nodes[nid]
             if info.subscopes:
-                for sub in info.subscopes:
-                    self.run_scope(g.scopes[sub])
-                    body = g.scopes[sub]
-                    r.subgraph_out.setdefault(nid, {})[body.attr or ""] = [
-                        r.tensors[sub].get(o) if o in r.tensors[sub] else lookup(sub, o) for o in body.outputs
-                    ]
+                self._run_bodies(nid, info)
             ins: list[TensorInfo | None] = []
             for name in info.inputs:
                 if not name:
@@ -240,14 +234,9 @@ class _Runner:
                 rule = by_op.get(info.op_type, _MISSING) if by_op is not None else _MISSING
                 if rule is _MISSING:
                     rule = rule_for(info.domain, info.op_type)
-                proto = None
+                proto: onnx.NodeProto | None = None
                 if in_function and info.has_attrs:
-                    proto = self._bind_attributes(info.peek())
-                    if proto is None:  # an ``@attr`` reference whose value is not known here
-                        if info.op_type in _READS_REFERENCES and info.domain == "":
-                            proto = info.peek()
-                        else:
-                            rule = None
+                    proto, rule = self._bound_attributes(info, rule)
                 if rule is not None:
                     try:
                         outs = rule(OpCall(proto, since, ins, nid, sid, r, info))  # type: ignore[operator]
@@ -259,17 +248,7 @@ class _Runner:
                         rule_crashed(g, nid, info, exc)
                         outs = None
                     if outs:
-                        for t in outs:
-                            if t is not None:
-                                value = t.value
-                                if value is not None:
-                                    # _check_value, inline: values are short, mostly ints
-                                    for v in value:
-                                        if type(v) is Sym and v.size() > max_expr:
-                                            self._check_value(value, nid)
-                                    # what the element type holds: int64 wraps, int32 of a
-                                    # symbol only where it provably fits (ops/numeric.py)
-                                    t.value = canonical_value(t.dtype, value)
+                        self._settle_values(outs, nid)
             elif functions:
                 fsid = functions.get((info.peek().domain, info.op_type))
                 if fsid is not None:
@@ -290,20 +269,61 @@ class _Runner:
                                 t.shape = seen
                     table[name] = t
             else:
-                for k, name in enumerate(outputs):
-                    t = outs[k] if outs is not None and k < len(outs) else None
-                    if name:
-                        if t is not None and t.shape is not None:
-                            seen = shapes.get(t.shape)
-                            if seen is None:
-                                self._check_limits(t.shape, nid)
-                                shapes[t.shape] = t.shape
-                            elif seen is not t.shape:
-                                t.shape = seen
-                        table[name] = t
+                self._store_outputs(outputs, outs, table, nid)
             self.done += 1
             if self.done % _CHECK_EVERY == 0:
                 self._tick()
+
+    def _run_bodies(self, nid: int, info: NodeInfo) -> None:
+        """The subgraphs of node ``nid`` first (their outputs are what the node's rule reads)."""
+        r, g = self.r, self.g
+        for sub in info.subscopes:
+            self.run_scope(g.scopes[sub])
+            body = g.scopes[sub]
+            r.subgraph_out.setdefault(nid, {})[body.attr or ""] = [
+                r.tensors[sub].get(o) if o in r.tensors[sub] else r.lookup(sub, o) for o in body.outputs
+            ]
+
+    def _bound_attributes(self, info: NodeInfo, rule: object) -> tuple[onnx.NodeProto | None, object]:
+        """The node of a function body with its ``@attr`` references bound to the call's values,
+        and the rule to run on it (None when a reference's value is not known here)."""
+        proto = self._bind_attributes(info.peek())
+        if proto is None:  # an ``@attr`` reference whose value is not known here
+            if info.op_type in _READS_REFERENCES and info.domain == "":
+                return info.peek(), rule
+            return None, None
+        return proto, rule
+
+    def _settle_values(self, outs: list[TensorInfo | None], nid: int) -> None:
+        """What a rule's output values may be: each symbolic element within ``--max-expr-size``,
+        and what the element type holds (int64 wraps; int32 of a symbol only where it provably
+        fits: ops/numeric.py)."""
+        max_expr = self.max_expr
+        for t in outs:
+            if t is not None:
+                value = t.value
+                if value is not None:
+                    # _check_value, inline: values are short, mostly ints
+                    for v in value:
+                        if type(v) is Sym and v.size() > max_expr:
+                            self._check_value(value, nid)
+                    t.value = canonical_value(t.dtype, value)
+
+    def _store_outputs(self, outputs: tuple[str, ...], outs: list[TensorInfo | None] | None,
+                       table: dict[str, TensorInfo | None], nid: int) -> None:
+        """The outputs of a node with several (or none), shapes interned as for one output."""
+        shapes = self.shapes
+        for k, name in enumerate(outputs):
+            t = outs[k] if outs is not None and k < len(outs) else None
+            if name:
+                if t is not None and t.shape is not None:
+                    seen = shapes.get(t.shape)
+                    if seen is None:
+                        self._check_limits(t.shape, nid)
+                        shapes[t.shape] = t.shape
+                    elif seen is not t.shape:
+                        t.shape = seen
+                table[name] = t
 
     # -- model-local functions ---------------------------------------------------------------------
     def _call(self, fsid: int, caller: int, info: "NodeInfo",
@@ -449,7 +469,7 @@ class _Runner:
                 shape.append(None)
         return TensorInfo(tt.elem_type, tuple(shape))
 
-    def _check_limits(self, shape: tuple, nid: int) -> None:
+    def _check_limits(self, shape: tuple[Any, ...], nid: int) -> None:
         if len(shape) > self.max_rank or any(type(d) is Sym and d.size() > self.max_expr for d in shape):
             info = self.g.nodes[nid]
             where = info.peek().name or info.op_type
@@ -460,7 +480,7 @@ class _Runner:
                     raise LimitExceededError("max-expr-size", d.size(), "--max-expr-size", file=self.g.path,
                                         node=where)
 
-    def _check_value(self, value: tuple, nid: int) -> None:
+    def _check_value(self, value: tuple[Any, ...], nid: int) -> None:
         """Symbolic *values* of shape tensors count against --max-expr-size too: they are where
         expressions grow (``Mul(e, e)`` squares one), before any of them becomes a dim."""
         max_expr = self.max_expr

@@ -158,3 +158,15 @@ def test_the_walk_sees_every_kind_of_import(tmp_path, source, expected) -> None:
     for dep in found:
         if dep.startswith(("shapeflow.drivers.analysis", "shapeflow.drivers.linter")):
             assert RANK[layer_of(dep)] > RANK["rules"]  # type: ignore[index]
+
+
+def test_no_function_is_longer_than_80_lines() -> None:
+    """A function past 80 lines does several things: split it (ruff's C901 bounds the branches)."""
+    long = []
+    for module, path in modules().items():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                lines = (node.end_lineno or node.lineno) - node.lineno + 1
+                if lines > 80:
+                    long.append(f"{module}.{node.name}: {lines} lines")
+    assert long == []

@@ -122,7 +122,7 @@ def _read_toml(path: str) -> dict[str, object]:
         import tomli as tomllib
     try:
         with open(path, "rb") as f:
-            return tomllib.load(f)
+            return dict(tomllib.load(f))
     except tomllib.TOMLDecodeError as exc:
         raise UsageError(f"invalid TOML: {exc}", file=path) from None
     except OSError as exc:

@@ -16,7 +16,7 @@ imported only here and only when asked for.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 import onnx
@@ -42,7 +42,7 @@ class VerifyReport:
         return "; ".join(self.problems)
 
 
-def _ort():
+def _ort() -> Any:
     try:
         import onnxruntime
     except ImportError:
@@ -50,7 +50,7 @@ def _ort():
     return onnxruntime
 
 
-def _session(ort, model: bytes, directory: str):
+def _session(ort: Any, model: bytes, directory: str) -> Any:
     so = ort.SessionOptions()
     so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     # Failures come back as exceptions and are reported in one line; onnxruntime's own log lines
@@ -126,8 +126,8 @@ def _same(a: object, b: object) -> bool:
         if a.dtype != b.dtype or a.shape != b.shape:
             return False
         if a.dtype == object:
-            return a.tolist() == b.tolist()
-        return np.ascontiguousarray(a).tobytes() == np.ascontiguousarray(b).tobytes()
+            return bool(a.tolist() == b.tolist())
+        return bool(np.ascontiguousarray(a).tobytes() == np.ascontiguousarray(b).tobytes())
     return type(a) is type(b) and repr(a) == repr(b)
 
 

@@ -154,7 +154,7 @@ def _serialize(model: onnx.ModelProto, max_memory: int, shown: str, size: int | 
     the caller has it (measuring encodes the whole model)."""
     require_memory(2 * (size if size is not None else _byte_size(model, shown)), max_memory, shown)
     try:
-        return model.SerializeToString()
+        return bytes(model.SerializeToString())
     except (EncodeError, MemoryError):
         raise _out_of_memory(shown) from None
 

@@ -201,7 +201,8 @@ def _utf8_checking_model() -> type[Message] | None:
                     f.options.ClearField("packed")
         pool = descriptor_pool.DescriptorPool()
         pool.Add(file)
-        return message_factory.GetMessageClass(pool.FindMessageTypeByName(onnx.ModelProto.DESCRIPTOR.full_name))
+        found: type[Any] = message_factory.GetMessageClass(pool.FindMessageTypeByName(onnx.ModelProto.DESCRIPTOR.full_name))
+        return found
     except Exception:  # an older protobuf without editions: fall back to the walk
         return None
 

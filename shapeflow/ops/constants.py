@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import sys
 
 from .._onnx import onnx
@@ -20,7 +22,7 @@ def is_external(t: onnx.TensorProto) -> bool:
     return t.data_location == TensorProto.EXTERNAL
 
 
-def tensor_values(t: onnx.TensorProto) -> tuple | None:
+def tensor_values(t: onnx.TensorProto) -> tuple[Any, ...] | None:
     """The elements of a small, embedded integer (or integral float) tensor; never reads external data."""
     if is_external(t):
         return None
@@ -61,7 +63,7 @@ _ITEMSIZE = {fmt: memoryview(b"").cast(fmt).itemsize for fmt in _RAW_FORMATS.val
 _FIELDS: dict[int, str] = {dtype: STORAGE_FIELDS[dtype] for dtype in _RAW_FORMATS}
 
 
-def flat_values(t: onnx.TensorProto) -> list:
+def flat_values(t: onnx.TensorProto) -> list[Any]:
     """The elements of an embedded tensor, flattened; raises on data it cannot decode.
 
     Exporters write one small Constant or initializer per use (axes, indices, scalars): the common
@@ -75,9 +77,9 @@ def flat_values(t: onnx.TensorProto) -> list:
             raw = t.raw_data
             if len(raw) % _ITEMSIZE[fmt]:
                 raise ValueError(f"raw_data of {len(raw)} bytes is not a whole number of elements")
-            return memoryview(raw).cast(fmt).tolist()  # type: ignore[call-overload, unused-ignore]
+            return list(memoryview(raw).cast(fmt).tolist())  # type: ignore[call-overload, unused-ignore]
         return list(getattr(t, _FIELDS[t.data_type]))
-    return onnx.numpy_helper.to_array(t).reshape(-1).tolist()
+    return list(onnx.numpy_helper.to_array(t).reshape(-1).tolist())
 
 
 def tensor_info_from_proto(t: onnx.TensorProto) -> TensorInfo:

@@ -124,7 +124,7 @@ def cast(call: OpCall) -> list[TensorInfo | None]:
 
 def _pow(a: Dim, b: Dim) -> Dim:
     if type(a) is int and type(b) is int and 0 <= b <= 64:
-        return a**b
+        return int(a**b)
     return None
 
 

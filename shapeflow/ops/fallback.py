@@ -6,6 +6,8 @@ so ``seq + 1`` in gives ``seq + 1`` out. Known small integer values go in as con
 
 from __future__ import annotations
 
+from typing import Any
+
 from .._onnx import onnx
 from ..dims import Dim, Sym
 from ..opsets import schema
@@ -99,7 +101,7 @@ _PROBE_DIM = 7919
 
 def _distrust_numbers_from_symbols(result: list[TensorInfo | None], sch: onnx.defs.OpSchema, node: onnx.NodeProto,
                                    inputs: list[TensorInfo | None], types: dict[str, onnx.TypeProto],
-                                   data: dict[str, onnx.TensorProto], imports: list) -> None:
+                                   data: dict[str, onnx.TensorProto], imports: list[Any]) -> None:
     probe_types = dict(types)
     for name, t in zip(node.input, inputs):
         if name and t is not None and t.shape is not None and any(type(d) is not int for d in t.shape):
