@@ -328,8 +328,9 @@ def test_lint_reports_the_codes_and_fix_applies(tmp_path: Path) -> None:
 
 
 def test_carried_and_full_inference_agree_on_duplicates() -> None:
-    """merge-duplicates judges itself whether a next round could find a new duplicate
-    (``may_continue``); a round of full inference every time must give the same bytes."""
+    """Whether a next round could find a new duplicate is judged from what merge-duplicates'
+    pattern depends on (a node's own op, inputs and attributes: ``SAME_KEY``,
+    ``rounds.keyed_collision``); a round of full inference every time must give the same bytes."""
     chains = model(_CHAINS + "\n c = Concat<axis=0>(u0, u1, u2, u3)\n y = Reshape(x, c)",
                    inputs="float[seq, 1, 1, 1] x", outputs="float[?, ?, ?, ?] y",
                    inits="int64 zero = {0}, int64[1] ax = {0}")

@@ -504,7 +504,7 @@ def region(ctx: RoundContext, nid: int, name: str, ops: frozenset[str], start: s
         if pinfo.op_type == start:
             if first >= 0 and first != p:
                 return NoMatch(f"{ctx.display(nid)}: the region has two {start}s")
-            if len(pinfo.inputs) < 2 or not pinfo.inputs[0] or pinfo.outputs[0] != t:
+            if not pinfo.inputs or not pinfo.inputs[0] or pinfo.outputs[0] != t:
                 return NoMatch(f"{ctx.display(nid)}: {ctx.display(p)} has no data input")
             first = p
             continue

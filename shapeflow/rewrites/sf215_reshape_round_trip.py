@@ -126,6 +126,8 @@ class ReshapeRoundTrip(Rewrite):
             return why
         nodes = ctx.graph.nodes
         r1, members = found.start, found.nodes
+        if len(nodes[r1].inputs) < 2:  # (a Reshape of opset 1, its shape an attribute)
+            return NoMatch(f"{ctx.display(nid)}: {ctx.display(r1)} has no data input")
         x, r1_out = nodes[r1].inputs[0], nodes[r1].outputs[0]
         tx, t1, t2 = ctx.tensor(sid, x), ctx.tensor(sid, r1_out), ctx.tensor(sid, info.outputs[0])
         if tx is None or t1 is None or t2 is None or tx.shape is None or t1.shape is None or t2.shape is None:
