@@ -57,13 +57,18 @@ class Guard:
 
 
 class Bound(dict[str, int]):
-    """The nodes a pattern bound, by name, and its root."""
+    """The nodes a pattern bound, by name, and its root (``bound(root)`` makes one)."""
 
     __slots__ = ("root",)
+    root: int
 
-    def __init__(self, root: int) -> None:
-        super().__init__()
-        self.root = root
+
+def bound(root: int) -> Bound:
+    """An empty binding at ``root`` (dict's own constructor: one is made per root a pattern matches,
+    and a Python ``__init__`` would double its cost)."""
+    b = Bound()
+    b.root = root
+    return b
 
 
 class Pattern:
@@ -105,7 +110,8 @@ class Op(Pattern):
             why = g.check(ctx, nid)
             if why is not None:
                 return why
-        b = Bound(nid)
+        b = Bound()
+        b.root = nid
         if self.name:
             b[self.name] = nid
         if self.inputs:
@@ -201,7 +207,9 @@ class KnownValue(Guard):
 
     def check(self, ctx: RoundContext, nid: int) -> NoMatch | None:
         info = ctx.graph.nodes[nid]
-        t = tensor_of(ctx, info.scope, info.outputs[0])
+        # (``tensor_of`` written out: this runs for every root of an op whose value may be known)
+        found = ctx.inference.tensors[info.scope].get(info.outputs[0], _ABSENT)
+        t = ctx.tensor(info.scope, info.outputs[0]) if found is _ABSENT else cast("TensorInfo | None", found)
         if t is None:
             return _UNKNOWN_VALUE
         known = t.value
@@ -533,7 +541,7 @@ def outside_readers(ctx: RoundContext, sid: int, names: Iterable[str],
 
 
 __all__ = [
-    "AnyNode", "Bound", "Bypass", "BypassPlan", "DATA_INPUT", "DataInput", "Guard", "ReadBy", "data_readers", "KnownInput", "KnownValue", "MAX_CONE", "NEIGHBOURHOOD",
+    "AnyNode", "Bound", "bound", "Bypass", "BypassPlan", "DATA_INPUT", "DataInput", "Guard", "ReadBy", "data_readers", "KnownInput", "KnownValue", "MAX_CONE", "NEIGHBOURHOOD",
     "NoFunctionAttributes", "Op", "Pattern", "Region", "SAME_KEY", "exclusive_cone", "must_keep_name",
     "one_element_constant", "outside_readers", "overridable_problem", "region", "tensor_of", "ALLOWZERO_SINCE",
     "RESHAPE_INPUT_SINCE", "allowzero", "target_value",

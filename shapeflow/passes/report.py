@@ -40,8 +40,8 @@ class OptimizeResult:
     after: dict[str, int]
     rounds: int = 0
     notes: list[str] = field(default_factory=list)  # rewrites that remove a run-time failure
-    # (code, graph path, node) of every root a rewrite fired at (the repairs of ``lint --fix``:
-    # the driver learns which findings went without judging the model again)
+    # (code, graph path, node) of every Squeeze/Unsqueeze a rewrite fired at (the repairs of
+    # ``lint --fix``: the driver learns which findings went without judging the model again)
     roots: list[tuple[str, str, str]] = field(default_factory=list)
     assumptions: Mapping[str, Bound] = field(default_factory=dict)  # --assume, in force throughout
 

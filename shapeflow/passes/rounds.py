@@ -98,7 +98,6 @@ def run_round(ctx: RoundContext, edit: Editor, dispatch: Dispatch, explain: bool
     claims = Claims()
     out.written = claims.written
     facts = ctx.facts
-    graph = ctx.graph
     for nid, tried in dispatch.plan(ctx):
         if blocked and nid in blocked:
             continue
@@ -120,11 +119,8 @@ def run_round(ctx: RoundContext, edit: Editor, dispatch: Dispatch, explain: bool
             claims.take(m)
             out.fired[rule.name] = out.fired.get(rule.name, 0) + 1
             fact = facts.get(nid)
-            code = rule.code.code if rule.code is not None else ""
-            if fact is not None:
-                out.roots.append((code, fact.graph, fact.node))
-            else:
-                out.roots.append((code, graph.scopes[graph.nodes[nid].scope].path, graph.display(nid)))
+            if fact is not None:  # (a Squeeze/Unsqueeze: its place is in its facts, no proto to read)
+                out.roots.append((rule.code.code if rule.code is not None else "", fact.graph, fact.node))
             if explain or m.note:
                 line = f"{rule.name}: {m.text}"
                 if m.note:
