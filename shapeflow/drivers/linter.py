@@ -154,7 +154,7 @@ class _Linter:
                 raise
             except ShapeflowError as exc:  # what the engine requires of a model it rewrites (requires.py)
                 where = f"node '{exc.node}': " if exc.node else ""
-                result.error = f"error: fix refused: {where}{exc.message}"
+                result.error = f"fix refused: {where}{exc.message}"
                 result.refused = True
         # in-model suppressions, SF008, graph order and baseline fingerprints (suppress.py)
         diags, result.anchors = suppress.apply(path, loaded.proto, loaded.raw, diags, self.codes, self.severity)
