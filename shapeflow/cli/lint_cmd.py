@@ -91,7 +91,8 @@ wins; --exit-zero turns 1 into 0 but never hides a rejected file.""")
 @click.option("--no-cache", is_flag=True, help="Neither read nor write the cache.")
 @click.option("--cache-dir", type=click.Path(file_okay=False), metavar="DIR",
               help="The cache folder (default: .shapeflow_cache next to the nearest config file, "
-                   "or in the current directory). 'shapeflow clean' removes it.")
+                   "or in the current directory). Entries count only when this user's shapeflow "
+                   "wrote them (README, Safety). 'shapeflow clean' removes them.")
 @click.option("--config", "config_path", type=click.Path(dir_okay=False, exists=True),
               help="Read the settings from this file (it must have a [tool.shapeflow] table).")
 @click.option("--isolated", is_flag=True, help="Ignore every config file.")
@@ -158,11 +159,11 @@ def command(models: tuple[str, ...], fmt: str, select: tuple[str, ...], extend_s
     options = LintOptions(dims=tuple(bindings.items()), limits=limits, fix=fix, diff=diff, repo_root=find_repo_root())
     workers = jobs or os.cpu_count() or 1
     shown_progress = None if quiet or executor == "ray" else file_progress("linting")
-    from ..cache import LintCache, default_cache_dir
+    from ..cache import LintCache, cache_for
 
     store: LintCache | None = None
     if not no_cache and not fix:
-        store = LintCache(os.path.abspath(cache_dir) if cache_dir else default_cache_dir(config_path, isolated))
+        store = cache_for(cache_dir, config_path, isolated)
     stream = _JsonLines(unordered) if fmt == "jsonl" and not (write_baseline or add_ignore or statistics) else None
     run = workspace.run(list(models), cli, options, config=config_path, isolated=isolated, jobs=workers,
                         use_baseline=not write_baseline, progress=shown_progress.file if shown_progress else None,
@@ -180,7 +181,8 @@ def command(models: tuple[str, ...], fmt: str, select: tuple[str, ...], extend_s
         from .._version import __version__
         from ..baseline import write_baseline as write
 
-        n = write(write_baseline, results, run.root, __version__)
+        read = [s.source for _, s, _ in run.settings if s.source] + ([config_path] if config_path else [])
+        n = write(write_baseline, results, run.root, __version__, inputs=read)
         _notes(results, debug)
         if not quiet:
             click.echo(f"{display_path(write_baseline)}: recorded {n:,} finding{'s' if n != 1 else ''} "
