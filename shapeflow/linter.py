@@ -35,7 +35,7 @@ from .codes import REFUSAL_CODES
 from .config import severity_table
 from .dims import Bound
 from .limits import DEFAULT_LIMITS, Limits
-from .rules import LintContext, Rule, rejection_diagnostic, resolve_selector, select_rules
+from .rules import LintContext, Rule, rejection_diagnostic, select_rules
 from . import suppress
 from .results import FileResultJSON
 

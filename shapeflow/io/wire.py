@@ -531,7 +531,7 @@ def _node_table() -> _Table:
     """The table NodeProto's fields are read with: nodes are counted by the identity of it."""
     table = _cost_table()
     graph = table[(7 << 3) | 2][1]
-    return graph[(1 << 3) | 2][1]  # type: ignore[no-any-return]
+    return graph[(1 << 3) | 2][1]
 
 
 class CostExceeded(Exception):
