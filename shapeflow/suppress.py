@@ -39,7 +39,7 @@ from ._onnx import onnx
 from .codes import BY_NAME, REFUSAL_CODES
 from .diagnostics import Diagnostic, Location, Severity
 from .errors import LimitExceededError
-from .rules import ALL_RULES
+from .rules import ALL_RULES, REJECTION_RULES
 
 KEY = "shapeflow.ignore"
 _DOC_HEAD = "shapeflow:"
@@ -47,6 +47,9 @@ _DOC_OPEN = "ignore["
 _ENTRY = re.compile(r"SF[0-9]{1,3}\Z")  # a code or a code prefix (fullmatch with \Z: no trailing newline)
 UNUSED_CODE = "SF008"
 UNUSED_NAME = "unused-suppression"
+# What no marker hides (SPEC.md section 7): what onnxruntime refuses, and the codes of a file that
+# was not checked at all (SF001, SF002, SF006; such a file never reaches the markers anyway).
+UNSUPPRESSIBLE = REFUSAL_CODES | frozenset(r.code for r in REJECTION_RULES)
 _MARK = KEY.encode()
 _MARK_DOC = b"shapeflow:"
 
@@ -210,7 +213,7 @@ def collect_markers(model: onnx.ModelProto, idx: ScopeIndex, deadline: Deadline 
         m.codes = {s: known[s] for s in m.selectors}
         for s in m.selectors:
             for code in m.codes[s]:
-                if code not in REFUSAL_CODES:  # the model cannot vouch for itself (module docstring)
+                if code not in UNSUPPRESSIBLE:  # the model cannot vouch for itself (module docstring)
                     m.by_code.setdefault(code, s)
     return markers
 
@@ -310,7 +313,7 @@ def _unused(markers: list[Marker], enabled: frozenset[str] | set[str], severity:
                 where, loc = f"node '{m.node}'", Location(m.graph or "main", m.node, m.op_type)
             if not codes:
                 what = "names no rule"
-            elif codes <= REFUSAL_CODES:
+            elif codes <= UNSUPPRESSIBLE:
                 what = (f"cannot suppress {', '.join(sorted(codes))}: onnxruntime refuses a model with "
                         "such a finding, and only the command line can hide it")
             else:

@@ -888,3 +888,11 @@ def test_the_untrusted_pr_recipe_keeps_its_verdict(tmp_path: Path, cache: str) -
     done = cli(pr, "lint", ".", timeout=300)
     assert done.returncode in (1, 2) and "Traceback" not in done.stderr
     assert (snapshot(victim), sorted(os.listdir(tmp_path))) == before
+
+
+def test_add_ignore_does_not_mark_what_it_cannot_hide(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(capsys, "lint", "--add-ignore", "bad.onnx", "sf104.onnx")
+    assert code == 0 and "1 finding onnxruntime refuses left unmarked" in err, err
+    assert "shapeflow: ignore[SF104]" in onnx.load("sf104.onnx").graph.node[0].doc_string
+    assert "SF009" not in onnx.load("bad.onnx").graph.node[0].doc_string
+    assert run(capsys, "lint", "bad.onnx", "sf104.onnx")[0] == 1

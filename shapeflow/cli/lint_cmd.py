@@ -226,14 +226,16 @@ def _debug() -> bool:
 def _add_ignore(results: list[FileResult], limits: object, *, show_info: bool, quiet: bool, debug: bool) -> int:
     """``--add-ignore``: markers for each file's current findings, written in place."""
     from ..io import load_model, save_model
-    from ..suppress import UNUSED_CODE, add_markers
+    from ..suppress import UNSUPPRESSIBLE, UNUSED_CODE, add_markers
 
     _notes(results, debug)
-    written = files = 0
+    written = files = unmarked = 0
     for r in results:
         if r.rejected or r.error:
             continue
-        wanted = [d for d in shown(r.diagnostics, show_info) if d.code != UNUSED_CODE]
+        # a marker cannot hide what onnxruntime refuses (suppress.py): writing one would change nothing
+        unmarked += sum(1 for d in r.diagnostics if d.code in UNSUPPRESSIBLE)
+        wanted = [d for d in shown(r.diagnostics, show_info) if d.code != UNUSED_CODE and d.code not in UNSUPPRESSIBLE]
         if not wanted:
             continue
         loaded = load_model(r.path, limits)  # type: ignore[arg-type]
@@ -243,8 +245,10 @@ def _add_ignore(results: list[FileResult], limits: object, *, show_info: bool, q
             written += n
             files += 1
     if not quiet:
+        left = (f"; {unmarked:,} finding{'s' if unmarked != 1 else ''} onnxruntime refuses left unmarked "
+                "(a marker cannot hide them)") if unmarked else ""
         click.echo(f"added {written:,} suppression marker{'s' if written != 1 else ''} "
-                   f"to {files:,} file{'s' if files != 1 else ''}", err=True)
+                   f"to {files:,} file{'s' if files != 1 else ''}{left}", err=True)
     return max((r.exit_code for r in results if r.exit_code >= 2), default=0)
 
 
