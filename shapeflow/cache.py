@@ -257,6 +257,18 @@ def _empty(fd: int) -> bool:
         return False
 
 
+# (folder, anchor, process) -> a descriptor of the checked cache folder (LintCache._shard)
+_ROOTS: dict[tuple[str, str | None, int], int] = {}
+
+
+def _alive(fd: int) -> bool:
+    """Whether the folder open on ``fd`` is still in the file system (a removed one has no link)."""
+    try:
+        return os.fstat(fd).st_nlink > 0
+    except OSError:
+        return False
+
+
 @dataclass(frozen=True)
 class LintCache:
     """A cache folder. Plain data: it goes to worker processes and Ray tasks with each file (the
@@ -340,10 +352,23 @@ class LintCache:
         return None
 
     def _shard(self, key: str, create: bool) -> int | None:
-        root = self._root(create)
-        if root is None:
+        # The folder is checked (opened without links, tagged) once per process: each entry then
+        # costs the opens below it. The descriptor stays open for the process's life.
+        where = (self.directory, self.anchor, os.getpid())
+        root_fd = _ROOTS.get(where)
+        if root_fd is not None and not _alive(root_fd):
+            del _ROOTS[where]  # removed since (``shapeflow clean``): look again
+            os.close(root_fd)
+            root_fd = None
+        if root_fd is None:
+            root_fd = self._root(create)
+            if root_fd is None:
+                return None
+            _ROOTS[where] = root_fd
+        try:
+            fd = os.dup(root_fd)
+        except OSError:
             return None
-        fd = root
         try:
             for part in (_SUBDIR, key[:2]):
                 try:
