@@ -388,8 +388,48 @@ def frontier(model: onnx.ModelProto, sf: ToolView, ssi: ToolView) -> list[dict[s
         producers = {o: n.op_type for n in model.graph.node for o in n.output}
         out.append({"node": node.name, "op_type": node.op_type, "attrs": attrs, "output": lost[0],
                     "inputs_from": [producers.get(i, "init" if i in inits else "input") for i in node.input],
-                    "shapeflow": sf.text.get(lost[0]), "ort_ssi": ssi.text.get(lost[0])})
+                    "shapeflow": sf.text.get(lost[0]), "ort_ssi": ssi.text.get(lost[0]),
+                    "cause": cause(model, node)})
     return out
+
+
+SHAPE_INPUT = {"Reshape": 1, "Expand": 1, "Tile": 1, "ConstantOfShape": 0, "Slice": 1}
+ELEMENTWISE = {"Add", "Sub", "Mul", "Div", "Pow", "Where", "Max", "Min", "Equal", "Less", "Greater", "And", "Or"}
+
+
+def cause(model: onnx.ModelProto, node: onnx.NodeProto) -> str:
+    """A few words on why a frontier node loses dims, from the ops upstream of its shape input."""
+    producer = {o: n for n in model.graph.node for o in n.output}
+    roots = [node.input[SHAPE_INPUT[node.op_type]]] if node.op_type in SHAPE_INPUT and \
+        len(node.input) > SHAPE_INPUT[node.op_type] else list(node.input)
+    upstream: list[onnx.NodeProto] = []
+    stack, seen = [(r, 0) for r in roots], set()
+    while stack:
+        name, depth = stack.pop()
+        n = producer.get(name)
+        if n is None or name in seen or depth > 10:
+            continue
+        seen.add(name)
+        upstream.append(n)
+        if n.op_type != "Shape":
+            stack.extend((i, depth + 1) for i in n.input if i)
+    int32 = any(n.op_type == "Cast" and any(a.name == "to" and a.i == onnx.TensorProto.INT32 for a in n.attribute)
+                for n in upstream)
+    reduce = sorted({n.op_type for n in upstream if n.op_type.startswith("Reduce")})
+    if int32:
+        return "shape values cast to int32" + (f" ({', '.join(reduce)})" if reduce else "")
+    if reduce:
+        return f"{', '.join(reduce)} of shape values"
+    if node.op_type == "Reshape":
+        allowzero = next((a.i for a in node.attribute if a.name == "allowzero"), 0)
+        if allowzero:
+            return "Reshape allowzero=1: -1 beside target dims that may be 0"
+        return "Reshape allowzero=0: target dims that may be 0 (a 0 copies the input's dim)"
+    if node.op_type in ELEMENTWISE:
+        return "broadcast of differently named symbols"
+    if node.op_type in ("Loop", "Scan", "If"):
+        return f"{node.op_type} outputs"
+    return node.op_type
 
 
 # ---------------------------------------------------------------- per model
@@ -477,15 +517,24 @@ def summary_table(rows: list[Row]) -> str:
 
 
 def behind_list(rows: list[Row]) -> str:
-    """Per model where shapeflow knows fewer dims than ORT-SSI: the frontier nodes, by op."""
-    out = []
+    """Where shapeflow knows fewer dims than ORT-SSI, grouped by cause: the models, their gap, and
+    the frontier nodes by op."""
+    groups: dict[str, list[str]] = {}
     for r in rows:
         if not r.behind:
             continue
+        causes = Counter(f.get("cause", "?") for f in r.frontier)
+        main = causes.most_common(1)[0][0] if causes else "no frontier node (the loss starts at an input)"
         ops = Counter(_frontier_key(f) for f in r.frontier)
         shown = ", ".join(f"{k} x{n}" if n > 1 else k for k, n in ops.most_common(6))
+        others = "; also " + ", ".join(c for c in causes if c != main) if len(causes) > 1 else ""
         merged = " (ORT-SSI merged input symbols)" if r.rests_on_merge else ""
-        out.append(f"- `{r.model}`: {r.shapeflow.known} vs {r.ort_ssi.known}{merged}; frontier: {shown or '-'}")
+        groups.setdefault(main, []).append(f"  - `{r.model}` ({r.exporter}): {r.shapeflow.known} vs "
+                                           f"{r.ort_ssi.known}{merged}; frontier: {shown or '-'}{others}")
+    out = []
+    for main, lines in sorted(groups.items(), key=lambda kv: -len(kv[1])):
+        out.append(f"- **{main}** ({len(lines)} models)")
+        out.extend(lines)
     return "\n".join(out)
 
 
@@ -568,7 +617,11 @@ def main(argv: list[str] | None = None) -> int:
         args.json.write_text(json.dumps({"rows": [{**asdict(r), "rests_on_merge": r.rests_on_merge}
                                                   for r in rows]}, indent=1))
     if args.markdown:
-        args.markdown.write_text(render_markdown(rows, text))
+        # a hand-written analysis below the marker survives a regeneration
+        kept = ""
+        if args.markdown.exists() and ANALYSIS_MARKER in args.markdown.read_text():
+            kept = args.markdown.read_text().split(ANALYSIS_MARKER, 1)[1]
+        args.markdown.write_text(render_markdown(rows, text) + ("\n" + ANALYSIS_MARKER + kept if kept else ""))
     if args.baseline:
         worse = compare(rows, args.baseline)
         for w in worse:
@@ -593,6 +646,7 @@ def render_markdown(rows: list[Row], verdict: str) -> str:
         behind_list(rows) or "(none)", ""])
 
 
+ANALYSIS_MARKER = "<!-- analysis: kept when the tables are regenerated -->"
 METHOD = (
     "Method. Every model of the corpora (`benchmarks/make_*_corpus.py`: PyTorch TorchScript and dynamo, "
     "tf2onnx, paddle2onnx, jax2onnx; small random-weight configurations with dynamic batch and sequence or "
