@@ -555,10 +555,10 @@ def bar(rows: list[Row]) -> tuple[bool, str]:
 
 def compare(rows: list[Row], baseline: Path) -> list[str]:
     """What got worse against an earlier --json run: fewer shapeflow dims known, more wrong."""
-    old = {r["model"]: r for r in json.loads(baseline.read_text())["rows"]}
+    old = {(r["corpus"], r["model"]): r for r in json.loads(baseline.read_text())["rows"]}
     worse = []
     for r in rows:
-        o = old.get(r.model)
+        o = old.get((r.corpus, r.model))  # the corpora share model names
         if o is None:
             continue
         if r.shapeflow.known < o["shapeflow"]["known"]:

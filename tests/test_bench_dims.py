@@ -122,3 +122,20 @@ def test_symbol_names_that_are_not_python_names_are_read() -> None:
     assert dims is not None and dims[2] is None
     assert dims[0]({"DynamicDimension.0": 3, "DynamicDimension.10": 7}) == 6  # type: ignore[operator,misc]
     assert dims[1]({"DynamicDimension.0": 3, "DynamicDimension.10": 7}) == 7  # type: ignore[operator,misc]
+
+
+def test_baseline_comparison_flags_a_model_that_got_worse(tmp_path: Path) -> None:
+    from dataclasses import asdict
+
+    row = bench_dims.measure(_corpus(tmp_path, _two_input_model()), [])
+    same = tmp_path / "same.json"
+    same.write_text(json.dumps({"rows": [asdict(row)]}))
+    assert bench_dims.compare([row], same) == []
+    better = asdict(row)
+    better["shapeflow"]["known"] += 1
+    other_corpus = dict(asdict(row), corpus="elsewhere")  # same model name, another corpus: not compared
+    other_corpus["shapeflow"] = dict(other_corpus["shapeflow"], known=row.shapeflow.known + 5)
+    worse = tmp_path / "worse.json"
+    worse.write_text(json.dumps({"rows": [better, other_corpus]}))
+    assert bench_dims.compare([row], worse) == [
+        f"m: shapeflow known {row.shapeflow.known + 1} -> {row.shapeflow.known}"]
