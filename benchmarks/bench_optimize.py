@@ -32,7 +32,10 @@ Bars (issue 16), checked per model and listed with the gap when they fail:
 Corpora (``--only-corpus``, comma-separated): ``shared`` = ../shared/corpus; ``text`` =
 benchmarks/text_corpus (built by make_text_corpus.py when absent and transformers is installed, else
 the GPT-2/BERT-style builders of tests/model_builders.py); ``vision`` = benchmarks/vision_corpus
-(built by make_vision_corpus.py when absent); ``chains`` = the synthetic ``squeeze_unsqueeze_chain``
+(built by make_vision_corpus.py when absent); ``tf2onnx``, ``paddle``, ``jax`` = the exporter corpora of
+corpora.py (built by their make_*_corpus.py in their own venvs, see benchmarks/README.md; model names
+get the corpus as a prefix; a failing model's extra Squeeze/Unsqueeze contexts and shape-arithmetic
+ops beyond the peer are listed under the Markdown tables); ``chains`` = the synthetic ``squeeze_unsqueeze_chain``
 at 10k/100k/500k nodes (onnxruntime checks skip models above ``--ort-max-nodes``, 50k by default).
 
     python benchmarks/bench_optimize.py                       # everything (the peers are slow)
