@@ -45,6 +45,7 @@ CORPORA: dict[str, tuple[Path, str, str]] = {
 }
 TEXT_SIZES = ({"batch": 1, "seq": 5}, {"batch": 2, "seq": 11})
 LEGACY_KINDS = {"wav2vec2": "audio", "whisper": "audio"}  # the vision corpus's audio families
+# the shared corpus (GPT-2/BERT TorchScript exports, no manifest) is text
 
 
 def shared_corpus(root: Path) -> Path:
@@ -138,9 +139,11 @@ def load(corpus: str, folder: Path | None = None) -> list[CorpusModel]:
         npz = path.with_suffix(".inputs.npz")
         template = dict(np.load(str(npz))) if npz.exists() else {}
         models.append(CorpusModel(
-            name=fname[: -len(".onnx")], path=path, corpus=corpus, exporter=entry.get("exporter", corpus),
+            name=fname[: -len(".onnx")], path=path, corpus=corpus,
+            exporter=entry.get("exporter") or ("torchscript" if corpus == "shared" else corpus),
             family=entry.get("family", fname.split("_")[0]),
-            kind=entry.get("kind") or LEGACY_KINDS.get(entry.get("family", ""), corpus), symbols=symbols,
+            kind=entry.get("kind") or LEGACY_KINDS.get(entry.get("family", ""), "text" if corpus == "shared" else corpus),
+            symbols=symbols,
             sizes=sizes, template=template, entry=entry))
     return models
 
