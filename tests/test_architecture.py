@@ -42,7 +42,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     # Renderers (a package): text, JSON, SARIF, GitHub, the concise format, pictures, the rule docs.
     ("render", ("shapeflow.render",)),
     # The command line, and the package itself, whose lazy attributes are the API.
-    ("cli", ("shapeflow.cli", "shapeflow.__main__", "shapeflow")),
+    ("cli", ("shapeflow.cli", "shapeflow.__main__", "shapeflow._start", "shapeflow")),
 ]
 RANK = {name: k for k, (name, _) in enumerate(LAYERS)}
 

@@ -31,7 +31,7 @@ from typing import Callable, Collection, Mapping, Sequence
 
 from .._onnx import onnx
 from ..dims import Bound, assuming
-from ..errors import LimitExceededError
+from ..errors import LimitExceededError, timeout_as_configured
 from ..graph import ModelGraph, build_graph
 from ..inference import Inference, infer
 from ..io import LoadedModel
@@ -114,6 +114,9 @@ def rewrite_model(loaded: LoadedModel, rewrites: Sequence[Rewrite], *, graph: Mo
     gc.disable()
     try:
         return _fixpoint(run, graph, inference)
+    except LimitExceededError as exc:
+        # each round's inference is given what is left of the budget: say the budget itself
+        raise timeout_as_configured(exc, limits.timeout) from None
     finally:
         if gc_was_enabled:
             gc.enable()

@@ -72,6 +72,7 @@ class Rule:
     name: ClassVar[str]
     severity: ClassVar[Severity]
     fixable: ClassVar[bool] = False
+    refusal: ClassVar[bool] = False  # codes.Code.refusal: onnxruntime refuses a model with this finding
     # The rule judges the Squeeze/Unsqueeze facts alone (``ctx.axis_nodes()``), so it can also
     # judge the facts of a function body run at one call site (``rules/calls.py``).
     per_call: ClassVar[bool] = False
@@ -81,6 +82,7 @@ class Rule:
         if "code" in cls.__dict__:  # (abstract bases such as RewriteHint set none)
             entry = cls.__dict__.get("entry") or codes.lookup(cls.code)
             cls.name, cls.severity, cls.fixable = entry.name, entry.severity, entry.fixable
+            cls.refusal = entry.refusal
 
     def check(self, ctx: LintContext) -> Iterable[Finding]:  # pragma: no cover - abstract
         raise NotImplementedError

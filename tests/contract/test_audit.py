@@ -12,8 +12,9 @@ it (``..``), with a data file that is a symlink out, and in the Hugging Face cac
 * no subprocess is started;
 * lint's cache (README, "Fleets") is the one exception, and only inside its folder
   (``.shapeflow_cache`` in the model's folder here): entries are read there, and written as temp
-  files created with O_EXCL, then renamed onto the entry. With ``--no-cache`` lint opens only the
-  model, as the other commands do.
+  files created with O_EXCL, then renamed onto the entry; and the user's cache key, in its own
+  folder (``$XDG_CACHE_HOME/shapeflow``, never the model's), read or created there. With
+  ``--no-cache`` lint opens only the model, as the other commands do.
 """
 
 from __future__ import annotations
@@ -127,6 +128,13 @@ def _in(path: str, folder: str | None) -> bool:
     return folder is not None and os.path.abspath(path).startswith(folder + os.sep)
 
 
+def _key_folder() -> str:
+    """Where lint keeps the user's cache key (shapeflow/cache.py, key_path): the test runs' own."""
+    from shapeflow.drivers.cache import key_path
+
+    return os.path.dirname(key_path() or "/nonexistent/key")
+
+
 @dataclass
 class _Audit:
     """The walk of one audit log: what it has seen, and what it found wrong."""
@@ -135,6 +143,7 @@ class _Audit:
     model: str
     forbidden: set[str]  # the external data files (never to be opened)
     cache: str | None
+    key_folder: str | None  # where lint keeps the user's cache key
     found: list[str] = field(default_factory=list)
     temps: set[str] = field(default_factory=set)
     cache_temps: set[str] = field(default_factory=set)
@@ -143,23 +152,31 @@ class _Audit:
     def opened(self, path: object, mode: object, flags: object) -> None:
         if isinstance(path, int):
             return  # os.fdopen of a descriptor opened (and logged) just before
-        absolute = os.path.abspath(os.path.join(self.folder, str(path)))
+        folder, cache = self.folder, self.cache
+        absolute = os.path.abspath(os.path.join(folder, str(path)))
+        is_dir = isinstance(flags, int) and bool(flags & os.O_DIRECTORY)
         if absolute in self.forbidden or os.path.realpath(absolute) in self.forbidden:
             self.found.append(f"opened external data {path}")
-        elif _in(absolute, self.cache):
+        elif _in(absolute, self.key_folder):
+            pass  # the user's cache key (read, or created once with O_EXCL and linked into place)
+        elif absolute == cache and is_dir:
+            pass  # the cache folder itself, opened to open what is in it
+        elif absolute == folder and cache is not None and is_dir:
+            pass  # the folder the cache folder is opened from, without following links
+        elif _in(absolute, cache):
             if _writes(mode, flags):
                 if not (isinstance(flags, int) and flags & os.O_EXCL) and not (isinstance(mode, str) and "x" in mode):
                     self.found.append(f"cache file opened for writing without O_EXCL: {path}")
                 self.cache_temps.add(absolute)
         elif _writes(mode, flags):
-            if os.path.dirname(absolute) != self.folder or not TEMP.match(os.path.basename(absolute)):
+            if os.path.dirname(absolute) != folder or not TEMP.match(os.path.basename(absolute)):
                 self.found.append(f"wrote something other than a temp file in the output folder: {path}")
             elif not (isinstance(flags, int) and flags & os.O_EXCL):
                 self.found.append(f"temp file opened without O_EXCL: {path}")
             self.temps.add(absolute)
         elif absolute == self.model:
             self.reads.append(absolute)
-        elif absolute == self.folder and isinstance(flags, int) and flags & os.O_DIRECTORY:
+        elif absolute == folder and is_dir:
             pass  # the output folder itself, to fsync the rename
         elif absolute == "/proc/self/status" or os.path.basename(absolute) == "pyproject.toml":
             pass  # the umask (io._current_umask); lint's [tool.shapeflow] settings
@@ -168,21 +185,27 @@ class _Audit:
 
     def changed(self, ev: list[Any]) -> None:
         """Anything but an open: renames, removals, processes."""
-        kind, cache, folder = ev[0], self.cache, self.folder
+        kind, cache, folder, key_folder = ev[0], self.cache, self.folder, self.key_folder
         if kind in ("os.rename", "os.link"):
             src, dst = (os.path.abspath(os.path.join(folder, x)) for x in ev[1:3])
             if src in self.cache_temps and _in(dst, cache) and dst.endswith(".json"):
                 return  # a cache entry, written whole then renamed into place
+            if kind == "os.link" and _in(src, key_folder) and _in(dst, key_folder):
+                return  # the user's cache key, created once
             if src not in self.temps or dst != os.path.join(folder, "out.onnx"):
                 self.found.append(f"{kind} {src} -> {dst}")
         elif kind == "os.remove":
-            if os.path.abspath(os.path.join(folder, ev[1])) not in self.temps:
+            removed = os.path.abspath(os.path.join(folder, ev[1]))
+            if removed not in self.temps and not _in(removed, key_folder):
                 self.found.append(f"removed {ev[1]}")
         elif kind == "os.chmod":
             if not isinstance(ev[1], int) and os.path.abspath(ev[1]) not in self.temps:
                 self.found.append(f"chmod {ev[1]}")
         elif kind == "os.mkdir" and (_in(ev[1], cache) or (cache is not None and os.path.abspath(ev[1]) == cache)):
             pass  # the cache folder and its subfolders
+        elif kind == "os.mkdir" and key_folder is not None and \
+                (_in(ev[1], key_folder) or key_folder.startswith(os.path.abspath(ev[1]))):
+            pass  # the folder of the user's cache key
         elif kind in ("os.truncate", "os.symlink", "os.rmdir", "os.mkdir", "os.utime", "os.chown",
                       "shutil.copyfile", "shutil.rmtree"):
             self.found.append(f"unexpected {kind} {ev[1:]}")
@@ -195,7 +218,8 @@ def violations(events: list[Any], model: Path, data_files: list[Path], wrote: bo
     """What the audit log shows shapeflow doing that it must not (empty when all is well).
     ``cache``: lint's cache folder, where entries may be read and atomically written."""
     forbidden = {os.path.realpath(p) for p in data_files} | {os.path.abspath(p) for p in data_files}
-    audit = _Audit(os.path.abspath(model.parent), os.path.abspath(model), forbidden, cache)
+    audit = _Audit(os.path.abspath(model.parent), os.path.abspath(model), forbidden, cache,
+                   _key_folder() if cache is not None else None)
     for ev in events:
         if ev[0] == "open":
             audit.opened(ev[1], ev[2], ev[3])
