@@ -19,6 +19,7 @@ from .dims import Bound, shape_to_json
 from .graph import ModelGraph, build_graph
 from .assume import assumption_texts, check_assumptions, check_proven
 from .inference import Inference, Progress, declared_symbols, infer
+from .declared import declared_unproven
 from .io import LoadedModel
 from .limits import DEFAULT_LIMITS, Limits
 from .opsets import opset_map
@@ -211,14 +212,19 @@ def dtype_name(dtype: int) -> str | None:
 
 def tensors_json(a: Analysis) -> list[TensorJSON]:
     out: list[TensorJSON] = []
+    declared = declared_unproven(a.graph, a.inference)
     for scope, table in zip(a.graph.scopes, a.inference.tensors):
         for name, t in table.items():
-            out.append({
+            entry: TensorJSON = {
                 "name": name,
                 "graph": scope.path,
                 "dtype": dtype_name(t.dtype) if t is not None else None,
                 "shape": shape_to_json(t.shape) if t is not None else None,
-            })
+            }
+            written = declared.get((scope.id, name)) if declared else None
+            if written is not None:  # the declaration, where it states what inference does not prove
+                entry["declared_shape"] = list(written)
+            out.append(entry)
     return out
 
 

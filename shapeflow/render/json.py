@@ -13,6 +13,7 @@ from json.encoder import encode_basestring_ascii as _json_str  # the C encoder w
 
 from .._version import __version__
 from ..analysis import Analysis, dtype_name
+from ..declared import declared_unproven
 from ..assume import assumption_texts
 from ..results import SCHEMA, LintJSON
 from ..diagnostics import Diagnostic
@@ -150,6 +151,7 @@ def _tensor_entries(a: Analysis) -> Iterator[str]:
     ind, inner = "    ", "      "
     shapes: dict[int, str] = {}
     dtypes: dict[int, str] = {}
+    declared = declared_unproven(a.graph, a.inference)
     for scope, table in zip(a.graph.scopes, a.inference.tensors):
         head = f",\n{inner}\"graph\": {_json_str(scope.path)},\n{inner}\"dtype\": "
         for name, t in table.items():
@@ -162,8 +164,10 @@ def _tensor_entries(a: Analysis) -> Iterator[str]:
                 shape = shapes.get(id(t.shape))  # type: ignore[assignment]
                 if shape is None:
                     shape = shapes[id(t.shape)] = _json_indented(shape_to_json(t.shape), inner)
+            written = declared.get((scope.id, name)) if declared else None
+            tail = "" if written is None else f",\n{inner}\"declared_shape\": {_json_indented(list(written), inner)}"
             yield (f"{ind}{{\n{inner}\"name\": {_json_str(name)}{head}{dtype},\n"
-                   f"{inner}\"shape\": {shape}\n{ind}}}")
+                   f"{inner}\"shape\": {shape}{tail}\n{ind}}}")
 
 
 def _node_entries(a: Analysis) -> Iterator[str]:
