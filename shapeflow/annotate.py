@@ -25,14 +25,17 @@ Graph inputs are the user's; graph outputs are refined the same way only when as
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Mapping
+from typing import Mapping, Sequence
 
 from ._onnx import onnx
 from .declared import Conflict, DimReader, conflicts, written_shape
+from .diagnostics import Diagnostic
 from .dims import Bound, Dim
 from .graph import ModelGraph
 from .inference import Inference
 from .ops.fallback import type_proto
+from .rules import LintContext
+from .rules.sf112_shape_conflict import ShapeConflict
 from .tensorinfo import TensorInfo
 
 
@@ -164,3 +167,14 @@ def annotate(graph: ModelGraph, inference: Inference, refine_outputs: bool = Fal
                 declared[name] = None
                 added += 1
     return AnnotateResult(added, filled, kept, replaced, fixed)
+
+
+def drop_fixed(graph: ModelGraph, inference: Inference, diagnostics: Sequence[Diagnostic],
+               file: str) -> list[Diagnostic]:
+    """``diagnostics`` without the SF112 findings that the model, as ``annotate`` left it, no
+    longer has (``fix_declarations`` rewrote those declarations): SF112 judges it again."""
+    ctx = LintContext(file, graph, inference)
+    with inference.domain():
+        left = {(d.location.graph, d.location.tensor, d.message) for d in ShapeConflict().diagnostics(ctx)}
+    return [d for d in diagnostics
+            if d.code != ShapeConflict.code or (d.location.graph, d.location.tensor, d.message) in left]

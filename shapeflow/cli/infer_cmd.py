@@ -7,7 +7,7 @@ import time
 import click
 
 from ..analysis import gc_paused
-from ..annotate import annotate
+from ..annotate import annotate, drop_fixed
 from ..errors import EXIT_CLEAN, EXIT_FINDINGS, UsageError, display_path
 from ..io import STDOUT, check_output_path, load_model, refuse_unsafe_external_data, save_model, write_to_stdout
 from ..pictures import DEFAULT_DEPTH, DEFAULT_MAX_DRAW, FORMATS, PictureOptions, picture
@@ -111,6 +111,8 @@ def infer(model: str, all_tensors: bool, fmt: str, around: tuple[str, ...], dept
     if output is not None:
         annotated = annotate(result.graph, result.inference, refine_outputs=refine_outputs,
                              fix_declarations=fix_declarations)
+        if annotated.fixed:  # the report is of the model written: the rewritten declarations are fixed
+            result.diagnostics = drop_fixed(result.graph, result.inference, result.diagnostics, result.path)
         # the file's bytes are not needed any more: serializing while holding them costs their size
         loaded.raw = b""
         if to_stdout:
