@@ -11,10 +11,15 @@ the exporter made up, which says nothing about the dim's value).
 
 A declaration *contradicts* inference (``conflict``) where the ranks differ, where both give an
 int and the ints differ, or where both give an expression over the same input symbols and the
-two differ at a binding: at every value of the symbols from 2 up (within ``--assume`` and what
-inference proved) that is tried, and the first that shows it is reported. A name against
-anything, or an int against an expression, is no contradiction: the model may fix the name's
-value, or run only where the expression has that int.
+two differ at *every* binding tried (each symbol from 3 to 1001, all equal or all distinct,
+within ``--assume`` and what inference proved; the message names the first). Different
+somewhere is not enough: a model runs only on part of its symbols' range, which the file does
+not say, and two expressions that agree there are both right. The dynamo exporter declares
+``seq`` where inference states ``min(256, seq)`` (a position table of 256: the model fails beyond
+it), and ``height//2 - 1`` where inference states a pool's exact length, which differs only at
+heights the model refuses. A name against anything, or an int against an expression, is no
+contradiction either: the model may fix the name's value, or run only where the expression has
+that int.
 """
 
 from __future__ import annotations
@@ -35,9 +40,10 @@ GRAPH_OUTPUT = "graph output"
 VALUE_INFO = "value_info"
 
 # Values tried when an expression is compared with another: each for every symbol at once, then
-# distinct values per symbol. From 2 up: at 0 and 1 models often fail (and broadcasting reads 1).
-_UNIFORM = (2, 3, 4, 5, 7, 16, 100, 1001)
-_DISTINCT = ((2, 3, 5, 7, 11, 13, 17, 19), (1000, 1013, 1019, 1021, 1031, 1033, 1039, 1049))
+# distinct values per symbol. From 3 up: at 0, 1 and 2 models often fail or broadcast, and pooled
+# lengths meet there.
+_UNIFORM = (3, 4, 5, 7, 16, 100, 1001)
+_DISTINCT = ((3, 5, 7, 11, 13, 17, 19, 23), (1000, 1013, 1019, 1021, 1031, 1033, 1039, 1049))
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,16 +176,20 @@ def conflicts(written: list[Written] | None, inferred: Shape, reader: DimReader,
 
 
 def _witness(e: Sym, d: Sym, ranges: Mapping[str, Bound]) -> tuple[dict[str, int], int, int] | None:
+    """The first binding tried, when ``e`` and ``d`` differ at every binding tried; else None."""
     names = sorted(d.symbols())
     envs: list[dict[str, int]] = [{n: v for n in names} for v in _UNIFORM]
     envs += [{n: vals[i % len(vals)] + 2 * (i // len(vals)) for i, n in enumerate(names)} for vals in _DISTINCT]
+    first: tuple[dict[str, int], int, int] | None = None
     for env in envs:
         if any(not _within(v, ranges.get(n)) for n, v in env.items()):
             continue
         a, b = substitute(e, env), substitute(d, env)
-        if type(a) is int and type(b) is int and a != b:
-            return env, a, b
-    return None
+        if type(a) is not int or type(b) is not int or a == b:
+            return None  # they agree somewhere the model may run: no contradiction
+        if first is None:
+            first = (env, a, b)
+    return first
 
 
 def _within(v: int, bound: Bound | None) -> bool:

@@ -200,14 +200,21 @@ def test_pictures_mark_declared_dims() -> None:
 
 # -- SF112 on declared expressions, and the fix ---------------------------------------------------
 
-def pool_model(declared: str, *, ceil_mode: int, output: list | None = None) -> onnx.ModelProto:
-    """x [B, C, H] -> MaxPool(k=2, s=2) -> Relu; value_info declares the pooled length as ``declared``."""
+def pool_model(declared: str, *, ceil_mode: int, output: list | None = None, conv: bool = False) -> onnx.ModelProto:
+    """x [B, C, H] -> MaxPool(k=2, s=2) -> Relu; value_info declares the pooled length as
+    ``declared``. With ``conv``, jax2onnx's CNN: a stride-2 SAME Conv before the pool, whose
+    length jax2onnx 0.17 also declares for the pool's output."""
     x = helper.make_tensor_value_info("x", T.FLOAT, ["B", "C", "H"])
     nodes = [helper.make_node("MaxPool", ["x"], ["p"], kernel_shape=[2], strides=[2], ceil_mode=ceil_mode, name="pool"),
              helper.make_node("Relu", ["p"], ["y"], name="relu")]
+    inits = []
+    if conv:
+        inits = [helper.make_tensor("w", T.FLOAT, [2, 2, 3], [0.5] * 12)]
+        nodes.insert(0, helper.make_node("Conv", ["x", "w"], ["c"], strides=[2], auto_pad="SAME_UPPER", name="conv"))
+        nodes[1].input[0] = "c"
     vi = [helper.make_tensor_value_info("p", T.FLOAT, ["B", "C", declared])]
     out = helper.make_tensor_value_info("y", T.FLOAT, output if output is not None else ["B", "C", None])
-    g = helper.make_graph(nodes, "g", [x], [out], value_info=vi)
+    g = helper.make_graph(nodes, "g", [x], [out], inits, value_info=vi)
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
 
 
@@ -235,8 +242,9 @@ def test_a_declared_expression_that_agrees_is_no_finding() -> None:
         assert _runtime_dim(model, "p", h) == -(-h // 2)
 
 
-def test_a_declared_expression_that_contradicts_is_sf112_with_a_true_witness() -> None:
-    model = pool_model("-floordiv(-H, 2)", ceil_mode=0)  # ceil declared, floor computed
+def test_jax2onnx_pool_declaration_is_sf112_with_a_true_witness() -> None:
+    """jax2onnx 0.17's CNN: the pool's output declared with the conv's length, ceil(H/2)."""
+    model = pool_model("- floordiv(- H, 2)", ceil_mode=0, conv=True)  # (spaces as jax2onnx writes them)
     found = _sf112(model)
     assert len(found) == 1
     m = re.search(r"at H=(\d+) the declaration gives (\d+), inference (\d+)", found[0].message)
@@ -244,26 +252,40 @@ def test_a_declared_expression_that_contradicts_is_sf112_with_a_true_witness() -
     h, declared, inferred = (int(g) for g in m.groups())
     assert declared != inferred
     assert _runtime_dim(model, "p", h) == inferred  # onnxruntime sides with inference
+    for h in (3, 4, 16, 1000):  # and the declaration is wrong at every one of them
+        assert _runtime_dim(model, "p", h) != -(-h // 2)
 
 
-@pytest.mark.parametrize("declared", ["H", "unk__9", "C", "7", "floordiv(H, 2)"])
-def test_what_is_no_contradiction(declared: str) -> None:
-    """A name that is no expression over input symbols, another input symbol (the model might
-    make them equal) or an int against an expression: no finding. Floor division agrees."""
-    model = pool_model(declared, ceil_mode=0)
-    if declared == "H":  # H against floor(H/2): the same symbols, different at H=2: a contradiction
-        assert len(_sf112(model)) == 1
-    else:
-        assert _sf112(model) == []
+@pytest.mark.parametrize("declared, finding", [
+    ("H", True),  # H against floor(H/2): different wherever H >= 2
+    ("-floordiv(-H, 2)", False),  # ceil against floor: equal at every even H, where the model may run
+    ("unk__9", False),  # a name the exporter invented
+    ("C", False),  # another input symbol: the model might make them equal
+    ("7", False),  # an int against an expression
+    ("floordiv(H, 2)", False),  # agrees
+])
+def test_what_is_a_contradiction(declared: str, finding: bool) -> None:
+    assert len(_sf112(pool_model(declared, ceil_mode=0))) == int(finding)
+
+
+def test_expressions_that_agree_somewhere_do_not_conflict() -> None:
+    """What the dynamo exports of the text corpus declare: ``seq`` where inference states
+    ``min(256, seq)``, and a pool's ``h//2 - 1`` against its exact (truncating) length."""
+    r = DimReader({"seq", "h"})
+    seq, h = Sym.symbol("seq"), Sym.symbol("h")
+    assert conflict(["seq"], (dim_min(256, seq),), r) is None
+    trunc = dim_sub(dim_add(dim_neg(dim_floordiv(dim_max(-4, dim_neg(h)), 2)), dim_floordiv(dim_max(4, h), 2)), 3)
+    assert conflict(["((h//2)) - 1"], (trunc,), r) is None
+    assert conflict(["2*seq"], (seq,), r) is not None
 
 
 def test_conflict_respects_assumed_ranges() -> None:
-    """A witness must lie in the ranges inference holds in: under H<=1 nothing is tried."""
+    """A witness must lie in the ranges inference holds in: under H<=2 nothing is tried."""
     r = DimReader({"H"})
     h = Sym.symbol("H")
     inferred = (dim_floordiv(h, 2),)
-    assert conflict(["-floordiv(-H, 2)"], inferred, r) is not None
-    assert conflict(["-floordiv(-H, 2)"], inferred, r, {"H": (0, 1)}) is None
+    assert conflict(["H"], inferred, r) is not None
+    assert conflict(["H"], inferred, r, {"H": (0, 2)}) is None
 
 
 def _hint_command(hint: str, model: Path, out: Path) -> list[str]:
@@ -276,7 +298,7 @@ def _hint_command(hint: str, model: Path, out: Path) -> list[str]:
 @pytest.mark.parametrize("where", ["value_info", "output"])
 def test_the_hinted_command_fixes_the_declaration(where: str, tmp_path: Path) -> None:
     if where == "value_info":
-        model = pool_model("-floordiv(-H, 2)", ceil_mode=0)
+        model = pool_model("-floordiv(-H, 2)", ceil_mode=0, conv=True)
     else:
         model = pool_model("floordiv(H, 2)", ceil_mode=0, output=["B", "C", "H"])  # the output is wrong
     src, out = tmp_path / "m.onnx", tmp_path / "fixed.onnx"

@@ -58,11 +58,13 @@ class ShapeConflict(Rule):
     its default. Only provable contradictions count: different ranks; a position where both
     shapes have a known integer and the integers differ; or a declared expression over the
     model's input symbols (jax2onnx writes ``-floordiv(-H, 2)``) against an inferred expression
-    over the same symbols, where the two differ at a binding (the message names one). A declared
-    name that is no such expression (``batch`` against ``seq``, or the
-    ``Reshapelast_hidden_state_dim_2`` names exporters invent) is not a contradiction, and neither
-    is an expression against an integer. Tensors computed from a Squeeze that cannot run (SF104)
-    are skipped.
+    over the same symbols, where the two differ at every binding tried (each symbol from 3 to
+    1001; the message names one). Expressions that agree somewhere are not a contradiction: the
+    model may run only there (dynamo declares ``seq`` where inference states ``min(256, seq)``: the
+    model fails past 256). A declared name that is no such expression (``batch`` against ``seq``,
+    or the ``Reshapelast_hidden_state_dim_2`` names exporters invent) is not a contradiction, and
+    neither is an expression against an integer. Tensors computed from a Squeeze that cannot run
+    (SF104) are skipped.
 
     ## Why is this bad?
     Runtimes and converters trust declared shapes: onnxruntime warns or fails when an output's shape
