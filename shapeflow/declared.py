@@ -117,7 +117,6 @@ class DimReader:
         return isinstance(w, str) and self.dim(w) is None
 
 
-
 @dataclass(frozen=True, slots=True)
 class Conflict:
     """Where a declaration contradicts inference: the rank (``position`` None), or one dim; for
