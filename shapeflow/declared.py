@@ -214,17 +214,37 @@ def unproven(written: list[Written] | None, inferred: Shape) -> bool:
 
 def declared_unproven(graph: ModelGraph, inference: Inference) -> dict[tuple[int, str], list[Written]]:
     """(scope id, tensor) -> its declared dims as written, for every declared tensor whose
-    declaration states a dim that inference leaves unknown (what ``infer`` marks ``~``)."""
+    declaration states a dim that inference leaves unknown (what ``infer`` marks ``~``; the first
+    such declaration of a name, graph outputs before value_info).
+
+    Runs on every rendering of a model, and after ``infer -o`` every tensor has a declaration: the
+    common case, a tensor whose every dim is known, costs a dict lookup (inference shares one tuple
+    per distinct shape, so whether a shape is complete is decided once per tuple)."""
     out: dict[tuple[int, str], list[Written]] = {}
     tables = inference.tensors
-    for decl in declarations(graph):
-        t = tables[decl.scope].get(decl.name) if decl.scope < len(tables) else None
-        shape = t.shape if t is not None else None
-        if shape is not None and all(d is not None for d in shape):
-            continue  # the common case: inference knows every dim
-        written = decl.written
-        if unproven(written, shape):
-            out[(decl.scope, decl.name)] = written  # type: ignore[assignment]
+    complete: dict[int, bool] = {}
+    for scope in graph.scopes:
+        body = scope.proto
+        table = tables[scope.id] if scope.id < len(tables) else {}
+        groups = (body.output, body.value_info) if isinstance(body, onnx.GraphProto) else (
+            getattr(body, "value_info", ()),)
+        for entries in groups:
+            for vi in entries:
+                name = vi.name
+                t = table.get(name)
+                shape = t.shape if t is not None else None
+                if shape is not None:
+                    full = complete.get(id(shape))
+                    if full is None:
+                        full = complete[id(shape)] = all(d is not None for d in shape)
+                    if full:
+                        continue  # the common case: inference knows every dim
+                key = (scope.id, name)
+                if not name or key in out:
+                    continue
+                written = written_shape(vi.type)
+                if unproven(written, shape):
+                    out[key] = written  # type: ignore[assignment]
     return out
 
 

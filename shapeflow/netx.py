@@ -38,7 +38,6 @@ import json
 import re
 from typing import TYPE_CHECKING, Callable, Iterable, Mapping
 
-from .declared import declared_unproven
 from .dims import dim_to_json, shape_to_json
 from .graph import GRAPH_INPUT, INITIALIZER
 
@@ -102,7 +101,7 @@ def to_networkx(analysis: "Analysis") -> "nx.MultiDiGraph":
     shapes: dict[int, list[object] | None] = {}
     values: dict[int, list[object]] = {}
     dtypes: dict[int, str | None] = {}
-    declared = declared_unproven(analysis.graph, inference)
+    declared = analysis.declared
 
     def tensor_attrs(sid: int, name: str) -> dict[str, object]:
         t = inference.lookup(sid, name)

@@ -109,6 +109,7 @@ def infer(model: str, all_tensors: bool, fmt: str, around: tuple[str, ...], dept
         output = model
     annotated = None
     if output is not None:
+        _ = result.declared  # the report shows the file's declarations, read before -o writes its own
         annotated = annotate(result.graph, result.inference, refine_outputs=refine_outputs,
                              fix_declarations=fix_declarations)
         if annotated.fixed:  # the report is of the model written: the rewritten declarations are fixed

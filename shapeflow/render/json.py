@@ -13,7 +13,6 @@ from json.encoder import encode_basestring_ascii as _json_str  # the C encoder w
 
 from .._version import __version__
 from ..analysis import Analysis, dtype_name
-from ..declared import declared_unproven
 from ..assume import assumption_texts
 from ..results import SCHEMA, LintJSON
 from ..diagnostics import Diagnostic
@@ -151,7 +150,7 @@ def _tensor_entries(a: Analysis) -> Iterator[str]:
     ind, inner = "    ", "      "
     shapes: dict[int, str] = {}
     dtypes: dict[int, str] = {}
-    declared = declared_unproven(a.graph, a.inference)
+    declared = a.declared
     for scope, table in zip(a.graph.scopes, a.inference.tensors):
         head = f",\n{inner}\"graph\": {_json_str(scope.path)},\n{inner}\"dtype\": "
         for name, t in table.items():

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Iterable, Sequence
 
 from ..analysis import Analysis, dtype_name
-from ..declared import declared_unproven, merged_text
+from ..declared import merged_text
 from ..diagnostics import Diagnostic, Severity
 from ..dims import format_shape
 from ..errors import display_path
@@ -85,7 +85,7 @@ def infer_text(a: Analysis, *, all_tensors: bool = False) -> str:
         return text
 
     # What the file declares where inference proves nothing (``~4``): a few tensors, if any.
-    declared = declared_unproven(a.graph, a.inference)
+    declared = a.declared
     if all_tensors:
         dtypes: dict[int, str] = {}
         rows = []
