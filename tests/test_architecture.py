@@ -24,12 +24,13 @@ PACKAGE = ROOT / "shapeflow"
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
     # Records, limits, errors, the pure axis algebra, the code table, version tables: no model yet.
     ("base", ("shapeflow._onnx", "shapeflow._schema_data", "shapeflow._version", "shapeflow.assume",
-              "shapeflow.axes", "shapeflow.codes", "shapeflow.diagnostics", "shapeflow.dims",
+              "shapeflow.axes", "shapeflow.codes", "shapeflow.diagnostics", "shapeflow.dimexpr", "shapeflow.dims",
               "shapeflow.errors", "shapeflow.limits", "shapeflow.opsets", "shapeflow.results",
               "shapeflow.schema_table")),
     ("io", ("shapeflow.io",)),
     ("graph", ("shapeflow.graph",)),
-    ("inference", ("shapeflow.facts", "shapeflow.tensorinfo", "shapeflow.ops", "shapeflow.inference")),
+    ("inference", ("shapeflow.facts", "shapeflow.tensorinfo", "shapeflow.ops", "shapeflow.inference",
+                   "shapeflow.declared")),
     # The rewrite engine transforms and judges nothing; the rewrites are specs it runs, one per file;
     # the lint rules judge, and report what the rewrites would do (rules/rewrites.py).
     ("passes", ("shapeflow.passes",)),

@@ -3,17 +3,19 @@
 from __future__ import annotations
 
 import time
+from typing import Mapping
 
 import click
 
 from ..drivers.analysis import Analysis, gc_paused
-from ..drivers.annotate import annotate
+from ..drivers.annotate import AnnotateResult, annotate, drop_fixed
 from ..errors import EXIT_CLEAN, EXIT_FINDINGS, UsageError, display_path
 from ..io import STDOUT, check_output_path, load_model, refuse_unsafe_external_data, save_model, write_to_stdout
 from ..render.pictures import DEFAULT_DEPTH, DEFAULT_MAX_DRAW, FORMATS, PictureOptions, picture
 from ..render import count_by_severity, infer_text, summary_line
 from ..render.json import infer_json_chunks
 from ..assume import assumption_texts
+from ..dims import Bound
 from ..drivers.infer_settings import infer_with_settings, unknown_symbols
 from .options import (
     assume_option, check_stdout_output, clear_progress, debug_option, dim_option, limit_options, limits_from,
@@ -71,7 +73,10 @@ Exit codes: 0 no error-level finding, 1 error-level findings, 2 rejected input o
               help="Write the model with inferred shapes as value_info (refused, exit 2, if its external "
                    "data is unsafe); '-' writes it to stdout (not a terminal) and the report to stderr.")
 @click.option("--refine-outputs", is_flag=True,
-              help="With -o: also fill the unknown dims of the graph outputs' declarations.")
+              help="With -o: also refine the graph outputs' declarations (unknown dims, invented names).")
+@click.option("--fix-declarations", is_flag=True,
+              help="With -o: rewrite declarations that contradict the inferred shapes (SF112) with them "
+                   "(graph outputs only with --refine-outputs; graph inputs never).")
 @click.option("--force", is_flag=True, help="Overwrite OUTPUT if it exists.")
 @click.option("--in-place", is_flag=True, help="Record the shapes in MODEL itself.")
 @click.option("--config", "config_path", type=click.Path(dir_okay=False, exists=True),
@@ -83,7 +88,8 @@ Exit codes: 0 no error-level finding, 1 error-level findings, 2 rejected input o
 @assume_option
 @limit_options
 def infer(model: str, all_tensors: bool, fmt: str, around: tuple[str, ...], depth: int, around_findings: bool,
-          max_draw: int, output: str | None, refine_outputs: bool, force: bool, in_place: bool,
+          max_draw: int, output: str | None, refine_outputs: bool, fix_declarations: bool, force: bool,
+          in_place: bool,
           config_path: str | None, isolated: bool, quiet: bool, dims: tuple[str, ...], assume: tuple[str, ...],
           **kwargs: object) -> int:
     """Infer the shapes of MODEL and report axis errors.
@@ -98,6 +104,8 @@ def infer(model: str, all_tensors: bool, fmt: str, around: tuple[str, ...], dept
         raise UsageError("--around and --findings select what a picture shows: use them with --format dot or graphml")
     if around and not names:
         raise UsageError("--around needs at least one node name")
+    if fix_declarations and output is None and not in_place:
+        raise UsageError("--fix-declarations rewrites declarations in the model written: use it with -o OUT or --in-place")
     to_stdout = output == STDOUT
     if to_stdout:
         check_stdout_output(model, in_place)
@@ -126,7 +134,11 @@ def infer(model: str, all_tensors: bool, fmt: str, around: tuple[str, ...], dept
         output = model
     annotated = None
     if output is not None:
-        annotated = annotate(result.graph, result.inference, refine_outputs=refine_outputs)
+        _ = result.declared  # the report shows the file's declarations, read before -o writes its own
+        annotated = annotate(result.graph, result.inference, refine_outputs=refine_outputs,
+                             fix_declarations=fix_declarations)
+        if annotated.fixed:  # the report is of the model written: the rewritten declarations are fixed
+            result.diagnostics = drop_fixed(result.graph, result.inference, result.diagnostics, result.path)
         # the file's bytes are not needed any more: serializing while holding them costs their size
         loaded.raw = b""
         if to_stdout:
@@ -142,14 +154,8 @@ def infer(model: str, all_tensors: bool, fmt: str, around: tuple[str, ...], dept
         click.echo(f"{display_path(model)}: {len(result.inference.axis_nodes):,} Squeeze/Unsqueeze, "
                    f"{summary_line(counts)} ({nodes:,} node{'' if nodes == 1 else 's'} in {elapsed:.2f} s)"
                    + (f"; assuming {', '.join(assumption_texts(assumptions))}" if assumptions else ""), err=True)
-    if annotated is not None and output is not None and not quiet:
-        kept = f", {annotated.kept} contradicting declarations kept (SF112)" if annotated.kept else ""
-        click.echo(f"{display_path(output)}: {annotated.added} value_info entries added, "
-                   f"{annotated.filled} declared dims filled{kept}", err=True)
-    if annotated is not None and output is not None and assumptions:
-        # the file records shapes, not the ranges they hold in (a model gains no metadata keys)
-        click.echo(f"{display_path(output)}: warning: the shapes written hold only where "
-                   f"{', '.join(assumption_texts(assumptions))}; the file does not record that", err=True)
+    if annotated is not None and output is not None:
+        _report_written(output, annotated, assumptions, quiet=quiet)
     code = EXIT_FINDINGS if counts["error"] else EXIT_CLEAN
     click.get_current_context().exit(code)
     return code
@@ -171,3 +177,19 @@ def _print_result(result: Analysis, fmt: str, drawing: str | None, *, all_tensor
             click.echo(drawing, nl=False, err=err)
         else:
             click.echo(infer_text(result, all_tensors=all_tensors), err=err)
+
+
+def _report_written(output: str, annotated: AnnotateResult, assumptions: Mapping[str, Bound], *, quiet: bool) -> None:
+    """What ``-o`` wrote into the model, on stderr."""
+    if not quiet:
+        more = f", {annotated.replaced} invented dim names replaced" if annotated.replaced else ""
+        if annotated.fixed:
+            more += f", {annotated.fixed} contradicting declarations rewritten"
+        if annotated.kept:
+            more += f", {annotated.kept} contradicting declarations kept (SF112)"
+        click.echo(f"{display_path(output)}: {annotated.added} value_info entries added, "
+                   f"{annotated.filled} declared dims filled{more}", err=True)
+    if assumptions:
+        # the file records shapes, not the ranges they hold in (a model gains no metadata keys)
+        click.echo(f"{display_path(output)}: warning: the shapes written hold only where "
+                   f"{', '.join(assumption_texts(assumptions))}; the file does not record that", err=True)
