@@ -789,7 +789,7 @@ def test_an_optimize_timeout_names_the_limit_that_was_set(monkeypatch: pytest.Mo
     from shapeflow.io import load_model_bytes
     from shapeflow.limits import Limits
     from shapeflow.drivers.optimizer import optimize_model
-    from shapeflow.passes import manager
+    from shapeflow.passes import fixpoint
 
     class Clock:
         now = 0.0
@@ -798,7 +798,7 @@ def test_an_optimize_timeout_names_the_limit_that_was_set(monkeypatch: pytest.Mo
             self.now += 7.0  # the analysis takes a while; the rewrite rounds see what is left
             return self.now
 
-    monkeypatch.setattr(manager, "time", Clock())
+    monkeypatch.setattr(fixpoint, "time", Clock())
     loaded = load_model_bytes(parser.parse_model(CANCELLING).SerializeToString(), "m.onnx")
     with pytest.raises(LimitExceededError) as exc:
         optimize_model(loaded, limits=Limits(timeout=5.0))
