@@ -48,7 +48,8 @@ _ABSENT = object()
 
 class Guard:
     """A condition on a node: ``check`` returns None when it holds, else why not. ``stable`` guards
-    depend only on the values and shapes of the node's own tensors (no rewrite changes them)."""
+    depend only on values of the node's own tensors (no rewrite changes them; a rewired input
+    holds the same value)."""
 
     stable = False
 
