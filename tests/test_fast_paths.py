@@ -214,3 +214,48 @@ def test_chain_and_dispatch_are_their_plain_twins(name: str, model: onnx.ModelPr
         assert dispatch.plan(ctx, latest_first) == dispatch.plan_plain(ctx, latest_first)
     if name in ("chain", "attention.onnx"):
         assert asked  # runs were compared, not only empty answers
+
+
+def _optimized(model: onnx.ModelProto, name: str) -> tuple[bytes, object]:
+    from shapeflow.drivers.optimizer import OptimizeRefused, optimize_model
+
+    loaded = load_model_bytes(model.SerializeToString(), name)
+    try:
+        r = optimize_model(loaded, explain=True)
+    except OptimizeRefused as exc:  # a model with errors (the examples' axis errors)
+        return b"", str(exc)
+    return r.model.SerializeToString(), (r.rewrites, r.log, r.skipped, r.rounds, r.notes, r.roots)
+
+
+def _mixed(n: int) -> onnx.ModelProto:
+    """benchmarks/synthetic.py's mixed graph: Reshape round trips, no-op Reshapes, Casts, Identities."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    import synthetic
+
+    return synthetic.mixed_graph(n)
+
+
+@pytest.mark.parametrize("name, model", _engine_models() + [("mix", _mixed(660))],
+                         ids=lambda v: v if isinstance(v, str) else "")
+def test_skipping_taken_roots_is_asking_their_rules(name: str, model: onnx.ModelProto,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """``rounds.SKIP_TAKEN`` (a root an earlier rewrite of the round took is not asked about) gives
+    the model, the log, the near misses and the roots of asking every rule at every root."""
+    from shapeflow.passes import rounds
+    from shapeflow.rewrites import select
+
+    asked = [0]
+    for cls in {type(r) for r in select()}:
+        def counted(self, ctx, nid, _match=cls.match):  # type: ignore[no-untyped-def]
+            asked[0] += 1
+            return _match(self, ctx, nid)
+
+        monkeypatch.setattr(cls, "match", counted)
+    runs = {}
+    for skip in (True, False):
+        monkeypatch.setattr(rounds, "SKIP_TAKEN", skip)
+        asked[0] = 0
+        runs[skip] = _optimized(model, name), asked[0]
+    assert runs[True][0] == runs[False][0]
+    if name in ("chain", "mix"):  # roots were taken before they were visited: the skip was exercised
+        assert runs[True][1] < runs[False][1]
