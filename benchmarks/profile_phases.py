@@ -177,24 +177,18 @@ def run_one(command: str, model: str, workdir: str, cprofile: int) -> dict[str, 
 
 
 def table(results: dict[str, dict[str, object]]) -> str:
-    keys = list(results)
-    lines = ["µs of CPU time per node, by phase (exclusive time; a column adds up to the process's CPU time)", ""]
-    lines.append("| phase | " + " | ".join(keys) + " |")
-    lines.append("|---|" + "---:|" * len(keys))
-    sizes = {k: int(k.split()[1].replace(",", "")) for k in keys}
-    for phase in PHASES:
-        cells = []
-        for k in keys:
-            v = results[k]["phases"].get(phase)  # type: ignore[union-attr]
-            cells.append("" if not v or v < 5e-4 else f"{v / sizes[k] * 1e6:.1f}")
-        if any(cells):
-            lines.append(f"| {phase} | " + " | ".join(cells) + " |")
-    lines.append("| **total** (CPU s) | " + " | ".join(
-        f"**{results[k]['cpu'] / sizes[k] * 1e6:.1f}** ({results[k]['cpu']:.1f} s)" for k in keys) + " |")
-    lines.append("| wall s (shared machine) | " + " | ".join(f"{results[k]['wall']:.1f}" for k in keys) + " |")
-    rounds = [str(results[k]["calls"].get("rewrites", "")) for k in keys]  # type: ignore[union-attr]
-    if any(rounds):
-        lines.append("| optimize rounds | " + " | ".join(rounds) + " |")
+    """One row per run: µs of CPU time per node in each phase, the total, and the seconds."""
+    used = [p for p in PHASES if any(r["phases"].get(p, 0) >= 5e-4 for r in results.values())]  # type: ignore[attr-defined]
+    lines = ["µs of CPU time per node, by phase (exclusive times: a row adds up to the process's CPU time)", "",
+             "| run | " + " | ".join(used) + " | **total** | CPU s | wall s | rounds |",
+             "|---|" + "---:|" * (len(used) + 4)]
+    for key, r in results.items():
+        n = int(key.split()[1].replace(",", ""))
+        phases: dict[str, float] = r["phases"]  # type: ignore[assignment]
+        cells = ["" if phases.get(p, 0) < 5e-4 else f"{phases[p] / n * 1e6:.1f}" for p in used]
+        rounds = r["calls"].get("rewrites", "")  # type: ignore[attr-defined]
+        lines.append(f"| {key} | " + " | ".join(cells) + f" | **{r['cpu'] / n * 1e6:.1f}** | "  # type: ignore[operator]
+                     f"{r['cpu']:.1f} | {r['wall']:.0f} | {rounds} |")
     return "\n".join(lines)
 
 
