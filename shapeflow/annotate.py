@@ -25,6 +25,7 @@ from ._onnx import onnx
 from .dims import Dim
 from .graph import ModelGraph
 from .inference import Inference
+from .ops.control import zero_trip_bodies
 from .ops.fallback import type_proto
 from .tensorinfo import TensorInfo
 
@@ -96,9 +97,12 @@ def annotate(graph: ModelGraph, inference: Inference, refine_outputs: bool = Fal
     """Record the inferred shapes in the model (mutated in place): new value_info entries and
     refined declarations, as the module docstring says."""
     added = filled = kept = 0
+    # (onnxruntime shapes a Loop's scan outputs after zero iterations from its own inference of
+    # the body, which recorded shapes would change: those bodies are left as they are)
+    frozen = zero_trip_bodies(graph)
     for scope, table in zip(graph.scopes, inference.tensors):
         body = scope.proto
-        if scope.kind != "graph" or not isinstance(body, onnx.GraphProto):
+        if scope.kind != "graph" or not isinstance(body, onnx.GraphProto) or scope.id in frozen:
             continue
         declared: dict[str, onnx.ValueInfoProto | None] = {vi.name: None for vi in body.input}
         outputs = {vi.name: vi for vi in body.output}

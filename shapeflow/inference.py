@@ -310,20 +310,17 @@ class _Runner:
         iteration: first the node's initial values; where the body's output for one is not an
         instance of what it was given, that input is widened (control.widen) and the body inferred
         again; after a few rounds, or past the re-run budget, carried inputs keep only their
-        element type. Only the last run's tables and facts are kept."""
-        declared = [vi.type.tensor_type.elem_type if vi.type.WhichOneof("value") == "tensor_type" else 0
-                    for vi in body.proto.input]  # type: ignore[union-attr]
+        element type (which covers any output). Only the last run's tables and facts are kept."""
+        declared = [vi.type.tensor_type.elem_type if vi.type.WhichOneof("value") == "tensor_type" else None
+                    for vi in body.proto.input]
         seeds, pairs = control.body_seeds(info.op_type, info.since_version or 0, info.peek(), ins, declared)
         r = self.r
         scopes = self._descendants(body.id)
-        mark = (len(r.axis_nodes), len(r.call_facts))
+        mark = (len(r.axis_nodes), len(r.call_facts), len(self.calls))
         cost = sum(len(self.g.scopes[i].order) for i in scopes)
-        for attempt in range(_MAX_WIDENINGS + 2):
-            if attempt:
-                self._forget(scopes, mark)
+        rounds = 0
+        while True:
             self.run_scope(body, seeds)
-            if not pairs:
-                return
             outs = self._body_outputs(body)
             moved: list[tuple[int, TensorInfo, TensorInfo | None]] = []
             for i, o in pairs:
@@ -332,23 +329,28 @@ class _Runner:
                     moved.append((i, seed, out))
             if not moved:
                 return
-            if attempt < _MAX_WIDENINGS and self.loop_budget >= cost:
+            if rounds < _MAX_WIDENINGS and self.loop_budget >= cost:
                 for i, seed, out in moved:
                     seeds[i] = control.widen(seed, out)
-            else:  # element types only: a seed without a shape or value covers any output
+            else:
                 for i, _ in pairs:
                     t = seeds[i]
                     seeds[i] = None if t is None else TensorInfo(t.dtype, None)
+            rounds += 1
             self.loop_budget -= cost
+            self._forget(scopes, mark)
 
-    def _forget(self, scopes: list[int], mark: tuple[int, int]) -> None:
+    def _forget(self, scopes: list[int], mark: tuple[int, int, int]) -> None:
         """Drop what an earlier run of the bodies ``scopes`` left: their tables, the facts they
-        recorded (after ``mark``) and the axes their tensors were read as."""
+        recorded (after ``mark``), the function calls they made and the axes their tensors were
+        read as."""
         r = self.r
         for i in scopes:
             r.tensors[i] = {}
         del r.axis_nodes[mark[0]:]
         del r.call_facts[mark[1]:]
+        for key in list(self.calls)[mark[2]:]:
+            del self.calls[key]
         inner = set(scopes)
         for key in [k for k in r.memo if len(k) > 1 and k[0] == "axes" and k[1] in inner]:
             del r.memo[key]

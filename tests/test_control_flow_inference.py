@@ -22,6 +22,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
+
 import onnx
 import onnx.parser
 import pytest
@@ -329,6 +330,80 @@ def test_loop_trip_count_that_may_be_negative(runner: shapearith.Runner) -> None
     assert t is not None and t.shape is None
 
 
+def test_loop_sequence_carried_through_as_jax2onnx_writes_lax_scan(runner: shapearith.Runner) -> None:
+    """jax2onnx's lax.scan: the sequence itself is a carried value the body hands back unchanged
+    (Identity), read with Gather at the iteration number; a counter is carried too (its value
+    changes, so the fixpoint keeps its shape [] and drops the value)."""
+    text = """
+    jaxscan (float[B, T, 4] x) => (float[?, ?] h_final, float[?, ?, ?] seq_final, int64 count, float[?, ?] y)
+    <int64[2] ushape = {4, 8}, int64[1] zero = {0}, int64[1] one = {1}, int64[1] eight = {8},
+     bool keep = {1}, int64 c0 = {0}, int64 inc = {1}, int64[2] vshape = {8, 3}>
+    {
+        u = ConstantOfShape <value = float[1] {0.2}> (ushape)
+        v = ConstantOfShape <value = float[1] {0.3}> (vshape)
+        xt = Transpose <perm = [1, 0, 2]> (x)
+        xs = Shape(xt)
+        t1 = Slice(xs, zero, one)
+        trip = Squeeze(t1, zero)
+        b1 = Gather <axis = 0> (xs, one)
+        hshape = Concat <axis = 0> (b1, eight)
+        h0 = ConstantOfShape <value = float[1] {0}> (hshape)
+        h_final, seq_final, count = Loop(trip, keep, h0, xt, c0) <body = step (int64 i, bool c, float[?, ?] h, float[?, ?, ?] seq, int64 n) => (bool c_out, float[?, ?] h2, float[?, ?, ?] seq2, int64 n2) {
+            c_out = Identity(c)
+            x_i = Gather <axis = 0> (seq, i)
+            proj = MatMul(x_i, u)
+            h2 = Add(h, proj)
+            seq2 = Identity(seq)
+            n2 = Add(n, inc)
+        }>
+        y = MatMul(h_final, v)
+    }
+    """
+    inf = check(runner, model(text), ("B", "T"))
+    body = body_scope(inf, "h_final")
+    assert shape_text(inf, "seq", body) == "[T, B, 4]"
+    assert shape_text(inf, "n", body) == "[]"
+    assert inf.lookup(body, "n").value is None  # type: ignore[union-attr]
+    assert shape_text(inf, "h_final") == "[B, 8]"
+    assert shape_text(inf, "seq_final") == "[T, B, 4]"
+    assert shape_text(inf, "count") == "[]"
+    assert shape_text(inf, "y") == "[B, 3]"
+
+
+def test_nested_loops(runner: shapearith.Runner) -> None:
+    """A Loop in a Loop's body: the inner one runs twice (a constant trip count, its condition
+    passed through) on the outer carried value, so its scan output is [2, B, 8], and both carried
+    values keep [B, 8]."""
+    text = """
+    nested (float[B, T, 8] x) => (float[?, ?] h_final, float[?, ?, ?, ?] inner_all)
+    <int64[2] wshape = {8, 8}, int64[1] zero = {0}, int64[1] one = {1}, bool keep = {1}, int64 two = {2}>
+    {
+        w = ConstantOfShape <value = float[1] {0.1}> (wshape)
+        xt = Transpose <perm = [1, 0, 2]> (x)
+        xs = Shape(xt)
+        t1 = Slice(xs, zero, one)
+        trip = Squeeze(t1, zero)
+        h0 = Gather <axis = 1> (x, zeroi)
+        h_final, inner_all = Loop(trip, keep, h0) <body = outer (int64 i, bool c, float[?, ?] h) => (bool c_out, float[?, ?] h2, float[?, ?, ?] steps) {
+            c_out = Identity(c)
+            x_i = Gather <axis = 0> (xt, i)
+            g, steps = Loop(two, keep, h) <body = inner (int64 j, bool d, float[?, ?] k) => (bool d_out, float[?, ?] k2, float[?, ?] k_scan) {
+                d_out = Identity(d)
+                m = MatMul(k, w)
+                k2 = Tanh(m)
+                k_scan = Identity(k2)
+            }>
+            h2 = Add(g, x_i)
+        }>
+    }
+    """.replace("<int64[2] wshape", "<int64 zeroi = {0}, int64[2] wshape")
+    inf = check(runner, model(text), ("B", "T"))
+    body = body_scope(inf, "h_final")
+    assert shape_text(inf, "g", body) == "[B, 8]"
+    assert shape_text(inf, "steps", body) == "[2, B, 8]"
+    assert shape_text(inf, "h_final") == "[B, 8]"
+
+
 # -- Scan --------------------------------------------------------------------------------------------------
 
 SCAN_RNN = """
@@ -439,3 +514,56 @@ def test_if_states_what_both_branches_agree_on(runner: shapearith.Runner) -> Non
     assert shape_text(inf, "same") == "[B, T]"
     assert shape_text(inf, "differ") == "[B, ?]"
     assert shape_text(inf, "rank_differs") == "?"
+
+
+# -- what optimize and infer -o leave alone ------------------------------------------------------------
+
+# The carried h is [2, 8] in every iteration (shapeflow proves it), but the body declares it
+# [?, ?]: onnxruntime's own static inference of the body, which shapes the scan output after zero
+# iterations, knows only the rank, and gives [0, 0, 0].
+ZERO_TRIP = """
+zero_trip (float[2, 8] x, float[T] t) => (float[?, ?] h_final, float[?, ?, ?] hs)
+<bool keep = {1}>
+{
+    n = Size(t)
+    h_final, hs = Loop(n, keep, x) <body = step (int64 i, bool c, float[?, ?] h) => (bool c_out, float[?, ?] h2, float[?, ?] h_scan) {
+        c_out = Identity(c)
+        s = Shape(h)
+        h2 = Reshape(h, s)
+        mid = Identity(h2)
+        h_scan = Identity(mid)
+    }>
+}
+"""
+
+
+def test_optimize_leaves_a_loop_body_with_scan_outputs_alone(runner: shapearith.Runner) -> None:
+    """Folding the body's Shape(h) to [2, 8] would let onnxruntime infer the scan output's shape
+    statically: after zero iterations it would give [0, 2, 8] instead of [0, 0, 0]. The oracle
+    compares the optimized model's outputs with the original's at T = 0 too."""
+    inf = check(runner, model(ZERO_TRIP), ("T",))
+    assert shape_text(inf, "s", body_scope(inf, "hs")) == "[2]"
+    from shapeflow.ops.control import zero_trip_bodies
+
+    assert zero_trip_bodies(inf.graph) == {body_scope(inf, "hs")}
+
+
+def test_infer_output_records_no_shape_in_a_loop_body_with_scan_outputs(tmp_path: Path) -> None:
+    """``infer -o`` writes value_info; inside such a body onnxruntime would read it ([2, 8] for
+    ``mid``) and shape the zero-iteration scan output [0, 2, 8]. Outside it, shapes are written."""
+    import subprocess
+
+    from helpers import ort_session
+
+    src, dst = tmp_path / "in.onnx", tmp_path / "out.onnx"
+    onnx.save(model(ZERO_TRIP), str(src))
+    done = subprocess.run([sys.executable, "-m", "shapeflow", "infer", str(src), "-o", str(dst)],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    out = onnx.load(str(dst))
+    assert {vi.name for vi in out.graph.value_info} == {"n"}
+    assert not out.graph.node[-1].attribute[0].g.value_info
+    feeds = {"x": np.ones((2, 8), np.float32), "t": np.ones((0,), np.float32)}
+    before = ort_session(model(ZERO_TRIP)).run(None, feeds)
+    after = ort_session(out).run(None, feeds)
+    assert [a.shape for a in after] == [b.shape for b in before] == [(2, 8), (0, 0, 0)]

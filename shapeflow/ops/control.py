@@ -28,10 +28,15 @@ at least 1 wherever the model runs (a fact about its symbol, for a Scan of the m
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from .._onnx import onnx
 from ..dims import Dim, Shape, dim_bounds, dim_max, dims_equal, require_at_least
 from ..tensorinfo import TensorInfo
 from .base import OpCall, register
+
+if TYPE_CHECKING:
+    from ..graph import ModelGraph
 
 
 def merge_shapes(a: Shape, b: Shape) -> Shape:
@@ -88,22 +93,32 @@ def widen(seed: TensorInfo, out: TensorInfo | None) -> TensorInfo:
 
 
 def body_seeds(op_type: str, since: int, node: onnx.NodeProto, ins: list[TensorInfo | None],
-               declared: list[int]) -> tuple[list[TensorInfo | None], list[tuple[int, int]]]:
+               declared: list[int | None]) -> tuple[list[TensorInfo | None], list[tuple[int, int]]]:
     """What the body of a Loop or Scan node is inferred with, one entry per body input (None: what
     the engine gives a runtime-provided input), and the (body input, body output) pairs of its
     carried values, which the engine checks with ``covers``. ``declared`` holds the body inputs'
-    declared element types (used where an outer input's type is unknown)."""
+    declared element types (used where an outer input's type is unknown; None for a sequence or
+    optional input, which is left to the engine)."""
+    seeds, pairs = _seeds(op_type, since, node, ins, declared)
+    for k, t in enumerate(declared):
+        if t is None:
+            seeds[k] = None
+    return seeds, [(i, o) for i, o in pairs if seeds[i] is not None]
+
+
+def _seeds(op_type: str, since: int, node: onnx.NodeProto, ins: list[TensorInfo | None],
+           declared: list[int | None]) -> tuple[list[TensorInfo | None], list[tuple[int, int]]]:
     seeds: list[TensorInfo | None] = [None] * len(declared)
     pairs: list[tuple[int, int]] = []
 
     def start(t: TensorInfo | None, k: int) -> TensorInfo:
         """A carried value's first seed: the node's input as it is."""
-        dtype = (t.dtype if t is not None else 0) or declared[k]
+        dtype = (t.dtype if t is not None else 0) or declared[k] or 0
         return TensorInfo(dtype, None) if t is None else TensorInfo(dtype, t.shape, t.value)
 
     def part(t: TensorInfo | None, k: int, shape: Shape) -> TensorInfo:
         """A slice (or a batch entry) of input ``t``: its element type, ``shape``, no values."""
-        return TensorInfo((t.dtype if t is not None else 0) or declared[k], shape)
+        return TensorInfo((t.dtype if t is not None else 0) or declared[k] or 0, shape)
 
     if op_type == "Loop":
         for k in range(2, len(declared)):
@@ -303,6 +318,29 @@ def _sequence_length(call: OpCall, n_state: int, axes: list[int] | None) -> Dim:
         if axis is not None and t.shape[axis] is not None:
             return t.shape[axis]
     return None
+
+
+# -- bodies whose static shapes are behaviour ----------------------------------------------------------
+
+def zero_trip_bodies(graph: ModelGraph) -> frozenset[int]:
+    """The scopes onnxruntime's own static shape inference reads to shape a Loop's scan outputs
+    after zero iterations (module docstring): the body of every Loop with scan outputs, and
+    every body nested in one. A rewrite or a recorded shape there (``optimize``, ``infer -o``)
+    can change that inference, and so the shape of those outputs."""
+    found: set[int] = set()
+    for scope in graph.scopes:
+        owner = scope.owner
+        if owner is None or scope.id in found:
+            continue
+        info = graph.nodes[owner]
+        if info.op_type == "Loop" and info.domain == "" and len(scope.outputs) > 1 + max(0, len(info.inputs) - 2):
+            stack = [scope.id]
+            while stack:
+                sid = stack.pop()
+                found.add(sid)
+                for nid in graph.scopes[sid].order:
+                    stack.extend(graph.nodes[nid].subscopes or ())
+    return frozenset(found)
 
 
 # -- helpers ------------------------------------------------------------------------------------------

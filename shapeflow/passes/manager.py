@@ -37,6 +37,7 @@ from ..inference import Inference, infer
 from ..io import LoadedModel, refuse_unsafe_external_data
 from ..limits import DEFAULT_LIMITS, Limits
 from ..opsets import MAX_KNOWN_OPSET, canonical_domain
+from ..ops.control import zero_trip_bodies
 from .base import (
     ANY_OP,
     AXIS_OPS,
@@ -312,7 +313,11 @@ def _roots(ctx: RoundContext, ops: Collection[str] = AXIS_OPS, latest_first: boo
             if info.outputs and info.outputs[0]:
                 by_scope.setdefault(info.scope, []).append(nid)
     out: list[int] = []
+    # Loop bodies whose static shapes onnxruntime reads after zero iterations are left as they are
+    frozen = zero_trip_bodies(graph) if len(graph.scopes) > 1 else frozenset()
     for sid in sorted(by_scope):
+        if sid in frozen:
+            continue
         scope = graph.scopes[sid]
         nids = by_scope[sid]
         if scope.sorted_in_file:
