@@ -14,7 +14,9 @@ exporter declares almost every tensor, often with unknown dims), has that declar
   rank 0 and not as an unknown rank.
 
 Graph inputs are the user's; graph outputs are refined the same way only when asked
-(``refine_outputs``), as the signature is the user's too.
+(``refine_outputs``), as the signature is the user's too. The body of a Loop with scan outputs is
+left alone (``ops.control.zero_trip_bodies``): onnxruntime shapes those outputs after zero
+iterations from its own inference of the body, which recorded shapes would change.
 """
 
 from __future__ import annotations

@@ -404,6 +404,69 @@ def test_nested_loops(runner: shapearith.Runner) -> None:
     assert shape_text(inf, "h_final") == "[B, 8]"
 
 
+def test_loop_without_trip_count_stops_on_its_condition(runner: shapearith.Runner) -> None:
+    """No M: the Loop runs while the body's condition (i + 1 < T) holds, from a first condition
+    0 < T. How often that is depends on a condition computed in the body: no trip count, and no
+    rank for the scan output (T = 0 runs no iteration); the accumulator keeps [B, 4] either way."""
+    text = """
+    until (float[B, T, 4] x) => (float[?, ?] acc, float[?, ?, ?] parts)
+    <int64[1] zero = {0}, int64[1] one = {1}, int64[1] two1 = {2}, int64 zeroi = {0}, int64 onei = {1}>
+    {
+        xs = Shape(x)
+        t1 = Slice(xs, one, two1)
+        t = Squeeze(t1, zero)
+        go = Less(zeroi, t)
+        b1 = Slice(xs, zero, one)
+        ashape = Concat <axis = 0> (b1, four)
+        a0 = ConstantOfShape <value = float[1] {0}> (ashape)
+        acc, parts = Loop("", go, a0) <body = step (int64 i, bool c, float[?, ?] a) => (bool c_out, float[?, ?] a2, float[?, ?] p) {
+            x_i = Gather <axis = 1> (x, i)
+            a2 = Add(a, x_i)
+            p = Identity(x_i)
+            nxt = Add(i, onei)
+            c_out = Less(nxt, t)
+        }>
+    }
+    """.replace("<int64[1] zero", "<int64[1] four = {4}, int64[1] zero")
+    inf = check(runner, model(text), ("B", "T"))
+    assert shape_text(inf, "acc") == "[B, 4]"
+    assert shape_text(inf, "parts") == "?"
+
+
+def test_loop_whose_body_condition_is_the_true_constant(runner: shapearith.Runner) -> None:
+    """M = N + 2 >= 2 and a body condition that is the constant true: exactly N + 2 iterations."""
+    text = """
+    count (float[N] x) => (float[?] v_final, float[?, ?] vs)
+    <int64 two = {2}, bool keep = {1}>
+    {
+        n = Size(x)
+        m = Add(n, two)
+        v_final, vs = Loop(m, keep, x) <body = step (int64 i, bool c, float[?] v) => (bool c_out, float[?] v2, float[?] v_scan) {
+            c_out = Constant <value = bool {1}> ()
+            v2 = Neg(v)
+            v_scan = Identity(v)
+        }>
+    }
+    """
+    inf = check(runner, model(text), ("N",))
+    assert shape_text(inf, "v_final") == "[N]"
+    assert shape_text(inf, "vs") == "[N + 2, N]"
+
+
+def test_if_with_a_constant_condition_is_its_branch(runner: shapearith.Runner) -> None:
+    text = """
+    fixed (float[B, T] x) => (float[?, ?] y)
+    <bool yes = {1}>
+    {
+        y = If(yes) <
+            then_branch = a () => (float[?, ?] t) { t = Concat <axis = 1> (x, x) },
+            else_branch = b () => (float[?, ?] e) { e = Identity(x) }>
+    }
+    """
+    inf = check(runner, model(text), ("B", "T"), bodies=False)
+    assert shape_text(inf, "y") == "[B, 2*T]"
+
+
 # -- Scan --------------------------------------------------------------------------------------------------
 
 SCAN_RNN = """
