@@ -14,9 +14,10 @@ exporter declares almost every tensor, often with unknown dims), has that declar
   rank 0 and not as an unknown rank.
 
 Graph inputs are the user's; graph outputs are refined the same way only when asked
-(``refine_outputs``), as the signature is the user's too. The body of a Loop with scan outputs is
-left alone (``ops.control.zero_trip_bodies``): onnxruntime shapes those outputs after zero
-iterations from its own inference of the body, which recorded shapes would change.
+(``refine_outputs``), as the signature is the user's too. The body of a Loop with scan outputs, and
+what computes the outer tensors it reads, are left alone (``ops.control.zero_trip_nodes``):
+onnxruntime shapes those outputs after zero iterations from its own inference of the body, which
+recorded shapes would change.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from ._onnx import onnx
 from .dims import Dim
 from .graph import ModelGraph
 from .inference import Inference
-from .ops.control import zero_trip_bodies
+from .ops.control import zero_trip_nodes
 from .ops.fallback import type_proto
 from .tensorinfo import TensorInfo
 
@@ -100,11 +101,11 @@ def annotate(graph: ModelGraph, inference: Inference, refine_outputs: bool = Fal
     refined declarations, as the module docstring says."""
     added = filled = kept = 0
     # (onnxruntime shapes a Loop's scan outputs after zero iterations from its own inference of
-    # the body, which recorded shapes would change: those bodies are left as they are)
-    frozen = zero_trip_bodies(graph)
+    # the body, which recorded shapes would change: what it rests on is left as it is)
+    frozen = zero_trip_nodes(graph)
     for scope, table in zip(graph.scopes, inference.tensors):
         body = scope.proto
-        if scope.kind != "graph" or not isinstance(body, onnx.GraphProto) or scope.id in frozen:
+        if scope.kind != "graph" or not isinstance(body, onnx.GraphProto):
             continue
         declared: dict[str, onnx.ValueInfoProto | None] = {vi.name: None for vi in body.input}
         outputs = {vi.name: vi for vi in body.output}
@@ -114,6 +115,8 @@ def annotate(graph: ModelGraph, inference: Inference, refine_outputs: bool = Fal
             if vi.name not in declared:
                 declared[vi.name] = vi
         for nid in scope.order:
+            if nid in frozen:
+                continue
             for name in graph.nodes[nid].proto.output:
                 t = table.get(name)
                 if not name or t is None or not (t.dtype or t.shape is not None):

@@ -320,13 +320,12 @@ def _sequence_length(call: OpCall, n_state: int, axes: list[int] | None) -> Dim:
     return None
 
 
-# -- bodies whose static shapes are behaviour ----------------------------------------------------------
+# -- what onnxruntime's static shapes of zero-trip Loop bodies rest on --------------------------------
 
 def zero_trip_bodies(graph: ModelGraph) -> frozenset[int]:
     """The scopes onnxruntime's own static shape inference reads to shape a Loop's scan outputs
     after zero iterations (module docstring): the body of every Loop with scan outputs, and
-    every body nested in one. A rewrite or a recorded shape there (``optimize``, ``infer -o``)
-    can change that inference, and so the shape of those outputs."""
+    every body nested in one."""
     found: set[int] = set()
     for scope in graph.scopes:
         owner = scope.owner
@@ -341,6 +340,36 @@ def zero_trip_bodies(graph: ModelGraph) -> frozenset[int]:
                 for nid in graph.scopes[sid].order:
                     stack.extend(graph.nodes[nid].subscopes or ())
     return frozenset(found)
+
+
+def zero_trip_nodes(graph: ModelGraph) -> frozenset[int]:
+    """The nodes whose rewriting, or a shape recorded for their outputs, can change what onnxruntime
+    infers statically for those bodies (``zero_trip_bodies``), and so the shape of a scan output
+    after zero iterations: every node of such a body, and every node outside one that computes,
+    directly or through its inputs, a tensor such a body reads (onnxruntime infers the body with
+    the types it knows for those). ``optimize`` and ``infer -o`` leave them as they are."""
+    bodies = zero_trip_bodies(graph)
+    if not bodies:
+        return frozenset()
+    nodes: set[int] = set()
+    stack: list[tuple[int, str]] = []
+    for sid in bodies:
+        scope = graph.scopes[sid]
+        nodes.update(scope.order)
+        if scope.parent is not None and scope.parent not in bodies:
+            stack.extend((scope.parent, name) for name in scope.free)
+    while stack:
+        sid, name = stack.pop()
+        where = graph.definition(sid, name)
+        if where is None or where[1] < 0 or where[1] in nodes:
+            continue
+        home, producer = where
+        nodes.add(producer)
+        info = graph.nodes[producer]
+        stack.extend((home, n) for n in info.inputs if n)
+        for sub in info.subscopes or ():
+            stack.extend((home, n) for n in graph.scopes[sub].free)
+    return frozenset(nodes)
 
 
 # -- helpers ------------------------------------------------------------------------------------------
