@@ -313,7 +313,14 @@ class _Runner:
         element type (which covers any output). Only the last run's tables and facts are kept."""
         declared = [vi.type.tensor_type.elem_type if vi.type.WhichOneof("value") == "tensor_type" else None
                     for vi in body.proto.input]
-        seeds, pairs = control.body_seeds(info.op_type, info.since_version or 0, info.peek(), ins, declared)
+        try:
+            seeds, pairs = control.body_seeds(info.op_type, info.since_version or 0, info.peek(), ins, declared)
+        except LimitExceededError:
+            raise
+        except Exception:  # a malformed node: its body's inputs keep their element types, no crash
+            seeds = [TensorInfo(d, None) if d is not None and (k >= 2 or info.op_type != "Loop") else None
+                     for k, d in enumerate(declared)]
+            pairs = []
         r = self.r
         scopes = self._descendants(body.id)
         mark = (len(r.axis_nodes), len(r.call_facts), len(self.calls))

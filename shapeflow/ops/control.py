@@ -31,7 +31,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .._onnx import onnx
-from ..dims import Dim, Shape, dim_bounds, dim_max, dims_equal, require_at_least
+from ..dims import Dim, Shape, Sym, dim_bounds, dim_max, dims_equal, require_at_least
 from ..tensorinfo import TensorInfo
 from .base import OpCall, register
 
@@ -75,9 +75,18 @@ def covers(seed: TensorInfo, out: TensorInfo | None) -> bool:
         if w is None or len(w) != len(v):
             return False
         for a, b in zip(v, w):
-            if a is not None and dims_equal(a, b) is not True:
+            if a is not None and not _same(a, b):
                 return False
     return True
+
+
+def _same(a: object, b: object) -> bool:
+    """Two value elements that are equal for every binding (ints, or expressions)."""
+    if type(a) is int and type(b) is int:
+        return a == b
+    if (type(a) is Sym or type(a) is int) and (type(b) is Sym or type(b) is int):
+        return dims_equal(a, b) is True
+    return False
 
 
 def widen(seed: TensorInfo, out: TensorInfo | None) -> TensorInfo:
@@ -87,7 +96,7 @@ def widen(seed: TensorInfo, out: TensorInfo | None) -> TensorInfo:
     shape = merge_shapes(seed.shape, out.shape)
     value = None
     if shape is not None and seed.value is not None and out.value is not None and len(seed.value) == len(out.value):
-        kept = tuple(a if a is not None and dims_equal(a, b) is True else None for a, b in zip(seed.value, out.value))
+        kept = tuple(a if a is not None and _same(a, b) else None for a, b in zip(seed.value, out.value))
         value = kept if any(x is not None for x in kept) else None
     return TensorInfo(seed.dtype, shape, value)
 
