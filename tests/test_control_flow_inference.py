@@ -1,7 +1,7 @@
 """Loop, Scan and If: what shapeflow states inside and after control flow, checked against onnxruntime.
 
 Each model runs in onnxruntime (graph optimisations off, in a child process: a Scan over an empty
-sequence crashes it) at every binding of its symbols to 0, 1, 2, 3 and 17; a binding where the
+sequence crashes it) at every binding of its symbols to 0, 1, 2, 3 and 37; a binding where the
 model fails is skipped. Two oracles:
 
 * the main graph (``fuzz/shapearith.check_model``): every dim and value shapeflow states for any
@@ -36,7 +36,7 @@ from helpers import analyze_model  # noqa: E402
 from shapeflow.dims import format_shape, substitute  # noqa: E402
 from shapeflow.inference import Inference  # noqa: E402
 
-SIZES = (0, 1, 2, 3, 17)
+SIZES = (0, 1, 2, 3, 37)
 
 
 @pytest.fixture(scope="module")
