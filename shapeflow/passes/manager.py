@@ -37,6 +37,7 @@ from ..inference import Inference, infer
 from ..io import LoadedModel, refuse_unsafe_external_data
 from ..limits import DEFAULT_LIMITS, Limits
 from ..opsets import MAX_KNOWN_OPSET, canonical_domain
+from ..ops.control import zero_trip_nodes
 from .base import (
     ANY_OP,
     AXIS_OPS,
@@ -312,9 +313,13 @@ def _roots(ctx: RoundContext, ops: Collection[str] = AXIS_OPS, latest_first: boo
             if info.outputs and info.outputs[0]:
                 by_scope.setdefault(info.scope, []).append(nid)
     out: list[int] = []
+    # what onnxruntime's static shapes of a zero-trip Loop's scan outputs rest on stays as it is
+    frozen = zero_trip_nodes(graph) if len(graph.scopes) > 1 else frozenset()
     for sid in sorted(by_scope):
         scope = graph.scopes[sid]
         nids = by_scope[sid]
+        if frozen:
+            nids = [n for n in nids if n not in frozen]
         if scope.sorted_in_file:
             nids.sort(reverse=latest_first)  # node ids follow file order within a scope
         else:
