@@ -30,15 +30,34 @@ from .limits import DEFAULT_LIMITS, Limits
 from .ops import REGISTRY, fallback
 from .ops.base import OpCall
 from .ops.constants import tensor_info_from_proto
+from .ops.evaluated import keeps_value
 from .ops.numeric import canonical_value
 from .tensorinfo import TensorInfo
 
 Progress = Callable[[int, int], None]
+TensorProto = onnx.TensorProto
 
 # Time and progress are checked every this many nodes: cheap, and often enough for a 120 s limit.
 _CHECK_EVERY = 2048
 # Function calls nested deeper than this are opaque (outputs unknown): no recursion over depth.
 MAX_CALL_DEPTH = 16
+
+
+def _runtime_input(owner: str, k: int, vi: onnx.ValueInfoProto, declared: TensorInfo) -> TensorInfo:
+    """Input ``k`` of a body of an ``owner`` node as the runtime feeds it, not as declared: the
+    runtime provides it, and onnxruntime does not hold it to its declaration (issue 21).
+
+    A Loop's iteration number is an int64 of shape [] when the body declares it as a scalar and
+    [1] when it declares any other rank (that is what onnxruntime feeds, whatever the declared
+    dims); its condition is the Loop's own condition input in the first iteration and the body's
+    condition output in the others. Carried values may change shape from one iteration to the
+    next, and so may a Scan's state; a Scan's slices are whatever the scanned inputs hold. For
+    all of these only the element type is known, and no value."""
+    if owner == "Loop" and k == 0:
+        tt = vi.type.tensor_type
+        shape = None if not tt.HasField("shape") else () if not tt.shape.dim else (1,)
+        return TensorInfo(TensorProto.INT64, shape)
+    return TensorInfo(declared.dtype, None)
 
 
 @dataclass
@@ -242,10 +261,15 @@ class _Runner:
                     except Exception:  # a rule must never turn a strange model into a crash: unknown
                         outs = None
                     if outs:
-                        for t in outs:
+                        for k, t in enumerate(outs):
                             if t is not None:
                                 value = t.value
                                 if value is not None:
+                                    if info.domain or not keeps_value(info.op_type, ins, t):
+                                        # not an (op, type) the value table lists (ops/evaluated.py):
+                                        # a new record, the rule may have handed back an input's
+                                        outs[k] = TensorInfo(t.dtype, t.shape)
+                                        continue
                                     # _check_value, inline: values are short, mostly ints
                                     for v in value:
                                         if type(v) is Sym and v.size() > max_expr:
@@ -380,14 +404,11 @@ class _Runner:
         body = scope.proto
         bindings = self.r.bindings
         if isinstance(body, onnx.GraphProto):
-            # A Loop body's carried inputs (after the iteration number and the condition) may
-            # change shape from one iteration to the next, and onnxruntime does not hold them to
-            # their declaration: only their element type is known.
-            carried = 2 if self._is_loop_body(scope) else len(body.input)
+            owner = self._owner_op(scope)
             for k, vi in enumerate(body.input):
                 info = self._from_type(vi.type, bindings, vi.name)
-                if k >= carried and info is not None:
-                    info = TensorInfo(info.dtype, None)
+                if owner is not None and info is not None:
+                    info = _runtime_input(owner, k, vi, info)
                 table[vi.name] = info
             # From IR 4 an initializer that is also a graph input is only a default: a caller may
             # feed another value (onnxruntime then checks it against the declared type alone).
@@ -404,12 +425,14 @@ class _Runner:
             for k, name in enumerate(scope.inputs):
                 table[name] = args[k] if args is not None and k < len(args) else None
 
-    def _is_loop_body(self, scope: Scope) -> bool:
+    def _owner_op(self, scope: Scope) -> str | None:
+        """The op type of the node whose body ``scope`` is (None for the main graph); a custom
+        domain's op is named with its domain."""
         owner = scope.owner
         if owner is None:
-            return False
+            return None
         info = self.g.nodes[owner]
-        return info.op_type == "Loop" and info.domain == ""
+        return info.op_type if info.domain == "" else f"{info.domain}::{info.op_type}"
 
     def _from_type(self, tp: onnx.TypeProto, bindings: Mapping[str, int], name: str) -> TensorInfo | None:
         if tp.WhichOneof("value") != "tensor_type":
