@@ -60,6 +60,8 @@ CAST_TYPES = (TensorProto.INT32, TensorProto.UINT8, TensorProto.INT8, TensorProt
 DIM_CAP = 48
 MAX_INPUT_ELEMS = 400_000
 RUN_TIMEOUT_S = 20.0
+# The worker's answer when onnxruntime cannot make a session of the model at all.
+LOAD_FAILED = "cannot load: "
 CRASH_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "crashes")
 
 
@@ -994,7 +996,13 @@ def _worker_main() -> None:
             return
         try:
             if cached is None or cached[0] != model_bytes:
-                cached = (model_bytes, ort.InferenceSession(model_bytes, so, providers=["CPUExecutionProvider"]))
+                try:
+                    session = ort.InferenceSession(model_bytes, so, providers=["CPUExecutionProvider"])
+                except Exception as e:  # said apart from a failing run: the model is refused outright
+                    cached = None
+                    _send(out, ("err", LOAD_FAILED + (str(e).splitlines()[0][:300] if str(e) else type(e).__name__)))
+                    continue
+                cached = (model_bytes, session)
             res = cached[1].run(names, feeds)
             _send(out, ("ok", [np.asarray(r) for r in res]))
         except Exception as e:  # the model fails at this binding: an answer, not a crash
