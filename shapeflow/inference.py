@@ -83,6 +83,10 @@ class Inference:
     # (a symbol >= 1 where the model fails otherwise): the domain its results hold in.
     assumptions: Mapping[str, Bound] = field(default_factory=dict)
     ranges: Mapping[str, Bound] = field(default_factory=dict)
+    # Graph inputs that share a dim name were given symbols of their own (``independent``, what
+    # the rewrites rely on): (input, dim name) -> the symbol's name (shared_dim_names).
+    independent: bool = False
+    copies: Mapping[tuple[str, str], str] = field(default_factory=dict)
 
     def domain(self) -> ContextManager[None]:
         """The block in which dims are judged as inference judged them (its ranges in force):
@@ -120,22 +124,71 @@ class Inference:
 
 def infer(graph: ModelGraph, bindings: Mapping[str, int] | None = None,
           limits: Limits = DEFAULT_LIMITS, progress: Progress | None = None,
-          assumptions: Mapping[str, Bound] | None = None) -> Inference:
+          assumptions: Mapping[str, Bound] | None = None, independent: bool = False) -> Inference:
     """Infer every tensor of ``graph``. ``bindings`` substitutes symbols (``{"batch": 1}``);
-    ``assumptions`` are the ranges the user stated (``{"seq": (3, None)}``, ``--assume seq>=3``)."""
+    ``assumptions`` are the ranges the user stated (``{"seq": (3, None)}``, ``--assume seq>=3``).
+
+    By default a dim name is one size on every graph input that declares it (ONNX's contract:
+    what the model says about its inputs). onnxruntime does not check that: two inputs declared
+    ``[batch]`` may be fed 2 and 3 elements, and a model that broadcasts them runs. With
+    ``independent`` each graph input after the first that declares a name gets a symbol of its
+    own for it (``batch@mask``; ``copies``), so that what inference states holds for every input
+    onnxruntime accepts: the rewrites rely on that (SPEC.md section 4). Bindings and assumptions
+    on a name hold for each of its symbols."""
     user = dict(assumptions or {})
-    result = _run(graph, bindings, limits, progress, user, user)
-    if result.ranges != user:
+    copies = shared_dim_names(graph) if independent else {}
+    start = user
+    if copies:
+        start = dict(user)
+        for (_, name), copy in copies.items():
+            if name in user:
+                start[copy] = user[name]
+        if bindings:
+            bindings = {**bindings, **{copy: bindings[name] for (_, name), copy in copies.items() if name in bindings}}
+    result = _run(graph, bindings, limits, progress, user, start, copies)
+    if result.ranges != start:
         # The run proved facts (a -1 Reshape makes seq >= 1 wherever the model runs). Nodes
         # before the one that proved them did not know them: one more run starts from them.
-        result = _run(graph, bindings, limits, progress, user, result.ranges)
+        result = _run(graph, bindings, limits, progress, user, result.ranges, copies)
+    result.independent = independent
     return result
 
 
+def shared_dim_names(graph: ModelGraph) -> dict[tuple[str, str], str]:
+    """(graph input, dim name) -> a symbol name of its own, for each graph input after the first
+    that declares a name: ``batch`` on ``input_ids`` and ``attention_mask`` is ``batch`` and
+    ``batch@attention_mask``. Empty when no two graph inputs share a name (the common case)."""
+    body = graph.model.graph
+    first: dict[str, str] = {}
+    later: list[tuple[str, str]] = []
+    declared: set[str] = set()
+    for vi in body.input:
+        if vi.type.WhichOneof("value") != "tensor_type" or not vi.type.tensor_type.HasField("shape"):
+            continue
+        for d in vi.type.tensor_type.shape.dim:
+            if d.WhichOneof("value") != "dim_param" or not d.dim_param:
+                continue
+            name = d.dim_param
+            declared.add(name)
+            owner = first.setdefault(name, vi.name)
+            if owner != vi.name and (vi.name, name) not in later:
+                later.append((vi.name, name))
+    copies: dict[tuple[str, str], str] = {}
+    for input_name, name in later:
+        copy = f"{name}@{input_name}"
+        while copy in declared:  # (a model that declares such a name itself)
+            copy += "'"
+        declared.add(copy)
+        copies[(input_name, name)] = copy
+    return copies
+
+
 def _run(graph: ModelGraph, bindings: Mapping[str, int] | None, limits: Limits, progress: Progress | None,
-         user: dict[str, Bound], start: Mapping[str, Bound]) -> Inference:
+         user: dict[str, Bound], start: Mapping[str, Bound],
+         copies: Mapping[tuple[str, str], str] | None = None) -> Inference:
     result = Inference(graph, dict(bindings or {}), limits)
     result.assumptions = user
+    result.copies = dict(copies or {})
     result.tensors = [dict() for _ in graph.scopes]
     runner = _Runner(result, progress)
     with assuming(start):
@@ -405,8 +458,9 @@ class _Runner:
         bindings = self.r.bindings
         if isinstance(body, onnx.GraphProto):
             owner = self._owner_op(scope)
+            copies = self.r.copies if scope.id == 0 else None
             for k, vi in enumerate(body.input):
-                info = self._from_type(vi.type, bindings, vi.name)
+                info = self._from_type(vi.type, bindings, vi.name, copies)
                 if owner is not None and info is not None:
                     info = _runtime_input(owner, k, vi, info)
                 table[vi.name] = info
@@ -434,7 +488,8 @@ class _Runner:
         info = self.g.nodes[owner]
         return info.op_type if info.domain == "" else f"{info.domain}::{info.op_type}"
 
-    def _from_type(self, tp: onnx.TypeProto, bindings: Mapping[str, int], name: str) -> TensorInfo | None:
+    def _from_type(self, tp: onnx.TypeProto, bindings: Mapping[str, int], name: str,
+                   copies: Mapping[tuple[str, str], str] | None = None) -> TensorInfo | None:
         if tp.WhichOneof("value") != "tensor_type":
             return None
         tt = tp.tensor_type
@@ -449,7 +504,7 @@ class _Runner:
             if which == "dim_value":
                 shape.append(int(d.dim_value) if d.dim_value >= 0 else None)
             elif which == "dim_param" and d.dim_param:
-                s: Dim = Sym.symbol(d.dim_param)
+                s: Dim = Sym.symbol(copies.get((name, d.dim_param), d.dim_param) if copies else d.dim_param)
                 shape.append(substitute(s, bindings) if bindings else s)
             else:
                 shape.append(None)
