@@ -954,6 +954,28 @@ def bindings_for(symbols: Sequence[str], big: int, seed: int) -> list[dict[str, 
     return out
 
 
+def independent_for(model: onnx.ModelProto, big: int) -> list[dict[str, int]]:
+    """Bindings that give each graph input its own size for a dim name it shares with an earlier
+    input (``batch@x1``: see check_model): 1 beside ``big`` both ways (a broadcast onnxruntime
+    accepts), 0 beside 1, and 2 beside 3 (which most models refuse). Empty when no name is
+    shared."""
+    first: dict[str, str] = {}
+    later: list[str] = []
+    for vi in model.graph.input:
+        for d in vi.type.tensor_type.shape.dim:
+            if d.dim_param:
+                if first.setdefault(d.dim_param, vi.name) != vi.name and f"{d.dim_param}@{vi.name}" not in later:
+                    later.append(f"{d.dim_param}@{vi.name}")
+    if not later:
+        return []
+    out = []
+    for a, b in ((1, big), (big, 1), (0, 1), (2, 3)):
+        binding = {name: a for name in first}
+        binding.update({copy: b for copy in later})
+        out.append(binding)
+    return out
+
+
 # ================================================================================================
 # onnxruntime in a worker process
 # ================================================================================================
@@ -1147,8 +1169,11 @@ def make_feeds(model: onnx.ModelProto, binding: Mapping[str, int], seed: int) ->
         tt = vi.type.tensor_type
         shape = []
         for d in tt.shape.dim:
+            own = f"{d.dim_param}@{vi.name}"  # (independent bindings: this input's own size)
             if d.HasField("dim_value"):
                 shape.append(d.dim_value)
+            elif own in binding:
+                shape.append(binding[own])
             elif d.dim_param in binding:
                 shape.append(binding[d.dim_param])
             else:
@@ -1341,9 +1366,16 @@ def _arrays_identical(a: np.ndarray, b: np.ndarray) -> bool:
 
 def check_model(model: onnx.ModelProto, bindings: Sequence[Mapping[str, int]], runner: Runner, *,
                 optimize_bindings: Sequence[Mapping[str, int]] | None = None,
-                feed_seed: int = 0, workdir: str | None = None) -> Stats:
+                feed_seed: int = 0, workdir: str | None = None,
+                independent: Sequence[Mapping[str, int]] = ()) -> Stats:
     """The oracle for one model: stated dims and values at ``bindings``, then ``optimize``'s
-    outputs bit-identical at ``optimize_bindings`` (default: the same bindings)."""
+    outputs bit-identical at ``optimize_bindings`` (default: the same bindings).
+
+    ``independent`` bindings give a dim name shared by several graph inputs a size of its own on
+    each (``{"batch": 1, "batch@mask": 3}``: ``batch`` on the first input that declares it, 3 on
+    ``mask``), which onnxruntime accepts wherever the model does not need them equal: there the
+    dims and values that inference states with ``independent=True`` (what the rewrites rely on)
+    are checked, and optimize's outputs must be identical too."""
     from shapeflow import api
     from shapeflow.errors import ShapeflowError
 
@@ -1357,6 +1389,7 @@ def check_model(model: onnx.ModelProto, bindings: Sequence[Mapping[str, int]], r
         onnx.save(model, path)
         producers = _producers(model)
         infos: Mapping[str, Any] = {}
+        analysis = None
         try:
             analysis = api.infer(path)
             infos = analysis.inference.tensors[0]
@@ -1387,6 +1420,30 @@ def check_model(model: onnx.ModelProto, bindings: Sequence[Mapping[str, int]], r
                     stats.findings.append(f)
                 flagged.add(f.tensor)
             originals.append((dict(b), feeds, [runtime[n] for n in out_names]))
+        if independent and analysis is not None:
+            own: Mapping[str, Any] = {}
+            try:
+                from shapeflow.inference import infer
+
+                own = infer(analysis.graph, independent=True).tensors[0]
+            except Exception as e:  # (the contract run above worked: so must this one)
+                stats.findings.append(Finding("crash", "infer", "-", f"{type(e).__name__}: {e}", "-", {}))
+            for i, b in enumerate(independent):
+                feeds = make_feeds(model, b, feed_seed * 1000 + 500 + i)
+                if feeds is None:
+                    continue
+                status, res = runner.run(exposed_bytes, feeds, names)
+                stats.bindings_run += 1
+                if status != "ok":
+                    stats.bindings_failed += 1
+                    continue
+                runtime = dict(zip(names, res))
+                for f in compare_infos(own, producers, runtime, b, stats, seen):
+                    node = producers.get(f.tensor)
+                    if node is None or not any(i in flagged for i in node.input):
+                        stats.findings.append(f)
+                    flagged.add(f.tensor)
+                originals.append((dict(b), feeds, [runtime[n] for n in out_names]))
         # optimize
         opt_path = os.path.join(workdir, "optimized.onnx")
         try:
@@ -1508,7 +1565,10 @@ def shrink(model: onnx.ModelProto, finding: Finding, runner: Runner) -> onnx.Mod
         onnx.checker.check_model(small)
     except Exception:
         return model
-    st = check_model(small, [finding.binding], runner)
+    if any("@" in k for k in finding.binding):  # an independent binding (check_model)
+        st = check_model(small, [], runner, independent=[finding.binding])
+    else:
+        st = check_model(small, [finding.binding], runner)
     if any(f.category == finding.category and f.tensor == finding.tensor for f in st.findings):
         return small
     return model
@@ -1570,7 +1630,8 @@ def fuzz(seed: int, *, seconds: float | None = None, models: int | None = None,
                 total.invalid_generated += 1
                 log(f"shapearith: generated model for seed {mseed} is invalid: {str(e).splitlines()[0]}")
                 continue
-            st = check_model(gen.model, bindings_for(gen.symbols, gen.big, mseed), runner, feed_seed=mseed)
+            st = check_model(gen.model, bindings_for(gen.symbols, gen.big, mseed), runner, feed_seed=mseed,
+                             independent=independent_for(gen.model, gen.big))
             for f in st.findings:
                 key = (f.category, f.op)
                 small = shrink(gen.model, f, runner)
