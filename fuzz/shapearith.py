@@ -845,6 +845,133 @@ class _Gen:
         if rng.random() < 0.15:  # a region tensor read outside the region
             self.add_data(rng.choice(region), rank1, d.bound ** d.rank, FLOAT)
 
+    # -- value arithmetic in every type (issue 21) ---------------------------------------------------
+    def in_type(self, v: Val, t: int) -> str:
+        """``v`` as a tensor of element type ``t`` (a Cast, unless it already is one)."""
+        return v.name if t == INT64 else self.node("Cast", [v.name], t, to=t)
+
+    def back(self, name: str, t: int) -> str:
+        return name if t == INT64 else self.node("Cast", [name], INT64, to=INT64)
+
+    def typed_const(self, t: int, length: int | None) -> str:
+        """A constant of type ``t`` from its edge values: one element, or ``length`` of them."""
+        vals = _edge_values(t)
+        if length is None:
+            return self.const(self.rng.choice(vals), t)
+        n = length if self.rng.random() < 0.6 else 1
+        return self.const([self.rng.choice(vals) for _ in range(n)], t)
+
+    def op_pow(self) -> None:
+        """Pow in int64, int32, float, double, float16: through double in onnxruntime, by
+        multiplying for a scalar exponent 2 or 3; overflowing powers (3**39, 3**20 in int32)."""
+        rng = self.rng
+        a = self.pick_val()
+        t = rng.choice((INT64, INT64, TensorProto.INT32, FLOAT, TensorProto.DOUBLE, TensorProto.FLOAT16))
+        base = self.in_type(a, t) if rng.random() < 0.7 else self.const(rng.choice((3, 2, -3, 7, 1, 0)), t)
+        te = rng.choice((t, INT64, TensorProto.INT32, FLOAT, TensorProto.DOUBLE))
+        exps = (0, 1, 2, 3, 4, 5, 20, 31, 39, 40, 63, 64)
+        if rng.random() < 0.6 or a.length is None:
+            e = self.const(rng.choice(exps), te)
+        else:
+            e = self.const([rng.choice(exps) for _ in range(a.length)], te)
+        out = self.node("Pow", [base, e], t)
+        if t != INT64 and rng.random() < 0.5:
+            out = self.node("Add", [out, self.typed_const(t, None)], t)
+        self.add_val(self.back(out, t), a.length, 2**63)
+
+    def op_variadic(self) -> None:
+        """Sum/Mean/Max/Min of 1-4 operands: shape values cast to a type and edge constants
+        (2**24 beside 1s: float32 rounds after each addition)."""
+        rng = self.rng
+        op = rng.choice(("Sum", "Sum", "Mean", "Max", "Min"))
+        floats = (FLOAT, FLOAT, TensorProto.DOUBLE, TensorProto.FLOAT16)
+        if op in ("Sum", "Mean"):
+            t = rng.choice(floats)
+        else:
+            t = rng.choice(floats + (INT64, TensorProto.INT32, TensorProto.UINT8, TensorProto.INT8,
+                                     TensorProto.UINT32, TensorProto.UINT64))
+        a = self.pick_val()
+        parts = [self.in_type(a, t)]
+        for _ in range(rng.randint(0, 3)):
+            if rng.random() < 0.5:
+                b = self.pick_val()
+                if b.length is not None and not (a.length is not None and b.length in (1, a.length)):
+                    b = self.scalar_of(b)
+                parts.append(self.in_type(b, t))
+            else:
+                parts.append(self.typed_const(t, a.length))
+        rng.shuffle(parts)
+        # every operand is a scalar, one element or a.length elements: the result has a's length
+        # unless a is a scalar and a constant has one element (then [1])
+        const_lens = [self.lens.get(p_) for p_ in parts if p_ in self.lens]
+        length = a.length if a.length is not None else (1 if any(n == 1 for n in const_lens) else None)
+        out = self.node(op, parts, t)
+        self.add_val(self.back(out, t), length, 2**63)
+
+    def op_int_arith(self) -> None:
+        """Arithmetic in the narrow integer types: a shape value cast to int8/uint8/.../uint64,
+        an edge constant of that type (its extremes, -1), the result cast back."""
+        rng = self.rng
+        t = rng.choice((TensorProto.INT32, TensorProto.UINT8, TensorProto.INT8, TensorProto.INT16,
+                        TensorProto.UINT16, TensorProto.UINT32, TensorProto.UINT64))
+        a = self.pick_val()
+        x = self.in_type(a, t)
+        op = rng.choice(("Add", "Sub", "Mul", "Mul", "Div", "Mod", "Max", "Min", "Abs", "Neg", "Equal", "Less"))
+        if op in ("Max", "Min") and t in (TensorProto.INT16, TensorProto.UINT16):
+            op = "Add"
+        if op == "Neg" and t in (TensorProto.UINT8, TensorProto.UINT16, TensorProto.UINT32, TensorProto.UINT64):
+            op = "Abs"
+        if op in ("Abs", "Neg"):
+            out = self.node(op, [x], t)
+        else:
+            c = self.typed_const(t, a.length)
+            if op in ("Div", "Mod"):
+                c = self.const(rng.choice((2, 3, 7, 100)), t)  # (a constant 0 makes the model fail to load)
+            attrs = {"fmod": rng.randint(0, 1)} if op == "Mod" else {}
+            ins = [x, c] if rng.random() < 0.7 or op in ("Div", "Mod") else [c, x]
+            if op in ("Equal", "Less"):
+                out = self.node("Cast", [self.node(op, ins, TensorProto.BOOL)], t, to=t)
+            else:
+                out = self.node(op, ins, t, **attrs)
+        self.add_val(self.back(out, t), a.length, 2**63)
+
+    def op_stored_const(self) -> None:
+        """A constant stored in each field a reader may meet: int32_data holding 300 for a uint8
+        (44 at run time), 200 for an int8, 2 for a bool, uint64_data for a uint32, float16 bit
+        patterns; raw data too; as an initializer, a Constant node or a ConstantOfShape fill."""
+        rng = self.rng
+        t = rng.choice(tuple(_STORED))
+        field, choices = _STORED[t]
+        n = rng.randint(1, 3)
+        vals = [rng.choice(choices) for _ in range(n)]
+        tensor = TensorProto()
+        tensor.data_type = t
+        tensor.dims.append(n)
+        if field == "raw":
+            arr = np.array(vals, dtype=helper.tensor_dtype_to_np_dtype(t))
+            tensor.raw_data = arr.tobytes()
+        else:
+            getattr(tensor, field).extend(vals)
+        name = self.fresh("st")
+        tensor.name = name
+        where = rng.random()
+        if where < 0.5:
+            self.inits.append(tensor)
+        elif where < 0.8 or n != 1:
+            self.nodes.append(helper.make_node("Constant", [], [name], value=tensor))
+        else:
+            shape = self.const([rng.randint(1, 3)])
+            del tensor.dims[:]
+            tensor.dims.append(1)
+            self.nodes.append(helper.make_node("ConstantOfShape", [shape], [name], value=tensor))
+        self.types[name] = t
+        out = self.node("Cast", [name], INT64, to=INT64)
+        if rng.random() < 0.6:
+            a = self.pick_val()
+            if a.length is None or a.length in (1, n):
+                out = self.node("Add", [a.name, out], INT64)
+        self.add_val(out, n, 2**16)
+
     # -- the model -------------------------------------------------------------------------------
     def build(self) -> Generated:
         rng = self.rng
@@ -859,6 +986,7 @@ class _Gen:
             (self.op_positions, 0.5), (self.op_fan_out, 1.5), (self.op_own_shape, 1),
             (self.op_duplicate, 0.8), (self.op_identity, 0.4),
             (self.op_cast_chain, 0.6), (self.op_round_trip, 0.8),
+            (self.op_pow, 0.8), (self.op_variadic, 0.8), (self.op_int_arith, 0.8), (self.op_stored_const, 0.6),
         ]
         checked = {self.op_expand, self.op_reshape, self.op_tile, self.op_pad, self.op_arith,
                    self.op_where, self.op_concat_val, self.op_fan_out, self.op_own_shape,
@@ -930,6 +1058,37 @@ class _Gen:
         model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", self.opset)],
                                   ir_version=ir, producer_name="shapearith")
         return model
+
+
+def _edge_values(t: int) -> list[Any]:
+    """Values of element type ``t`` at the edges: 0, 1, 2, 3, -1, the extremes, rounding borders."""
+    if t in _FLOAT_BITS:
+        p, largest = _FLOAT_BITS[t]
+        return [0.0, -0.0, 1.0, 2.0, 3.0, -1.0, float(2**p - 1), float(2**p), float(2**p + 2), 0.5, -2.5,
+                largest, float(-(2**p))]
+    info = np.iinfo(helper.tensor_dtype_to_np_dtype(t))
+    vals = [0, 1, 2, 3, -1, int(info.max), int(info.min), int(info.max) - 1, 2 ** (info.bits // 2)]
+    return [v for v in vals if info.min <= v <= info.max]
+
+
+_FLOAT_BITS = {TensorProto.FLOAT16: (11, 65504.0), FLOAT: (24, 3.4028234663852886e38),
+               TensorProto.DOUBLE: (53, 1.7976931348623157e308)}
+# element type -> (the field its values go in, values to store there)
+_STORED: dict[int, tuple[str, tuple[Any, ...]]] = {
+    TensorProto.UINT8: ("int32_data", (300, 44, -1, 255, 256, 2, 70000)),
+    TensorProto.INT8: ("int32_data", (200, -56, 127, -129, 3, 2**31 - 1)),
+    TensorProto.INT16: ("int32_data", (40000, -1, 3, 65535)),
+    TensorProto.UINT16: ("int32_data", (-1, 70000, 3, 65535)),
+    TensorProto.BOOL: ("int32_data", (2, 0, 1, -1, 256)),
+    TensorProto.UINT32: ("uint64_data", (2**32 + 5, 2**64 - 1, 3)),
+    TensorProto.INT32: ("int32_data", (3, -5, 2**31 - 1)),
+    TensorProto.INT64: ("int64_data", (3, -5, 2**40)),
+    TensorProto.UINT64: ("uint64_data", (3, 2**63 + 1, 2**64 - 1)),
+    TensorProto.FLOAT16: ("int32_data", (0x3C00, 0x4000, 0x4248, 0x4200, 0x7BFF, 0x8000)),
+    TensorProto.BFLOAT16: ("int32_data", (0x3F80, 0x4040, 0x4B80, 0x4B81)),
+    FLOAT: ("float_data", (3.0, -0.0, 16777217.0, 2.5)),
+    TensorProto.DOUBLE: ("double_data", (3.0, 2.0**60, -1.0)),
+}
 
 
 def generate(seed: int) -> Generated:

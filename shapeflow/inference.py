@@ -87,6 +87,9 @@ class Inference:
     # the rewrites rely on): (input, dim name) -> the symbol's name (shared_dim_names).
     independent: bool = False
     copies: Mapping[tuple[str, str], str] = field(default_factory=dict)
+    # (independent) the broadcasts of two dims inference cannot tell apart, by name (broadcast_join)
+    joins: dict[frozenset, Sym] = field(default_factory=dict, repr=False)
+    _join_names: dict[str, frozenset] = field(default_factory=dict, repr=False)
 
     def domain(self) -> ContextManager[None]:
         """The block in which dims are judged as inference judged them (its ranges in force):
@@ -112,6 +115,27 @@ class Inference:
     def shape_of(self, name: str, scope_id: int = 0) -> Shape:
         t = self.lookup(scope_id, name)
         return None if t is None else t.shape
+
+    def broadcast_join(self, a: Dim, b: Dim) -> Dim:
+        """The broadcast of dims ``a`` and ``b`` when broadcast_dim cannot say which it is, as a
+        symbol of its own, ``bcast(batch, batch@mask)``: wherever the model runs the two are equal
+        or one of them is 1, so the result is a function of the two, the same at every node that
+        broadcasts them, and any dim (a symbol's domain). With independent graph inputs
+        (``infer``'s ``independent``) a mask's ``batch@mask`` against a ``batch`` stays one dim that
+        a Shape reads back and a Reshape target compares with, as it was under the shared name."""
+        key = frozenset((a, b))
+        found = self.joins.get(key)
+        if found is None:
+            x, y = sorted((str(a), str(b)))
+            name = f"bcast({x}, {y})"
+            taken = self._join_names
+            if not taken:
+                taken.update((n, frozenset()) for n in declared_symbols(self.graph))
+            while name in taken:  # (a declared name, or another pair with the same text)
+                name += "'"
+            taken[name] = key
+            found = self.joins[key] = Sym.symbol(name)
+        return found
 
     # -- used by rules -----------------------------------------------------------------------------
     def record(self, call: OpCall, fact: object) -> None:
@@ -145,12 +169,11 @@ def infer(graph: ModelGraph, bindings: Mapping[str, int] | None = None,
                 start[copy] = user[name]
         if bindings:
             bindings = {**bindings, **{copy: bindings[name] for (_, name), copy in copies.items() if name in bindings}}
-    result = _run(graph, bindings, limits, progress, user, start, copies)
+    result = _run(graph, bindings, limits, progress, user, start, independent, copies)
     if result.ranges != start:
         # The run proved facts (a -1 Reshape makes seq >= 1 wherever the model runs). Nodes
         # before the one that proved them did not know them: one more run starts from them.
-        result = _run(graph, bindings, limits, progress, user, result.ranges, copies)
-    result.independent = independent
+        result = _run(graph, bindings, limits, progress, user, result.ranges, independent, copies)
     return result
 
 
@@ -184,10 +207,11 @@ def shared_dim_names(graph: ModelGraph) -> dict[tuple[str, str], str]:
 
 
 def _run(graph: ModelGraph, bindings: Mapping[str, int] | None, limits: Limits, progress: Progress | None,
-         user: dict[str, Bound], start: Mapping[str, Bound],
+         user: dict[str, Bound], start: Mapping[str, Bound], independent: bool = False,
          copies: Mapping[tuple[str, str], str] | None = None) -> Inference:
     result = Inference(graph, dict(bindings or {}), limits)
     result.assumptions = user
+    result.independent = independent
     result.copies = dict(copies or {})
     result.tensors = [dict() for _ in graph.scopes]
     runner = _Runner(result, progress)

@@ -254,3 +254,24 @@ def test_dim_param_spelled_like_an_expression_is_an_opaque_name(runner: shapeari
     t = infer(build_graph(load_model_bytes(m.SerializeToString(), "m.onnx"))).tensors[0]
     assert str(t["out"].shape[0]) == "c + 1" and str(t["z"].shape[0]) == "c + 1"
     assert t["d"].value != (0,)
+
+
+def test_broadcast_of_independent_symbols_is_one_dim(runner: shapearith.Runner) -> None:
+    """h = x + mask with x [b, 4] and mask [b, 1] (its own b at run time): h's first dim is the
+    broadcast of the two, one symbol that Shape(h) reads back, so Reshape(h, [Shape(h)[0], -1])
+    still becomes [0, -1], at every size of either input that onnxruntime accepts."""
+    m = model("""
+  h = Add(x, mask)
+  s = Shape(h)
+  i0 = Gather<axis = 0>(s, zero)
+  u = Unsqueeze(i0, zeros)
+  t = Concat<axis = 0>(u, minus)
+  y = Reshape(h, t)
+""", inputs="float[b, 4] x, float[b, 1] mask", outputs="float[?, ?] y",
+              inits="int64 zero = {0}, int64[1] zeros = {0}, int64[1] minus = {-1}")
+    t = infer(build_graph(load_model_bytes(m.SerializeToString(), "m.onnx")), independent=True).tensors[0]
+    assert str(t["h"].shape[0]) == "bcast(b, b@mask)" and t["s"].value[0] == t["h"].shape[0]
+    stats = clean(runner, m, [{"b": 0}, {"b": 1}, {"b": 3}],
+                  independent=[{"b": 1, "b@mask": 3}, {"b": 3, "b@mask": 1}, {"b": 0, "b@mask": 1}])
+    assert stats.optimize_changed == 1
+    assert [n.op_type for n in optimized(m).graph.node] == ["Add", "Reshape"]

@@ -19,7 +19,7 @@ from ..tensorinfo import MAX_VALUE_ELEMS, TensorInfo
 from .base import OpCall, numel, register, same_as_input
 from .constants import FLOAT_TYPES
 from .numeric import DOUBLE, INT_RANGES, canonical_element, cast_element, float_holds
-from .shape_ops import broadcast_shapes
+from .shape_ops import broadcast_join, broadcast_shapes
 
 TensorProto = onnx.TensorProto
 
@@ -253,7 +253,7 @@ def broadcast_op(call: OpCall) -> list[TensorInfo | None]:
         dtype = next((t.dtype for t in ins if t is not None and t.dtype), 0)
     if any(t is None for t in ins) or not ins:
         return [TensorInfo(dtype, None)]
-    out = broadcast_shapes([t.shape for t in ins])  # type: ignore[union-attr]
+    out = broadcast_shapes([t.shape for t in ins], broadcast_join(call))  # type: ignore[union-attr]
     value = None
     fn = _value_fn(call, ins)  # type: ignore[arg-type]
     if fn is not None and out is not None:
@@ -279,7 +279,7 @@ def where(call: OpCall) -> list[TensorInfo | None]:
     dtype = call.dtype(1) or call.dtype(2)
     if len(ins) < 3 or any(t is None for t in ins):
         return [TensorInfo(dtype, None)]
-    out = broadcast_shapes([t.shape for t in ins])  # type: ignore[union-attr]
+    out = broadcast_shapes([t.shape for t in ins], broadcast_join(call))  # type: ignore[union-attr]
     value = None
     if out is not None:
         cols = _broadcast_values(ins, out)  # type: ignore[arg-type]
@@ -308,7 +308,7 @@ def matmul(call: OpCall) -> list[TensorInfo | None]:
         sa = [1, *sa]
     if squeeze_b:
         sb = sb + [1]
-    batch = broadcast_shapes([tuple(sa[:-2]), tuple(sb[:-2])])
+    batch = broadcast_shapes([tuple(sa[:-2]), tuple(sb[:-2])], broadcast_join(call))
     if batch is None:
         return [TensorInfo(dtype, None)]
     out = list(batch) + ([] if squeeze_a else [sa[-2]]) + ([] if squeeze_b else [sb[-1]])

@@ -7,7 +7,7 @@ that exporters write end in symbolic shapes such as ``[batch, seq, 4, 16]``.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from .._onnx import onnx
 
@@ -408,8 +408,9 @@ def _zero_forces_copy(in_shape: Shape, out: list[Dim], k: int) -> bool:
     return dims_equal(_product(list(in_shape)), _product(out)) is True
 
 
-def broadcast_shapes(shapes: list[Shape]) -> Shape:
-    """Multidirectional (numpy) broadcasting of several shapes."""
+def broadcast_shapes(shapes: list[Shape], join: Callable[[Dim, Dim], Dim] | None = None) -> Shape:
+    """Multidirectional (numpy) broadcasting of several shapes. ``join`` names the broadcast of two
+    dims that broadcast_dim cannot tell (Inference.broadcast_join; None leaves it unknown)."""
     if any(s is None for s in shapes):
         return None
     rank = max(len(s) for s in shapes)  # type: ignore[arg-type]
@@ -419,9 +420,21 @@ def broadcast_shapes(shapes: list[Shape]) -> Shape:
         for s in shapes:
             off = k - (rank - len(s))  # type: ignore[arg-type]
             if off >= 0:
-                d = broadcast_dim(d, s[off])  # type: ignore[index]
+                e = s[off]  # type: ignore[index]
+                r = broadcast_dim(d, e)
+                if r is None and join is not None and d is not None and e is not None:
+                    r = join(d, e)
+                d = r
         out.append(d)
     return tuple(out)
+
+
+def broadcast_join(call: OpCall) -> Callable[[Dim, Dim], Dim] | None:
+    """The namer of unknown broadcasts for ``call``'s inference: only where graph inputs have
+    symbols of their own (inference.infer, independent), where it keeps ``x + y`` of a mask
+    ``[batch@mask]`` and a ``[batch]`` one dim that Shape reads back."""
+    engine = call.engine
+    return engine.broadcast_join if engine.independent else None
 
 
 @register("Expand")
@@ -434,7 +447,7 @@ def expand(call: OpCall) -> list[TensorInfo | None]:
         if data is not None and data.shape is not None and s is not None and type(s[0]) is int:
             return [TensorInfo(dtype, broadcast_shapes([data.shape, (None,) * s[0]]))]
         return [TensorInfo(dtype, None)]
-    out = broadcast_shapes([data.shape if data else None, tuple(v)])
+    out = broadcast_shapes([data.shape if data else None, tuple(v)], broadcast_join(call))
     value = None
     if data is not None and data.value is not None and len(data.value) == 1 and out is not None:
         n = numel(out)
