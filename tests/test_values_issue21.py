@@ -275,3 +275,18 @@ def test_broadcast_of_independent_symbols_is_one_dim(runner: shapearith.Runner) 
                   independent=[{"b": 1, "b@mask": 3}, {"b": 3, "b@mask": 1}, {"b": 0, "b@mask": 1}])
     assert stats.optimize_changed == 1
     assert [n.op_type for n in optimized(m).graph.node] == ["Add", "Reshape"]
+
+
+def test_float_range_adds_and_rounds_element_by_element(runner: shapearith.Runner) -> None:
+    """onnxruntime builds a float Range by adding delta to the previous element, rounded to the
+    type: float32 Range(2**24, 2**24 + 8, 1) is eight times 2**24 (found by the value table's
+    oracle); the length is worked out in double (Range(-2**60, 3, 2**59) has 2 elements)."""
+    m = model("r = Range(a, b, one)\n y = Cast<to = 7>(r)\n q = Range(c, three, d)\n n = Shape(q)\n z = Add(x, one)",
+              inputs="float[b] x", outputs="int64[?] y, int64[1] n, float[b] z",
+              inits="float a = {16777216.0}, float b = {16777224.0}, float one = {1.0}, double c = {-1152921504606846976.0},"
+                    " double three = {3.0}, double d = {576460752303423488.0}")
+    clean(runner, m)
+    y, n = outputs(runner, m, X)[:2]
+    assert y.tolist() == [16777216] * 8 and n.tolist() == [2]
+    o = outputs(runner, optimized(m), X)
+    assert o[0].tolist() == y.tolist() and o[1].tolist() == [2]

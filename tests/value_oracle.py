@@ -293,7 +293,12 @@ def _range(t: int) -> list[Group]:
         triples = [(0.0, 5.0, 1.0), (5.0, 0.0, -2.0), (0.0, 0.0, 1.0), (-3.0, 3.0, 2.0), (big - 3, big + 2, 1.0),
                    (big - 2, big + 4, 2.0), (0.0, 2.5, 1.0), (0.5, 3.0, 1.0), (0.0, 3.0, 0.5), (-0.0, 2.0, 1.0),
                    (big, big + 8, 4.0), (-big, -big + 3, 1.0), (big * 2 - 4, big * 2, 4.0), (0.0, big, big / 4),
-                   (float("nan"), 3.0, 1.0), (0.0, float("inf"), float("inf")), (1.0, 1e30, 1e29)]
+                   (float("nan"), 3.0, 1.0), (0.0, float("inf"), float("inf")), (1.0, 1e30, 1e29),
+                   # each element is the previous plus delta, rounded to the type; the length is
+                   # worked out in double (2**60 + 3 is 2**60 there)
+                   (big, big + 8, 1.0), (big + 2, big + 10, 1.0), (big - 2, big + 6, 1.0), (big, big - 6, -1.0),
+                   (-(2.0**60), 3.0, 2.0**59), (-(2.0**60), 2.0**59 + 256, 2.0**59), (0.0, 2.0**62, 2.0**60),
+                   (-(2.0**100), 2.0**100, 2.0**99), (-big, big + 2, big / 2)]
     return [Group("Range", build, list(triples), chunk=1)]
 
 
