@@ -935,6 +935,25 @@ class _Gen:
                 out = self.node(op, ins, t, **attrs)
         self.add_val(self.back(out, t), a.length, 2**63)
 
+    def op_float_range(self) -> None:
+        """Range in float, double or int32 near the type's rounding border (float32 2**24 + k:
+        onnxruntime adds delta to the previous element and rounds), its length read back by Shape
+        and its elements cast to int64."""
+        rng = self.rng
+        t = rng.choice((FLOAT, FLOAT, TensorProto.DOUBLE, TensorProto.INT32))
+        base = rng.choice((0, 2**24 - 3, 2**24, -(2**24), 2**53 - 2, 5))
+        if t == TensorProto.INT32 and abs(base) >= 2**31:
+            base = 7
+        v = self.as_dims(self.scalar_of(self.pick_val()), lo=0, hi=12)
+        start = self.const(base, t) if rng.random() < 0.5 else \
+            self.node("Add", [self.const(base, t), self.in_type(v, t)], t)
+        span = self.const(rng.choice((3, 8, 12, 0, -4)), t) if rng.random() < 0.5 else self.in_type(v, t)
+        limit = self.node("Add", [start, span], t)
+        delta = self.const(rng.choice((1, 1, 2, 3, -1)), t)
+        r = self.node("Range", [start, limit, delta], t)
+        self.add_val(self.node("Shape", [r], INT64), 1, 32)
+        self.add_data(self.back(r, t), 1, 32, INT64)
+
     def op_stored_const(self) -> None:
         """A constant stored in each field a reader may meet: int32_data holding 300 for a uint8
         (44 at run time), 200 for an int8, 2 for a bool, uint64_data for a uint32, float16 bit
@@ -987,6 +1006,7 @@ class _Gen:
             (self.op_duplicate, 0.8), (self.op_identity, 0.4),
             (self.op_cast_chain, 0.6), (self.op_round_trip, 0.8),
             (self.op_pow, 0.8), (self.op_variadic, 0.8), (self.op_int_arith, 0.8), (self.op_stored_const, 0.6),
+            (self.op_float_range, 0.4),
         ]
         checked = {self.op_expand, self.op_reshape, self.op_tile, self.op_pad, self.op_arith,
                    self.op_where, self.op_concat_val, self.op_fan_out, self.op_own_shape,
