@@ -89,7 +89,7 @@ class Inference:
     copies: Mapping[tuple[str, str], str] = field(default_factory=dict)
     # (independent) the broadcasts of two dims inference cannot tell apart, by name (broadcast_join)
     joins: dict[frozenset, Sym] = field(default_factory=dict, repr=False)
-    _join_names: dict[str, frozenset] = field(default_factory=dict, repr=False)
+    join_names: dict[str, frozenset] = field(default_factory=dict, repr=False)
 
     def domain(self) -> ContextManager[None]:
         """The block in which dims are judged as inference judged them (its ranges in force):
@@ -128,7 +128,7 @@ class Inference:
         if found is None:
             x, y = sorted((str(a), str(b)))
             name = f"bcast({x}, {y})"
-            taken = self._join_names
+            taken = self.join_names
             if not taken:
                 taken.update((n, frozenset()) for n in declared_symbols(self.graph))
             while name in taken:  # (a declared name, or another pair with the same text)
@@ -184,7 +184,7 @@ def shared_dim_names(graph: ModelGraph) -> dict[tuple[str, str], str]:
     body = graph.model.graph
     first: dict[str, str] = {}
     later: list[tuple[str, str]] = []
-    declared: set[str] = set()
+    declared = declared_symbols(graph)
     for vi in body.input:
         if vi.type.WhichOneof("value") != "tensor_type" or not vi.type.tensor_type.HasField("shape"):
             continue
@@ -192,7 +192,6 @@ def shared_dim_names(graph: ModelGraph) -> dict[tuple[str, str], str]:
             if d.WhichOneof("value") != "dim_param" or not d.dim_param:
                 continue
             name = d.dim_param
-            declared.add(name)
             owner = first.setdefault(name, vi.name)
             if owner != vi.name and (vi.name, name) not in later:
                 later.append((vi.name, name))
