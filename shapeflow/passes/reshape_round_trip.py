@@ -39,17 +39,17 @@ def _count(shape: "tuple[Dim, ...]") -> Dim:
 
 def _same_shape(x: "tuple[Dim, ...]", r1: "tuple[Dim, ...]", r2: "tuple[Dim, ...]") -> bool:
     """R2's output shape ``r2`` is x's shape ``x`` for every binding where R1 (x to ``r1``) runs.
-    Dim by dim; or, where one dim of x is unknown and the others are positive integers equal to
-    r2's, through the element count: R1 runs only when x holds as many elements as ``r1``, so that
-    dim is count(r1) / (the others' product), which is r2's dim there when count(r2) = count(r1)."""
+    Dim by dim; or, where one dim of x is unknown or not the same expression as r2's (the
+    broadcast ``bcast(b, kb)`` of the rewrites' inference) and the others are positive integers
+    equal to r2's, through the element count: R1 runs only when x holds as many elements as
+    ``r1``, so that dim is count(r1) / (the others' product), which is r2's dim there when
+    count(r2) = count(r1)."""
     if len(r2) != len(x) or any(d is None for d in r2):
         return False
-    unknown = [i for i, d in enumerate(x) if d is None]
-    if any(a != b for i, (a, b) in enumerate(zip(x, r2)) if i not in unknown):
-        return False
+    unknown = [i for i, (a, b) in enumerate(zip(x, r2)) if a is None or a != b]
     if not unknown:
         return True
-    if len(unknown) > 1 or any(type(d) is not int or d < 1 for d in x if d is not None):
+    if len(unknown) > 1 or any(type(d) is not int or d < 1 for i, d in enumerate(x) if i not in unknown):
         return False
     c1, c2 = _count(r1), _count(r2)
     return c1 is not None and c1 == c2
