@@ -290,3 +290,68 @@ def test_float_range_adds_and_rounds_element_by_element(runner: shapearith.Runne
     assert y.tolist() == [16777216] * 8 and n.tolist() == [2]
     o = outputs(runner, optimized(m), X)
     assert o[0].tolist() == y.tolist() and o[1].tolist() == [2]
+
+
+# found by shapearith (seed 454364292090269), an independent binding seq=300 beside seq@x2=1
+PLANNER = """
+<
+   ir_version: 7,
+   opset_import: [\"\" : 15],
+   producer_name: \"shapearith\"
+>
+shapearith_454364292090269 (float[seq] x0, float[1,2,past] x1, float[seq] x2) => (int64[?] sha_14, float[?] res_16, float[?] til_33, float[?] neg_41, int64[?] cas_44, int64[?] sha_1) 
+   <int64[2] c2 =  {48,48}, int64[1] c7 =  {1}, int64[1] c15 =  {-1}, int64[1] c18 =  {-1}, int64[1] c19 =  {9223372036854775807}, int64[2] c21 =  {-3,-3}, int64 c25 =  {-1}, int64[1] c31 =  {0}, int64[1] c35 =  {-1}, float[1] c37 =  {-0.5}>
+{
+   sha_1 = Shape <start: int = -2> (x1)
+   les_3 = Less (sha_1, c2)
+   whe_4 = Where (les_3, sha_1, c2)
+   abs_5 = Abs (whe_4)
+   con_6 = ConstantOfShape <value: tensor = float[1] {-2.5}> (abs_5)
+   max_8 = Max (abs_5, c7)
+   mod_9 = Mod <fmod: int = 1> (abs_5, max_8)
+   sha_10 = Shape (x0)
+   res_11 = Reshape <allowzero: int = 1> (x0, sha_10)
+   res_12 = Reshape (res_11, sha_10)
+   neg_13 = Neg (res_12)
+   sha_14 = Shape (x0)
+   res_16 = Reshape (x0, c15)
+   sha_17 = Shape (con_6)
+   sli_20 = Slice (sha_17, c18, c19)
+   les_22 = Less (mod_9, c21)
+   whe_23 = Where (les_22, sli_20, mod_9)
+   sha_24 = Shape (neg_13)
+   gat_26 = Gather <axis: int = 0> (sha_24, c25)
+   c27 = Constant <value: tensor = int64 c27 {3}> ()
+   les_28 = Less (gat_26, c27)
+   whe_29 = Where (les_28, gat_26, c27)
+   abs_30 = Abs (whe_29)
+   uns_32 = Unsqueeze (abs_30, c31)
+   til_33 = Tile (neg_13, uns_32)
+   sha_34 = Shape (x2)
+   res_36 = Reshape (x2, c35)
+   max_38 = Max (res_36, c37)
+   neg_39 = Neg (max_38)
+   res_40 = Reshape (neg_39, sha_34)
+   neg_41 = Neg (res_40)
+   cas_42 = Cast <to: int = 2> (whe_23)
+   abs_43 = Abs (cas_42)
+   cas_44 = Cast <to: int = 7> (abs_43)
+}
+"""
+
+
+def test_onnxruntime_planner_holding_the_optimized_model_to_shared_names(runner: shapearith.Runner) -> None:
+    """x0 and x2 are both declared [seq]. The original runs with 300 and 1 elements; once the
+    Reshapes of x2 to its own shape are gone, onnxruntime's memory planner shares a buffer between
+    tensors it infers as [seq] and refuses those sizes ("Shape mismatch attempting to re-use
+    buffer"): a refusal by the runtime, not a changed value. The oracle and --verify count it
+    apart; every value still matches where both run."""
+    m = onnx.parser.parse_model(PLANNER)
+    feeds = {"x0": np.ones(300, np.float32), "x1": np.ones((1, 2, 300), np.float32), "x2": np.ones(1, np.float32)}
+    assert outputs(runner, m, feeds)
+    status, res = runner.run(optimized(m).SerializeToString(), feeds, [o.name for o in m.graph.output])
+    assert status != "ok" and shapearith.SHARED_NAME_REFUSAL in str(res)
+    stats = clean(runner, m, [{"seq": 2, "past": 2}], independent=[{"seq": 300, "past": 300, "seq@x2": 1}])
+    assert stats.optimize_refused_by_runtime == 1
+    report = verify_models(m.SerializeToString(), optimized(m), values=(300, 1))
+    assert report.ok and "holds the optimized model to the shared names" in report.summary()
