@@ -299,7 +299,7 @@ PLANNER = """
    opset_import: [\"\" : 15],
    producer_name: \"shapearith\"
 >
-shapearith_454364292090269 (float[seq] x0, float[1,2,past] x1, float[seq] x2) => (int64[?] sha_14, float[?] res_16, float[?] til_33, float[?] neg_41, int64[?] cas_44, int64[?] sha_1) 
+shapearith_454364292090269 (float[seq] x0, float[1,2,past] x1, float[seq] x2) => (int64[?] sha_14, float[?] res_16, float[?] til_33, float[?] neg_41, int64[?] cas_44, int64[?] sha_1)
    <int64[2] c2 =  {48,48}, int64[1] c7 =  {1}, int64[1] c15 =  {-1}, int64[1] c18 =  {-1}, int64[1] c19 =  {9223372036854775807}, int64[2] c21 =  {-3,-3}, int64 c25 =  {-1}, int64[1] c31 =  {0}, int64[1] c35 =  {-1}, float[1] c37 =  {-0.5}>
 {
    sha_1 = Shape <start: int = -2> (x1)
