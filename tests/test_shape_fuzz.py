@@ -39,6 +39,20 @@ def test_bindings_cover_zero_one_two_three_and_large() -> None:
         assert {"batch": 0, "seq": 0} in bs and {"batch": 1, "seq": 1} in bs
 
 
+def test_independent_bindings_give_each_input_its_own_size() -> None:
+    import onnx.parser
+
+    m = onnx.parser.parse_model('<ir_version: 8, opset_import: ["" : 17]>\n'
+                                "g (float[b, s] x0, float[b, 3] x1) => (float[b, s] y)\n{ y = Add(x0, x0) }")
+    bs = shapearith.independent_for(m, 37)
+    assert {"b": 1, "s": 1, "b@x1": 37} in bs and {"b": 37, "s": 37, "b@x1": 1} in bs
+    feeds = shapearith.make_feeds(m, bs[0], 0)
+    assert feeds is not None and feeds["x0"].shape == (1, 1) and feeds["x1"].shape == (37, 3)
+    single = onnx.parser.parse_model('<ir_version: 8, opset_import: ["" : 17]>\n'
+                                     "g (float[b, s] x0) => (float[b, s] y)\n{ y = Add(x0, x0) }")
+    assert shapearith.independent_for(single, 37) == []
+
+
 def test_shape_arithmetic_fuzz_fixed_seed(tmp_path: Path) -> None:
     logged: list[str] = []
     stats = shapearith.fuzz(SEED, models=MODELS, out_dir=str(tmp_path), log=logged.append)
