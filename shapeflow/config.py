@@ -110,6 +110,10 @@ class Resolved:
     baseline: str | None
     assume: tuple[str, ...]
     source: str | None
+    # Codes a select or extend-select (config or command line) names, by code, prefix or name,
+    # rather than the default "every rule": an info finding of such a code is reported like an
+    # error or a warning (machine formats, --fix), not only counted.
+    named: frozenset[str] = frozenset()
 
 
 # -- finding and reading files -------------------------------------------------------------------------
@@ -325,9 +329,12 @@ def resolve(settings: Settings, cli: CommandLine, path: str) -> Resolved:
         for pattern, selectors in settings.per_file_ignores:
             if glob_match(rel, pattern):
                 codes -= _codes(selectors)
+    named = _codes(settings.select or ()) | _codes(settings.extend_select)
     if cli.select is not None:
         codes = _codes(cli.select)
+        named = _codes(cli.select)
     codes |= _codes(cli.extend_select)
+    named |= _codes(cli.extend_select)
     codes -= _codes(cli.ignore) | _codes(cli.extend_ignore)
     return Resolved(
         codes=frozenset(codes),
@@ -336,6 +343,7 @@ def resolve(settings: Settings, cli: CommandLine, path: str) -> Resolved:
         baseline=cli.baseline if cli.baseline is not None else settings.baseline,
         assume=cli.assume or settings.assume,
         source=settings.source,
+        named=frozenset(named & codes),
     )
 
 

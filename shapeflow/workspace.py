@@ -28,21 +28,26 @@ class RunResult:
     root: str | None = None
 
 
-def options_for(base: LintOptions, resolved: Resolved) -> LintOptions:
+def options_for(base: LintOptions, resolved: Resolved, use_baseline: bool = True) -> LintOptions:
     """``base`` with the rules and switches of one file's settings."""
     codes = tuple(sorted(resolved.codes))
     # `assume` ("seq>=3", from the command line or the config): each file uses those that name
     # one of its symbols (linter.py)
     return replace(base, select=codes if codes else None, ignore=() if codes else ("SF",),
                    severity=resolved.severity, exit_zero=resolved.exit_zero,
-                   assume=tuple(parse_assumptions(resolved.assume, "assume").items()))
+                   assume=tuple(parse_assumptions(resolved.assume, "assume").items()),
+                   named=tuple(sorted(resolved.named)),
+                   # --fix leaves what the baseline lists alone (only a fix reads it there)
+                   baseline=(os.path.abspath(resolved.baseline) if base.fix and use_baseline and resolved.baseline
+                             else None))
 
 
 def plan(paths: Sequence[str], cli: CommandLine, *, config: str | None = None, isolated: bool = False,
-         use_git: bool = True) -> list[tuple[str, Settings, Resolved]]:
-    """(file, its settings, resolved) for every model file ``paths`` name."""
+         use_git: bool = True, force_exclude: bool = False) -> list[tuple[str, Settings, Resolved]]:
+    """(file, its settings, resolved) for every model file ``paths`` name (``force_exclude``:
+    ``exclude`` applies to files named too; ``discover.model_files``)."""
     cache = ConfigCache(config, isolated)
-    files = model_files(list(paths), cache.for_path, use_git=use_git)
+    files = model_files(list(paths), cache.for_path, use_git=use_git, force_exclude=force_exclude)
     out = []
     for f in files:
         settings = cache.for_path(f)
@@ -56,7 +61,7 @@ def run(paths: Sequence[str], cli: CommandLine, base: LintOptions, *, config: st
         phase_progress: Callable[[int, int], None] | None = None,
         cache: LintCache | None = None, executor: str = "local", ray_address: str | None = None,
         task_timeout: float | None = None,
-        on_result: Callable[[int, FileResult], None] | None = None) -> RunResult:
+        on_result: Callable[[int, FileResult], None] | None = None, force_exclude: bool = False) -> RunResult:
     """Lint every model file ``paths`` name under its own settings. ``progress(done, total, path)``
     is called before each file when given, and ``phase_progress(done, total)`` during each file's
     inference (serial runs only: a parallel run has no order).
@@ -73,7 +78,7 @@ def run(paths: Sequence[str], cli: CommandLine, base: LintOptions, *, config: st
         if base.fix:
             raise UsageError("--fix writes models in place: run it without --executor ray")
         import_ray()  # before any work: a missing extra is a usage error
-    planned = plan(paths, cli, config=config, isolated=isolated)
+    planned = plan(paths, cli, config=config, isolated=isolated, force_exclude=force_exclude)
     root = base.repo_root or find_repo_root()
     baselines: dict[str, Baseline] = {}  # read before any work: a bad baseline is a usage error (exit 2)
     if use_baseline:
@@ -90,7 +95,7 @@ def run(paths: Sequence[str], cli: CommandLine, base: LintOptions, *, config: st
     for path, _, resolved in planned:
         options = by_resolved.get(resolved)
         if options is None:
-            options = by_resolved[resolved] = options_for(base, resolved)
+            options = by_resolved[resolved] = options_for(base, resolved, use_baseline)
             if serial and progress is not None:
                 options = by_resolved[resolved] = replace(options, progress=phase_progress)
         tasks.append(Task(path, options, cache))
@@ -99,6 +104,7 @@ def run(paths: Sequence[str], cli: CommandLine, base: LintOptions, *, config: st
 
     def done(k: int, r: FileResult) -> None:
         nonlocal hidden
+        r.named = tasks[k].options.named  # (not part of a cached result: the settings' own)
         baseline = planned[k][2].baseline if use_baseline else None
         if baseline:
             # entries are keyed by file: one file at a time hides what the whole run would

@@ -342,21 +342,28 @@ def test_gitignore_is_honoured_in_a_repository(tmp_path, capsys, monkeypatch) ->
 # -- the quiet gate -------------------------------------------------------------------------------------
 
 def test_info_is_counted_not_printed(capsys) -> None:
-    _, out, _ = run(capsys, "lint", "--format", "json", os.path.join(EXAMPLES, "attention.onnx"))
-    n = len(json.loads(out)["diagnostics"])  # machine formats keep everything
+    """Every format reports errors and warnings; info findings are counted, and listed only with
+    --show-info (or for the codes a --select names). Nothing is fixable with --fix unless shown."""
+    attention = os.path.join(EXAMPLES, "attention.onnx")
+    _, out, _ = run(capsys, "lint", "--format", "json", "--show-info", attention)
+    n = len(json.loads(out)["diagnostics"])
     assert n > 0 and all(d["severity"] == "info" for d in json.loads(out)["diagnostics"])
-    code, out, err = run(capsys, "lint", os.path.join(EXAMPLES, "attention.onnx"))
+    code, out, _ = run(capsys, "lint", "--format", "json", attention)
+    doc = json.loads(out)
+    assert code == 0 and doc["diagnostics"] == [] and doc["summary"]["info"] == n and doc["info_not_shown"] == n
+    code, out, err = run(capsys, "lint", attention)
     assert code == 0 and out == ""
-    assert err == f"1 file: 0 errors, 0 warnings, {n} info not shown; --show-info ({n} fixable with --fix)\n"
-    _, out, _ = run(capsys, "lint", "--show-info", os.path.join(EXAMPLES, "attention.onnx"))
+    assert err == f"1 file: 0 errors, 0 warnings, {n} info not shown; --show-info\n"
+    _, out, err = run(capsys, "lint", "--show-info", attention)
     assert len([line for line in out.splitlines() if " info SF2" in line]) == n
+    assert err == f"1 file: 0 errors, 0 warnings, {n} info ({n} fixable with --fix)\n"
 
 
 def test_statistics_and_concise(capsys) -> None:
     code, out, _ = run(capsys, "lint", "--statistics", EXAMPLES)
     lines = out.splitlines()
-    counts = {line.split()[1]: int(line.split()[0]) for line in lines}
-    _, js, _ = run(capsys, "lint", "--format", "json", EXAMPLES)
+    counts = {line.split()[1]: int(line.split()[0]) for line in lines}  # every finding, info included
+    _, js, _ = run(capsys, "lint", "--format", "json", "--show-info", EXAMPLES)
     diags = json.loads(js)["diagnostics"]
     assert counts == {c: sum(1 for d in diags if d["code"] == c) for c in {d["code"] for d in diags}}
     most = max(counts.values())
