@@ -103,8 +103,10 @@ def optimize(path: PathLike, output: PathLike | None = None, *, rules: Sequence[
 
 
 def diff(a: PathLike, b: PathLike, *, dims: Mapping[str, int] | None = None, signature: bool = True,
-         shapes: bool = True, limits: Limits = DEFAULT_LIMITS) -> ModelDiff:
-    """Compare two models as ``shapeflow diff`` does: their signatures (graph inputs and outputs)
-    and the inferred shapes of the tensors present in both. ``result.exit_code`` is 1 when they
-    differ. Raises ``ShapeflowError`` when a model cannot be read or understood."""
-    return diff_models(os.fspath(a), os.fspath(b), dims=dims, signature=signature, shapes=shapes, limits=limits)
+         shapes: bool = True, limits: Limits = DEFAULT_LIMITS, validate: bool = True) -> ModelDiff:
+    """Compare two models as ``shapeflow diff`` does: their signatures (graph inputs and outputs),
+    the inferred shapes of the tensors present in both, and (``validate``) whether each passes
+    onnx's checker and loads in onnxruntime. ``result.exit_code`` is 1 when they differ. Raises
+    ``ShapeflowError`` when a model cannot be read or understood."""
+    return diff_models(os.fspath(a), os.fspath(b), dims=dims, signature=signature, shapes=shapes, limits=limits,
+                       validate=validate)

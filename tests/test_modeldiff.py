@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import subprocess
 import sys
@@ -169,3 +170,51 @@ def test_help_lists_diff_with_examples_and_exit_codes() -> None:
     r = run("diff", "--help")
     assert r.returncode == 0 and "Examples" in r.stdout and "Exit codes" in r.stdout
     assert "--shapes-only" in r.stdout and "--signature-only" in r.stdout
+
+
+RELU = """
+<ir_version: 8, opset_import: ["" : 13]>
+g (float[batch, 3] x) => (float[batch, 3] y) {
+    y = Relu{attrs}(x)
+}"""
+
+
+def test_a_model_that_no_longer_loads_is_a_difference(tmp_path: Path) -> None:
+    """An attribute Relu does not have: every signature and every inferred shape as before, but
+    onnx's checker and onnxruntime both refuse B. That is a difference (exit 1), named in text
+    and JSON; A against itself is the same."""
+    a = write(tmp_path, "a.onnx", RELU.replace("{attrs}", ""))
+    b = write(tmp_path, "b.onnx", RELU.replace("{attrs}", " <bogus: int = 1>"))
+    r = run("diff", str(a), str(b))
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "0 changed" in r.stdout and "signature: same" in r.stdout  # what diff saw before
+    assert "B no longer passes onnx's checker: " in r.stdout and "bogus" in r.stdout
+    if importlib.util.find_spec("onnxruntime") is not None:
+        assert "B no longer loads in onnxruntime: " in r.stdout
+    assert "validity differs" in r.stderr
+    doc = json.loads(run("diff", str(a), str(b), "--format", "json").stdout)
+    assert doc["exit_code"] == 1 and doc["validity"]["a"] == {"checker": None, "onnxruntime": None}
+    assert doc["validity"]["b"]["checker"] and doc["validity"]["differences"]
+    # the other way round, A is the one that fails
+    assert "A fails onnx's checker (B does not)" in run("diff", str(b), str(a)).stdout
+    # --no-validate compares what it compared before
+    r = run("diff", str(a), str(b), "--no-validate")
+    assert r.returncode == 0 and "validity" not in r.stdout
+    assert shapeflow.diff(a, b).exit_code == 1 and shapeflow.diff(a, b, validate=False).exit_code == 0
+
+
+def test_a_check_both_models_fail_is_not_a_difference(tmp_path: Path) -> None:
+    """A custom operator: onnx's checker accepts it, onnxruntime has no kernel for it, in A and
+    in B alike. Reported, not a difference."""
+    pytest.importorskip("onnxruntime")
+    text = """
+    <ir_version: 8, opset_import: ["" : 13, "com.example" : 1]>
+    g (float[batch, 3] x) => (float[batch, 3] y) {
+        y = com.example.Frobnicate(x)
+    }"""
+    a = write(tmp_path, "a.onnx", text)
+    b = write(tmp_path, "b.onnx", text)
+    r = run("diff", str(a), str(b))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "validity: both pass onnx's checker" in r.stdout
+    assert "both fail to load in onnxruntime (not a difference)" in r.stdout
