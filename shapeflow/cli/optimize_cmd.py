@@ -63,6 +63,8 @@ is 0.""")
 @click.option("--check", is_flag=True, help="Write nothing; exit 1 if any rewrite applies.")
 @click.option("--dry-run", is_flag=True, help="Report what would change; write nothing.")
 @click.option("--rules", "rule_names", metavar="NAME,...", help="Only these rewrite rules.")
+@click.option("--force-exclude", is_flag=True,
+              help="Apply the config's exclude to files named on the command line too (pre-commit names every file).")
 @click.option("--strict", is_flag=True,
               help="Cancel Squeeze→Unsqueeze only when the squeezed dims are statically 1.")
 @click.option("--verify", is_flag=True,
@@ -85,7 +87,7 @@ is 0.""")
 def command(models: tuple[str, ...], output: str | None, in_place: bool, force: bool, check: bool, dry_run: bool,
             rule_names: str | None, strict: bool, verify: bool, verify_value: int, fmt: str,
             show_diff: bool, verbose: int, quiet: bool, assume: tuple[str, ...], dims: tuple[str, ...] = (),
-            **kwargs: object) -> int:
+            force_exclude: bool = False, **kwargs: object) -> int:
     """Rewrite the Squeeze/Unsqueeze chains of MODELS without changing what they compute.
 
     Cancels pairs, merges chains, folds constants and statically known shape values, turns
@@ -110,7 +112,11 @@ def command(models: tuple[str, ...], output: str | None, in_place: bool, force: 
         if name.replace("_", "-").lower() == "dead-nodes":
             raise UsageError("--rules dead-nodes: not a rule to select; nodes a rewrite leaves unread are "
                              "always removed, and a model with nothing to rewrite has none")
-    files = model_files(list(models), ConfigCache().for_path)
+    files = model_files(list(models), ConfigCache().for_path, force_exclude=force_exclude)
+    if not files:  # --force-exclude left nothing: the files named are not the project's to check
+        if not quiet:
+            click.echo("0 files: every model file named is excluded (--force-exclude)", err=True)
+        return _exit(EXIT_CLEAN)
     if output is not None and len(files) > 1:
         raise UsageError("-o OUTPUT takes one model; use --in-place, --check or --dry-run for several")
     if len(files) == 1:  # one file: its errors are the command's (exit code and message as they were)
