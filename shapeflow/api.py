@@ -61,7 +61,7 @@ def lint(paths: PathLike | Sequence[PathLike], *, select: Sequence[str] | None =
     ``ignore`` act as the command-line options do. Unreadable files are results with SF001, not
     exceptions; a bad setting raises ``ShapeflowError`` (exit code 2).
 
-    ``executor="ray"`` runs each file as a Ray task (``shapeflow[ray]``) on the cluster this
+    ``executor="ray"`` runs each file as a Ray task (the ``ray`` extra) on the cluster this
     process is connected to, or at ``ray_address``, or a new local one; results are the same, in
     the same order. A path may then also be a URL fsspec opens. ``cache=True`` uses the lint cache
     where ``shapeflow lint`` would (``.shapeflow_cache``), a path names its folder; off by default."""

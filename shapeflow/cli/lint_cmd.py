@@ -88,7 +88,7 @@ wins; --exit-zero turns 1 into 0 but never hides a rejected file.""")
               help="Lint files in this many processes (0: one per CPU). Output order stays the input order.")
 @click.option("--executor", type=click.Choice(("local", "ray")), default="local", show_default=True,
               help="Where the per-file work runs: here (with -j processes) or as Ray tasks "
-                   "(pip install 'shapeflow[ray]').")
+                   "(pip install -e '.[ray]').")
 @click.option("--ray-address", metavar="ADDRESS", help="With --executor ray: the cluster to join (default: "
               "RAY_ADDRESS, or a new local cluster).")
 @click.option("--task-timeout", type=click.FloatRange(min=0, min_open=True), metavar="SECONDS",
