@@ -36,18 +36,19 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(ROOT, "tests"))
 sys.path.insert(0, ROOT)
 
-# name -> the largest ratio accepted (measured on the project's 2-core machine: about a third of each)
+# name -> the largest ratio accepted: about three times what the project's 2-core machine measured
+# (busy, best of 1-2 rounds), so that only a change in growth trips it
 LIMITS = {
-    "axis-algebra": 3.0,
-    "dims-common": 300.0,
-    "contract-300k/infer": 8.0,
-    "contract-300k/lint": 12.0,
-    "contract-300k/optimize": 25.0,
-    "chain-200k/infer": 8.0,
-    "chain-200k/lint": 12.0,
-    "chain-200k/optimize": 25.0,
-    "concat-wide": 3.0,
-    "value-blowup": 3.0,
+    "axis-algebra": 3.0,  # 2.3x
+    "dims-common": 300.0,  # 100x
+    "contract-300k/infer": 8.0,  # measured 2.7x
+    "contract-300k/lint": 9.0,  # 2.9x
+    "contract-300k/optimize": 16.0,  # 5.2x
+    "chain-200k/infer": 5.0,  # 1.8x
+    "chain-200k/lint": 5.0,  # 1.0x
+    "chain-200k/optimize": 5.0,  # 0.9x
+    "concat-wide": 3.0,  # 1.9x
+    "value-blowup": 3.0,  # 1.0x: it stops at once
 }
 MAX_RSS = 3 << 29  # 1.5 GiB: row 43's memory bound (not a time: asserted as measured)
 
