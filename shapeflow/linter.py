@@ -56,8 +56,9 @@ class LintOptions:
     repo_root: str | None = None  # models inside it must not resolve outside it (pre-commit)
     # What is reported (and so what --fix may change): errors and warnings, info findings of the
     # codes the settings name explicitly (config.Resolved.named), every info finding with show_info.
+    # None: the codes ``select`` names (a caller of lint_file selects by naming codes).
     show_info: bool = False
-    named: tuple[str, ...] = ()
+    named: tuple[str, ...] | None = None
     # --fix leaves alone what the baseline lists (its findings are not reported); None: no baseline
     baseline: str | None = None
     # inference progress on a terminal (serial runs only: a callable does not cross processes)
@@ -117,6 +118,8 @@ class _Linter:
         self.codes = {r.code for r in self.rules}
         self.severity = severity_table(options.severity)
         self.dims = dict(options.dims)
+        self.named = frozenset(options.named if options.named is not None
+                               else (code for s in options.select or () for code in resolve_selector(s)))
         self._baseline: Baseline | None = None  # read when --fix first needs it
 
     # -- one file --------------------------------------------------------------------------------
@@ -177,7 +180,7 @@ class _Linter:
 
     def _reported(self, code: str) -> bool:
         """Whether findings of ``code`` are reported (so that --fix may act on them)."""
-        if self.options.show_info or code in self.options.named:
+        if self.options.show_info or code in self.named:
             return True
         from .codes import lookup
 

@@ -104,7 +104,7 @@ def run(paths: Sequence[str], cli: CommandLine, base: LintOptions, *, config: st
 
     def done(k: int, r: FileResult) -> None:
         nonlocal hidden
-        r.named = tasks[k].options.named  # (not part of a cached result: the settings' own)
+        r.named = tasks[k].options.named or ()  # (not part of a cached result: the settings' own)
         baseline = planned[k][2].baseline if use_baseline else None
         if baseline:
             # entries are keyed by file: one file at a time hides what the whole run would
