@@ -1,4 +1,34 @@
+"""Shared by every test: the tests folder on sys.path (tests import their helpers by name), and
+the suite's two knobs.
+
+* One worker per core when pytest-xdist is installed (the ``test`` extra has it) and the command
+  line does not choose (``-n 0`` runs in one process; ``-p no:xdist`` without the plugin): the
+  tests are independent, most of their time is onnxruntime and subprocesses, and a 2-core machine
+  runs the suite in half the time.
+* ``-m scale`` runs the tests marked ``scale`` (gigabyte-sized models under ``ulimit -v``), which a
+  plain run deselects; ``.ci/run`` runs them as a step of their own.
+"""
+
+from __future__ import annotations
+
 import os
 import sys
 
+import pytest
+
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_cmdline_main(config: pytest.Config) -> None:
+    if not config.pluginmanager.hasplugin("xdist") or os.environ.get("PYTEST_XDIST_WORKER"):
+        return
+    if config.getoption("numprocesses", None) is None and config.getoption("dist", "no") == "no" \
+            and not config.getoption("collectonly", False):
+        config.option.numprocesses = "auto"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "scale: a scale run (gigabytes, minutes); deselected unless -m scale")
+    if not config.getoption("markexpr", ""):
+        config.option.markexpr = "not scale"
