@@ -3,7 +3,7 @@
 Keys (all optional), in ``[tool.shapeflow]`` of a ``pyproject.toml``, or at the top level (or in a
 ``[tool.shapeflow]`` table) of a ``shapeflow.toml``::
 
-    select = ["SF1", "SF2"]          # code prefixes or rule names; default: every rule
+    select = ["SF0", "SF1"]          # code prefixes or rule names; default: every rule
     extend-select = ["SF203"]        # added to select (or to the default)
     ignore = ["SF110"]
     extend-ignore = ["SF106"]
