@@ -2,9 +2,11 @@
 committed next to code.
 
 One file: load -> analyse (inference and the selected rules, once) -> severity overrides. With
-``--fix``, the rewrite engine (``shapeflow.passes``) runs on that analysis: first the repairs of the
-selected fixable error rules (SF104), then, when no error-level finding is left, the rewrites of the
-selected SF2xx codes (what ``optimize`` would do); the fixed model is analysed once more, and the
+``--fix``, the rewrite engine (``shapeflow.passes``) runs on that analysis, for what the run reports
+and nothing else (errors and warnings; info codes only when shown or named; never a finding
+suppressed in the model or listed in the baseline): first the repairs (SF104), then, when no
+error-level finding is left, the reported SF2xx rewrites (what ``optimize`` would do, in part or
+in full); the fixed model is analysed once more, and the
 fix is dropped if that shows an error-level finding that was not there before. Many files: every one is processed, in
 parallel processes with ``jobs > 1``, and the results come back in input order. Everything a
 worker returns is plain picklable data.
