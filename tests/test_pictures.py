@@ -91,7 +91,8 @@ def check_dot_against_graph(text: str, g: nx.MultiDiGraph) -> pydot.Dot:
     return d
 
 
-@pytest.mark.parametrize("path", [*sorted(EXAMPLES.glob("*.onnx")), *CORPUS_MODELS], ids=lambda p: p.name)
+# (one export of the corpus: the others are drawn by the same code, and pydot parses slowly)
+@pytest.mark.parametrize("path", [*sorted(EXAMPLES.glob("*.onnx")), *CORPUS_MODELS[:1]], ids=lambda p: p.name)
 def test_dot_of_whole_model_parses_and_matches_the_graph(path: Path) -> None:
     a = shapeflow.infer(path)
     check_dot_against_graph(picture(a, "dot"), a.to_networkx())
