@@ -30,7 +30,7 @@ from .._onnx import onnx
 from .._version import __version__
 from ..dims import Bound
 from ..results import SCHEMA, OptimizeJSON
-from ..errors import LimitExceededError, ShapeflowError
+from ..errors import LimitExceededError, ShapeflowError, timeout_as_configured
 from ..facts import AxisNode
 from ..graph import INITIALIZER, ModelGraph, build_graph
 from ..inference import Inference, infer
@@ -495,6 +495,9 @@ def rewrite_model(loaded: LoadedModel, rules: Sequence[RewriteRule] | Sequence[s
                          graph, inference, blocked, names or NameRegistry(),
                          dict(assumptions if assumptions is not None
                               else inference.assumptions if inference is not None else {}))
+    except LimitExceededError as exc:
+        # each round's inference is given what is left of the budget: say the budget itself
+        raise timeout_as_configured(exc, limits.timeout) from None
     finally:
         if gc_was_enabled:
             gc.enable()
