@@ -354,4 +354,4 @@ def test_onnxruntime_planner_holding_the_optimized_model_to_shared_names(runner:
     stats = clean(runner, m, [{"seq": 2, "past": 2}], independent=[{"seq": 300, "past": 300, "seq@x2": 1}])
     assert stats.optimize_refused_by_runtime == 1
     report = verify_models(m.SerializeToString(), optimized(m), values=(300, 1))
-    assert report.ok and "holds the optimized model to the shared names" in report.summary()
+    assert report.ok and any("holds the optimized model to the shared names" in s for s in report.skipped)
