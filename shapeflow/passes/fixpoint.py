@@ -33,7 +33,7 @@ from .._onnx import onnx
 from ..dims import Bound, assuming
 from ..errors import LimitExceededError, timeout_as_configured
 from ..graph import ModelGraph, build_graph
-from ..inference import Inference, infer
+from ..inference import Inference, infer, shared_dim_names
 from ..io import LoadedModel
 from ..limits import DEFAULT_LIMITS, Limits
 from .context import RoundContext
@@ -133,10 +133,14 @@ def _fixpoint(run: _Run, given_graph: ModelGraph | None, given_inference: Infere
         if run.rounds == 1 and given_graph is not None and given_inference is not None:
             graph, inference = given_graph, given_inference  # the caller's analysis: not redone
             given_graph = given_inference = None
+            if not inference.independent and shared_dim_names(graph):
+                # Graph inputs share dim names: the rewrites rely only on what holds when each is
+                # fed its own sizes, as onnxruntime allows (inference.infer, independent)
+                inference = infer(graph, None, round_limits, run.progress, run.assumptions, independent=True)
         else:
             graph = build_graph(run.loaded, round_limits)
-            inference = infer(graph, None, round_limits, run.progress, run.assumptions) if carried is None \
-                else carry_inference(graph, carried[0], carried[1])
+            inference = infer(graph, None, round_limits, run.progress, run.assumptions, independent=True) \
+                if carried is None else carry_inference(graph, carried[0], carried[1])
         carried = None
         if run.rounds == 1:
             require_known_ops(graph)
