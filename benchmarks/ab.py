@@ -29,8 +29,10 @@ sys.path.insert(0, str(ROOT / "tests"))
 def cpu_of(tree: Path, args: list[str]) -> float:
     env = dict(os.environ, PYTHONPATH=str(tree))
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    # (not from a checkout's root: ``python -m`` puts the working directory first on sys.path, and
+    # both sides would import the shapeflow found there)
     proc = subprocess.run([sys.executable, "-m", "shapeflow", *args], env=env, stdout=subprocess.DEVNULL,
-                          stderr=subprocess.PIPE)
+                          stderr=subprocess.PIPE, cwd=tempfile.gettempdir())
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if proc.returncode not in (0, 1):
         sys.exit(f"{tree}: shapeflow {' '.join(args)} failed ({proc.returncode}): {proc.stderr.decode()[-400:]}")
