@@ -14,11 +14,11 @@ from .._onnx import onnx
 from ..axes import AxisError, normalize_axis
 from ..dims import (
     Dim, Shape, broadcast_dim, dim_add, dim_bounds, dim_floordiv, dim_max, dim_min, dim_mul, dim_sub,
-    dims_equal, monomial_symbols, prove_at_least,
+    dims_equal, prove_at_least, zero_forcing_symbols, zero_implies,
 )
 from ..tensorinfo import MAX_VALUE_ELEMS, TensorInfo
 from .base import OpCall, make_value, numel, register
-from .numeric import SLICE_TO_END, slice_range
+from .numeric import SLICE_TO_END, reshape_dims, slice_range
 
 TensorProto = onnx.TensorProto
 
@@ -283,20 +283,20 @@ def _infer_minus_one(in_shape: Shape, target: list[Dim], minus_at: int, allowzer
     """The -1 of a Reshape: input numel / product of the other target dims, cancelling equal
     factors first so that ``[batch, seq, 64] -> [batch, seq, 4, -1]`` gives 16, then dividing
     what is left exactly (``[batch, 4, seq, 16] -> [4*batch, -1, 16]`` gives ``seq``).
-    onnxruntime refuses a -1 when the other dims multiply to 0, so a divisor that is 0 only for
-    some bindings is one where the model fails: the quotient holds wherever it runs. With
-    ``allowzero=1`` it does not refuse (it makes the -1 a 1), so there the other dims must be
-    provably non-zero."""
+
+    onnxruntime (checked by brute force, tests/test_reshape_rule.py): with ``allowzero=0`` it
+    refuses a -1 when the other dims multiply to 0, so a divisor that is 0 only for some bindings
+    is one where the model fails, and the quotient holds wherever it runs. With ``allowzero=1``
+    and a 0 among the other dims, the input must be empty and the -1 is the product of the
+    input's non-zero dims over that of the target's (``[0, 5, 64] -> [0, 5, -1, 16]`` gives 4).
+    Cancelled pairs are equal, so zero together, and leave that ratio alone; what is left must
+    be provably non-zero for the quotient to be the ratio at every binding."""
     if in_shape is None:
         return None
     num = list(in_shape)
     den = [d for k, d in enumerate(target) if k != minus_at]
     if any(d is None for d in num) or any(d is None for d in den):
         return None
-    if allowzero:
-        lo, _ = dim_bounds(_product(den))
-        if lo is None or lo < 1:
-            return None
     rest_den: list[Dim] = []
     for d in den:
         for k, n in enumerate(num):
@@ -305,10 +305,18 @@ def _infer_minus_one(in_shape: Shape, target: list[Dim], minus_at: int, allowzer
                 break
         else:
             rest_den.append(d)
+    if allowzero and not _never_zero(_product(den)):
+        if not all(_never_zero(d) for d in num + rest_den):
+            return None
     divisor = _product(rest_den)
     if type(divisor) is int and divisor <= 0:
         return None
     return dim_floordiv(_product(num), divisor)
+
+
+def _never_zero(d: Dim) -> bool:
+    lo, _ = dim_bounds(d)
+    return lo is not None and lo >= 1
 
 
 def _target_dim(t: Dim, k: int, in_shape: Shape, allowzero: int) -> tuple[Dim, bool]:
@@ -316,16 +324,17 @@ def _target_dim(t: Dim, k: int, in_shape: Shape, allowzero: int) -> tuple[Dim, b
 
     A target that may be negative may be -1 at run time, which onnxruntime infers: unknown. With
     ``allowzero=0`` a target that is 0 at run time copies the input's dim instead: ``t`` is the
-    answer when it cannot be 0, or when the input's dim is the same expression."""
+    answer when it cannot be 0, when the input's dim is the same expression, or when the input's
+    dim is 0 wherever ``t`` is (dims.zero_implies)."""
     if in_shape is not None and k < len(in_shape) and dims_equal(t, in_shape[k]) is True:
         return t, True  # the input's own dim: a real dim, never -1, and a 0 copies itself
     lo, _ = dim_bounds(t)
     if lo is None or lo < 0:
         return None, True  # a computed -1 asks onnxruntime to infer the dim: not t
-    if allowzero:
+    if allowzero or lo >= 1:
         return t, True
-    if lo >= 1:
-        return t, True
+    if in_shape is not None and k < len(in_shape) and zero_implies(t, in_shape[k]):
+        return t, True  # where t is 0 so is the dim it copies (4*batch over batch): t either way
     if in_shape is not None and k >= len(in_shape):
         return t, True  # a 0 here has no input dim to copy: onnxruntime fails, so t is not 0
     return t, False
@@ -350,6 +359,10 @@ def reshape(call: OpCall) -> list[TensorInfo | None]:
     if target is None:
         return [TensorInfo(dtype, None)]
     allowzero = (call.attr_int("allowzero", 0) or 0) if call.since >= 14 else 0
+    value = data.value if data is not None else None
+    if in_shape is not None and all(type(d) is int for d in in_shape) and all(type(t) is int for t in target):
+        exact = reshape_dims(in_shape, target, allowzero)  # type: ignore[arg-type]  # all ints: tested
+        return [TensorInfo(dtype, tuple(exact) if exact is not None else (None,) * len(target), value)]
     out: list[Dim] = []
     minus_at = -1
     doubtful: list[int] = []  # symbolic targets that might be 0 (and then copy the input's dim)
@@ -382,7 +395,6 @@ def reshape(call: OpCall) -> list[TensorInfo | None]:
         if not doubtful and call.scope == 0 and not allowzero:
             # (with allowzero=1 onnxruntime infers a -1 beside a 0 without complaint)
             _prove_nonzero(out, minus_at, in_shape)
-    value = data.value if data is not None else None
     return [TensorInfo(dtype, tuple(out), value)]
 
 
@@ -390,7 +402,7 @@ def _prove_nonzero(out: list[Dim], minus_at: int, in_shape: Shape) -> None:
     """onnxruntime refuses a -1 when the other dims multiply to 0: wherever the model runs (a node
     of the main graph always runs), each symbol of that product is >= 1 (dims.prove_at_least)."""
     product = _product([d for j, d in enumerate(out) if j != minus_at])
-    for name in monomial_symbols(product) or ():
+    for name in zero_forcing_symbols(product):
         prove_at_least(name, 1)
 
 
