@@ -17,7 +17,7 @@ from ._onnx import onnx
 from .diagnostics import Diagnostic, Severity
 from .dims import Bound, shape_to_json
 from .graph import ModelGraph, build_graph
-from .assume import assumption_texts, check_assumptions, check_proven
+from .assume import alias_bindings, check_assumptions, check_proven, resolve_premises
 from .inference import Inference, Progress, declared_symbols, infer
 from .io import LoadedModel
 from .limits import DEFAULT_LIMITS, Limits
@@ -66,8 +66,8 @@ class Analysis:
             "diagnostics": [d.to_json() for d in self.diagnostics],
         }
         # only an output that used assumptions carries them (SPEC.md section 6)
-        if self.inference.assumptions:
-            out["assumptions"] = assumption_texts(self.inference.assumptions)
+        if self.inference.premises:
+            out["assumptions"] = list(self.inference.premises)
         return out
 
     def to_networkx(self) -> "nx.MultiDiGraph":
@@ -121,12 +121,16 @@ def analyze(
     """
     with gc_paused():
         graph = build_graph(loaded, limits)
+        aliases: dict[str, str] = {}
+        texts: list[str] = []
         if assumptions:
             symbols = declared_symbols(graph)
-            if only_known_symbols:
-                assumptions = {k: v for k, v in assumptions.items() if k in symbols}
-            check_assumptions(assumptions, symbols, dims, file=loaded.path)
-        inference = infer(graph, dims, limits, progress, assumptions)
+            ranges, aliases, texts = resolve_premises(assumptions, symbols, only_known_symbols, loaded.path)
+            dims = alias_bindings(dims, aliases, loaded.path)
+            check_assumptions(ranges, symbols, dims, file=loaded.path)
+            assumptions = ranges
+        inference = infer(graph, dims, limits, progress, assumptions, aliases)
+        inference.premises = tuple(texts)
         if assumptions:
             check_proven(assumptions, inference.ranges, file=loaded.path)
         if progress is not None:  # the next phase: the rules (and the rewrite search) judge

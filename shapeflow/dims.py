@@ -41,6 +41,7 @@ __all__ = [
     "Sym",
     "Bound",
     "MAX_DIM",
+    "affine_symbol",
     "assuming",
     "broadcast_dim",
     "current_assumptions",
@@ -48,6 +49,9 @@ __all__ = [
     "zero_implies",
     "plain_symbol",
     "prove_at_least",
+    "prove_at_most",
+    "prove_broadcast",
+    "rebuild",
     "require_at_least",
     "dim_add",
     "dim_bounds",
@@ -668,6 +672,41 @@ def prove_at_least(name: str, k: int) -> bool:
     return True
 
 
+def prove_at_most(name: str, k: int) -> bool:
+    """As :func:`prove_at_least`, for ``name <= k``."""
+    ranges = _ASSUMED.get()
+    if not isinstance(ranges, dict) or ranges is _NO_RANGES:
+        return False
+    lo, hi = ranges.get(name, (None, None))
+    if hi is not None and hi <= k:
+        return False
+    ranges[name] = (lo, k)
+    return True
+
+
+def prove_broadcast(a: Dim, b: Dim) -> None:
+    """Record what a broadcast of dims ``a`` and ``b`` proves about a symbol wherever the model
+    runs (they are equal, or one of them is 1): against a known ``k >= 2`` a symbol is 1 or ``k``,
+    so in ``[1, k]``; against 0 it is 0 or 1; against an expression that is never 1 (``seq + 2``,
+    or a symbol proved >= 2) it is >= 1 and at most that expression's bound."""
+    for x, other in ((a, b), (b, a)):
+        name = plain_symbol(x)
+        if name is None or other is None:
+            continue
+        if type(other) is int:
+            if other == 0:
+                prove_at_most(name, 1)
+            elif other >= 2:
+                prove_at_least(name, 1)
+                prove_at_most(name, other)
+        elif dim_is_one(other) is False:
+            lo, hi = dim_bounds(other)
+            if lo is not None and lo >= 2:
+                prove_at_least(name, 1)
+                if hi is not None:
+                    prove_at_most(name, hi)
+
+
 def _monotone(s: Sym) -> bool:
     """Whether ``s`` never decreases as any symbol grows: non-negative coefficients (the constant
     term aside) over names, floor and min/max atoms of such expressions (mod is not monotone)."""
@@ -710,6 +749,19 @@ def require_at_least(d: Dim, k: int) -> bool:
         else:
             low = mid + 1
     return prove_at_least(name, low) if low > 0 else False
+
+
+def affine_symbol(d: Dim) -> Optional[tuple[str, int, int]]:
+    """``(x, a, b)`` when ``d`` is ``a*x + b`` for one named symbol ``x`` (``seq - 1``), else None."""
+    if type(d) is not Sym:
+        return None
+    terms, b = _split_const(d)
+    if len(terms) != 1:
+        return None
+    mono, a = terms[0]
+    if len(mono) != 1 or mono[0].kind != _NAME:
+        return None
+    return mono[0].name, a, b  # type: ignore[return-value]  # a _NAME atom always has a name
 
 
 def plain_symbol(d: Dim) -> Optional[str]:
@@ -961,6 +1013,12 @@ def broadcast_dim(a: Dim, b: Dim) -> Dim:
             return y
         if _min_of(x, y):
             return y
+    # batch vs seq, both >= 1 (proved, or assumed): one is 1 and the other is the larger, or they
+    # are equal; either way the larger (a 0 would break this: 0 against 1 broadcasts to 0)
+    alo, _ = dim_bounds(a)
+    blo, _ = dim_bounds(b)
+    if alo is not None and alo >= 1 and blo is not None and blo >= 1:
+        return dim_max(a, b)
     return None
 
 
@@ -1203,6 +1261,13 @@ def substitute(d: Dim, bindings: Mapping[str, int]) -> Dim:
     if not isinstance(d, Sym) or not bindings or d.symbols().isdisjoint(bindings):
         return d
     return _evaluate(d, bindings)
+
+
+def rebuild(d: Dim) -> Dim:
+    """``d`` built again from its parts, so that min/max/floor/mod are decided in the domain in
+    force now (inside an :func:`assuming` block, ``max(1, seq)`` is ``seq`` under ``seq>=1``)."""
+    d = _coerce(d)
+    return _evaluate(d, {}) if isinstance(d, Sym) else d
 
 
 def _evaluate(s: Sym, bindings: Mapping[str, int]) -> Dim:

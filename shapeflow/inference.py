@@ -64,6 +64,10 @@ class Inference:
     # (a symbol >= 1 where the model fails otherwise): the domain its results hold in.
     assumptions: Mapping[str, Bound] = field(default_factory=dict)
     ranges: Mapping[str, Bound] = field(default_factory=dict)
+    # Symbols the user stated to be one dim (``--assume a==b``): ``b`` is read as ``a``.
+    aliases: Mapping[str, str] = field(default_factory=dict)
+    # The statements in force, as reported (``*>=1``, ``seq>=3``, ``a==b``).
+    premises: tuple[str, ...] = ()
 
     def domain(self) -> ContextManager[None]:
         """The block in which dims are judged as inference judged them (its ranges in force):
@@ -101,22 +105,26 @@ class Inference:
 
 def infer(graph: ModelGraph, bindings: Mapping[str, int] | None = None,
           limits: Limits = DEFAULT_LIMITS, progress: Progress | None = None,
-          assumptions: Mapping[str, Bound] | None = None) -> Inference:
+          assumptions: Mapping[str, Bound] | None = None,
+          aliases: Mapping[str, str] | None = None) -> Inference:
     """Infer every tensor of ``graph``. ``bindings`` substitutes symbols (``{"batch": 1}``);
-    ``assumptions`` are the ranges the user stated (``{"seq": (3, None)}``, ``--assume seq>=3``)."""
+    ``assumptions`` are the ranges the user stated (``{"seq": (3, None)}``, ``--assume seq>=3``);
+    ``aliases`` the symbols stated to be another (``{"b": "a"}``, ``--assume a==b``)."""
     user = dict(assumptions or {})
-    result = _run(graph, bindings, limits, progress, user, user)
+    alias = dict(aliases or {})
+    result = _run(graph, bindings, limits, progress, user, user, alias)
     if result.ranges != user:
         # The run proved facts (a -1 Reshape makes seq >= 1 wherever the model runs). Nodes
         # before the one that proved them did not know them: one more run starts from them.
-        result = _run(graph, bindings, limits, progress, user, result.ranges)
+        result = _run(graph, bindings, limits, progress, user, result.ranges, alias)
     return result
 
 
 def _run(graph: ModelGraph, bindings: Mapping[str, int] | None, limits: Limits, progress: Progress | None,
-         user: dict[str, Bound], start: Mapping[str, Bound]) -> Inference:
+         user: dict[str, Bound], start: Mapping[str, Bound], aliases: dict[str, str]) -> Inference:
     result = Inference(graph, dict(bindings or {}), limits)
     result.assumptions = user
+    result.aliases = aliases
     result.tensors = [dict() for _ in graph.scopes]
     runner = _Runner(result, progress)
     with assuming(start):
@@ -412,6 +420,7 @@ class _Runner:
         return info.op_type == "Loop" and info.domain == ""
 
     def _from_type(self, tp: onnx.TypeProto, bindings: Mapping[str, int], name: str) -> TensorInfo | None:
+        aliases = self.r.aliases
         if tp.WhichOneof("value") != "tensor_type":
             return None
         tt = tp.tensor_type
@@ -426,7 +435,7 @@ class _Runner:
             if which == "dim_value":
                 shape.append(int(d.dim_value) if d.dim_value >= 0 else None)
             elif which == "dim_param" and d.dim_param:
-                s: Dim = Sym.symbol(d.dim_param)
+                s: Dim = Sym.symbol(aliases.get(d.dim_param, d.dim_param) if aliases else d.dim_param)
                 shape.append(substitute(s, bindings) if bindings else s)
             else:
                 shape.append(None)

@@ -35,7 +35,7 @@ def options_for(base: LintOptions, resolved: Resolved) -> LintOptions:
     # one of its symbols (linter.py)
     return replace(base, select=codes if codes else None, ignore=() if codes else ("SF",),
                    severity=resolved.severity, exit_zero=resolved.exit_zero,
-                   assume=tuple(parse_assumptions(resolved.assume, "assume").items()))
+                   assume=tuple(parse_assumptions(resolved.assume, "assume").texts()))
 
 
 def plan(paths: Sequence[str], cli: CommandLine, *, config: str | None = None, isolated: bool = False,

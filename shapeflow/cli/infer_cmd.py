@@ -13,7 +13,6 @@ from ..io import STDOUT, check_output_path, load_model, refuse_unsafe_external_d
 from ..pictures import DEFAULT_DEPTH, DEFAULT_MAX_DRAW, FORMATS, PictureOptions, picture
 from ..render import count_by_severity, infer_text, summary_line
 from ..render.json import infer_json_chunks
-from ..assume import assumption_texts
 from ..infer_settings import infer_with_settings, unknown_symbols
 from .options import (
     assume_option, check_stdout_output, clear_progress, debug_option, dim_option, limit_options, limits_from,
@@ -91,7 +90,7 @@ def infer(model: str, all_tensors: bool, fmt: str, around: tuple[str, ...], dept
                    f"'{name}' (nothing bound)", err=True)
     result = infer_with_settings(loaded, dims=bindings, limits=limits, config=config_path, isolated=isolated,
                                  progress=progress_printer("inferring"), assume=assume)
-    assumptions = result.inference.assumptions
+    premises = result.inference.premises
     clear_progress()
     drawing: str | None = None
     if fmt in FORMATS:  # before anything is written: an unknown --around name writes nothing
@@ -131,15 +130,15 @@ def infer(model: str, all_tensors: bool, fmt: str, around: tuple[str, ...], dept
     if not quiet:
         click.echo(f"{display_path(model)}: {len(result.inference.axis_nodes):,} Squeeze/Unsqueeze, "
                    f"{summary_line(counts)} ({nodes:,} node{'' if nodes == 1 else 's'} in {elapsed:.2f} s)"
-                   + (f"; assuming {', '.join(assumption_texts(assumptions))}" if assumptions else ""), err=True)
+                   + (f"; assuming {', '.join(premises)}" if premises else ""), err=True)
     if annotated is not None and output is not None and not quiet:
         kept = f", {annotated.kept} contradicting declarations kept (SF112)" if annotated.kept else ""
         click.echo(f"{display_path(output)}: {annotated.added} value_info entries added, "
                    f"{annotated.filled} declared dims filled{kept}", err=True)
-    if annotated is not None and output is not None and assumptions:
+    if annotated is not None and output is not None and premises:
         # the file records shapes, not the ranges they hold in (a model gains no metadata keys)
         click.echo(f"{display_path(output)}: warning: the shapes written hold only where "
-                   f"{', '.join(assumption_texts(assumptions))}; the file does not record that", err=True)
+                   f"{', '.join(premises)}; the file does not record that", err=True)
     code = EXIT_FINDINGS if counts["error"] else EXIT_CLEAN
     click.get_current_context().exit(code)
     return code

@@ -18,7 +18,7 @@ from ..optimizer import OptimizeRefused, optimize_model
 from ..passes import RULE_NAMES, OptimizeResult
 from ..results import header
 from ..render import format_diagnostic
-from ..assume import assumption_texts, parse_assumptions
+from ..assume import parse_assumptions
 from ..dims import Bound
 from .options import (
     assume_option, check_stdout_output, clear_progress, debug_option, limit_options, limits_from,
@@ -119,6 +119,15 @@ def command(models: tuple[str, ...], output: str | None, in_place: bool, force: 
     return _exit(code)
 
 
+def _verify_ranges(result: OptimizeResult) -> dict[str, Bound]:
+    """The range of every symbol the optimized model is promised to match in (an alias of
+    ``--assume a==b`` shares its representative's), for ``--verify``'s bindings."""
+    ranges = dict(result.assumptions)
+    for name, rep in result.aliases.items():
+        ranges[name] = ranges.get(rep, (None, None))
+    return ranges
+
+
 def _one(model: str, output: str | None, in_place: bool, force: bool, check: bool, dry_run: bool,
          rules: list[str] | None, strict: bool, verify: bool, verify_value: int, fmt: str, verbose: int,
          quiet: bool, limits: Limits, writes: bool, show_diff: bool = False,
@@ -149,7 +158,7 @@ def _one(model: str, output: str | None, in_place: bool, force: bool, check: boo
             from ..verify import verify_models
 
             report = verify_models(loaded.raw, result.model, directory=loaded.directory,
-                                   values=(1, verify_value), ranges=assumptions)
+                                   values=(1, verify_value), ranges=_verify_ranges(result))
             verified = report.ok
             verify_text = report.summary()
         else:
@@ -225,8 +234,8 @@ def _report(model: str, output: str | None, result: OptimizeResult, fmt: str, ve
             "rewrites": dict(result.rewrites),
             "verified": verified,
         }
-        if result.assumptions:  # only an output that used assumptions carries them (SPEC.md section 6)
-            doc["assumptions"] = assumption_texts(result.assumptions)
+        if result.premises:  # only an output that used assumptions carries them (SPEC.md section 6)
+            doc["assumptions"] = list(result.premises)
         if verbose:
             doc["log"] = list(result.log)
         if verbose > 1:
@@ -245,8 +254,8 @@ def _report(model: str, output: str | None, result: OptimizeResult, fmt: str, ve
         lines.append(f"  rewrites: {fired}")
     else:
         lines.append("  nothing to rewrite" + ("" if check or dry_run else ": written byte-identical"))
-    if result.assumptions:
-        lines.append(f"  assuming {', '.join(assumption_texts(result.assumptions))}: rewrites may rely on it")
+    if result.premises:
+        lines.append(f"  assuming {', '.join(result.premises)}: rewrites may rely on it")
     if result.notes:
         lines.append(f"  {len(result.notes):,} rewrite(s) cancel a Squeeze of a dim not known to be 1: "
                      "the model no longer fails when that dim is not 1 (--strict keeps them)")

@@ -16,7 +16,7 @@ from ..dims import (
     dim_mul, dim_neg, dim_sub, dim_truncdiv, dims_equal,
 )
 from ..tensorinfo import MAX_VALUE_ELEMS, TensorInfo
-from .base import OpCall, numel, register, same_as_input
+from .base import INT_TYPES, OpCall, numel, register, same_as_input
 from .constants import FLOAT_TYPES
 from .numeric import cast_element
 from .shape_ops import broadcast_shapes
@@ -221,7 +221,8 @@ def broadcast_op(call: OpCall) -> list[TensorInfo | None]:
         dtype = next((t.dtype for t in ins if t is not None and t.dtype), 0)
     if any(t is None for t in ins) or not ins:
         return [TensorInfo(dtype, None)]
-    out = broadcast_shapes([t.shape for t in ins])  # type: ignore[union-attr]
+    # (before opset 7 Add and friends broadcast the legacy way: nothing is proved from them)
+    out = broadcast_shapes([t.shape for t in ins], prove=call.scope == 0 and call.since >= 7)  # type: ignore[union-attr]
     value = None
     fn = _value_fn(call, ins)  # type: ignore[arg-type]
     if fn is not None and out is not None:
@@ -240,7 +241,7 @@ def where(call: OpCall) -> list[TensorInfo | None]:
     dtype = call.dtype(1) or call.dtype(2)
     if len(ins) < 3 or any(t is None for t in ins):
         return [TensorInfo(dtype, None)]
-    out = broadcast_shapes([t.shape for t in ins])  # type: ignore[union-attr]
+    out = broadcast_shapes([t.shape for t in ins], prove=call.scope == 0)  # type: ignore[union-attr]
     value = None
     if out is not None:
         cols = _broadcast_values(ins, out)  # type: ignore[arg-type]
@@ -269,7 +270,7 @@ def matmul(call: OpCall) -> list[TensorInfo | None]:
         sa = [1, *sa]
     if squeeze_b:
         sb = sb + [1]
-    batch = broadcast_shapes([tuple(sa[:-2]), tuple(sb[:-2])])
+    batch = broadcast_shapes([tuple(sa[:-2]), tuple(sb[:-2])], prove=call.scope == 0)
     if batch is None:
         return [TensorInfo(dtype, None)]
     out = list(batch) + ([] if squeeze_a else [sa[-2]]) + ([] if squeeze_b else [sb[-1]])
@@ -308,7 +309,7 @@ def reduce(call: OpCall) -> list[TensorInfo | None]:
         else:
             axes = []
         if not axes and call.attr_int("noop_with_empty_axes", 0):
-            return [TensorInfo(t.dtype, t.shape)]
+            return [TensorInfo(t.dtype, t.shape, t.value)]
     else:
         axes = call.attr_ints("axes") or []
     try:
@@ -319,7 +320,38 @@ def reduce(call: OpCall) -> list[TensorInfo | None]:
         out = tuple(1 if k in norm else d for k, d in enumerate(t.shape))
     else:
         out = tuple(d for k, d in enumerate(t.shape) if k not in norm)
-    return [TensorInfo(t.dtype, out)]
+    value = None
+    fn = _REDUCE_VALUES.get(call.op_type)
+    if fn is not None and t.value is not None and t.dtype in INT_TYPES and t.dtype != BOOL:
+        value = _reduce_values(fn, t.value, t.shape, norm)
+    return [TensorInfo(t.dtype, out, value)]
+
+
+# The reductions whose values shape arithmetic uses (tf2onnx multiplies dims with ReduceProd);
+# integer types only: a float sum rounds at each step, in an order that is the kernel's.
+_REDUCE_VALUES: dict[str, Callable[[Dim, Dim], Dim]] = {
+    "ReduceProd": dim_mul, "ReduceSum": dim_add, "ReduceMin": dim_min, "ReduceMax": dim_max,
+}
+
+
+def _reduce_values(fn: Callable[[Dim, Dim], Dim], value: tuple[Dim, ...], shape: Shape,
+                   axes: tuple[int, ...]) -> tuple[Dim, ...] | None:
+    """The elements of a reduction of a small tensor of known int ``shape``, row-major; None for
+    an empty reduction (onnxruntime's identity element of Min/Max is the type's extreme)."""
+    n = numel(shape)
+    if n is None or n != len(value) or n == 0:
+        return None
+    dims: list[int] = list(shape)  # type: ignore[arg-type]  # every dim is an int: numel() is
+    if any(dims[a] == 0 for a in axes):
+        return None
+    strides = [1] * len(dims)
+    for k in range(len(dims) - 2, -1, -1):
+        strides[k] = strides[k + 1] * dims[k + 1]
+    groups: dict[tuple[int, ...], Dim] = {}
+    for flat, v in enumerate(value):
+        key = tuple(flat // strides[k] % dims[k] for k in range(len(dims)) if k not in axes)
+        groups[key] = v if key not in groups else fn(groups[key], v)
+    return tuple(groups.values())
 
 
 @register("ArgMax", "ArgMin")

@@ -78,21 +78,20 @@ def _exact_range(dtype: int) -> tuple[int, int] | None:
     return None
 
 
-# Symbolic arithmetic is exact; int64 agrees while a value fits. A symbolic int64 value is stated
-# where it fits for every symbol up to OVERFLOW_CAP: ``64*batch*seq`` does, ``(batch*seq)**4``
-# and anything with an INT64_MAX sentinel in it do not. (The cap is about 17 minutes of 16 kHz
-# audio on one axis; products of dims that large are tensors of 2**48 elements.)
+# Symbolic arithmetic is exact; a typed tensor agrees while the value fits its type. The one
+# premise of the value domain: a symbolic value is stated where it fits its type for every symbol
+# up to OVERFLOW_CAP, in every type alike. ``64*batch*seq`` fits int64, ``seq`` fits int32 and
+# float32 (tf2onnx's shape arithmetic is int32), ``batch*seq`` fits int64 but not int32;
+# ``(batch*seq)**4`` and anything with an INT64_MAX sentinel in it fit nothing. (The cap is about
+# 17 minutes of 16 kHz audio on one axis; products of dims that large are tensors of 2**48 elements.)
 OVERFLOW_CAP = 2**24
 
 
 def _sym_fits(dtype: int, v: Sym) -> bool:
-    if dtype == INT64:
-        lo, hi = dim_bounds(v, OVERFLOW_CAP)
-        return lo is not None and hi is not None and -(2**63) <= lo and hi < 2**63
     r = _exact_range(dtype)
     if r is None:
         return False
-    lo, hi = dim_bounds(v)
+    lo, hi = dim_bounds(v, OVERFLOW_CAP)
     return lo is not None and hi is not None and r[0] <= lo and hi <= r[1]
 
 
@@ -144,7 +143,7 @@ def cast_element(src: int, dst: int, v: Dim) -> Dim:
         lo, hi = INT_RANGES[dst]
         if type(v) is int:
             return v if lo <= v <= hi else None
-        blo, bhi = dim_bounds(v)
+        blo, bhi = dim_bounds(v, OVERFLOW_CAP)
         return v if blo is not None and bhi is not None and lo <= blo and bhi <= hi else None
     return canonical_element(dst, v)
 

@@ -13,8 +13,9 @@ from .._onnx import onnx
 
 from ..axes import AxisError, normalize_axis
 from ..dims import (
-    Dim, Shape, broadcast_dim, dim_add, dim_bounds, dim_floordiv, dim_max, dim_min, dim_mul, dim_sub,
-    dims_equal, prove_at_least, zero_forcing_symbols, zero_implies,
+    Dim, Shape, Sym, affine_symbol, assuming, broadcast_dim, current_assumptions, dim_add, dim_bounds,
+    dim_floordiv, dim_max, dim_min, dim_mul, dim_sub, dims_equal, prove_at_least, prove_broadcast, rebuild, substitute,
+    zero_forcing_symbols, zero_implies,
 )
 from ..tensorinfo import MAX_VALUE_ELEMS, TensorInfo
 from .base import OpCall, make_value, numel, register
@@ -138,10 +139,76 @@ def _slice_len(d: Dim, start: Dim, end: Dim, step: int) -> Dim:
     s = _clamp_start(d, start, step)
     e = _clamp_end(d, end, step)
     if s is None or e is None:
-        return None
+        return _slice_len_split(d, start, end, step)
     if step > 0:
         return dim_max(dim_floordiv(dim_add(dim_sub(e, s), step - 1), step), 0)
     return dim_max(dim_floordiv(dim_add(dim_sub(s, e), -step - 1), -step), 0)
+
+
+# A computed start or end whose sign depends on a symbol (``T - 1``) is split on that symbol: at
+# most this many small values are worked out one by one, the rest (where the sign is fixed) at once.
+_SPLIT_VALUES = 8
+
+
+def _slice_len_split(d: Dim, start: Dim, end: Dim, step: int) -> Dim:
+    """The length of a Slice whose start or end is ``a*x + b`` of unknown sign: where ``x >= c``
+    the sign is fixed and the length ``high`` is an expression; below ``c`` each value of ``x`` is
+    worked out. The pieces meet in one expression when one of a few clamp forms of ``high``
+    matches every piece (``x[T-1:T]`` is 1 from T = 1 and 0 at T = 0: ``min(1, T)``)."""
+    for v in (start, end):
+        split = _sign_split(v)
+        if split is None:
+            continue
+        x, c = split
+        ranges = current_assumptions()
+        lo_x, hi_x = ranges.get(x, (None, None))
+        first = max(lo_x or 0, 0)
+        if c - first > _SPLIT_VALUES or (hi_x is not None and hi_x < c):
+            return None
+        with assuming({**ranges, x: (c, hi_x)}):
+            high = _slice_len(d, start, end, step)
+        if high is None:
+            return None
+        lows: list[Dim] = []
+        for xv in range(first, c):
+            b = {x: xv}
+            lows.append(_slice_len(substitute(d, b), substitute(start, b), substitute(end, b), step))
+        return _join_pieces(x, c, first, lows, high)
+    return None
+
+
+def _sign_split(v: Dim) -> tuple[str, int] | None:
+    """``(x, c)`` when ``v`` is ``a*x + b`` whose sign is the same for every ``x >= c`` but not
+    for every ``x >= 0``."""
+    aff = affine_symbol(v)
+    if aff is None:
+        return None
+    x, a, b = aff
+    lo, hi = dim_bounds(v)
+    if (lo is not None and lo >= 0) or (hi is not None and hi < 0):
+        return None
+    # a > 0: v >= 0 from x = ceil(-b/a); a < 0: v < 0 from x = floor(b/-a) + 1
+    return (x, -(b // a)) if a > 0 else (x, b // -a + 1)
+
+
+def _join_pieces(x: str, c: int, first: int, lows: list[Dim], high: Dim) -> Dim:
+    """One expression equal to ``high`` wherever ``x >= c`` and to ``lows[i]`` at ``x = first + i``."""
+    sym = Sym.symbol(x)
+    candidates: list[Dim] = [high, dim_max(high, 0)]
+    for k in range(-c - 1, c + 2):
+        clamp = dim_max(dim_add(sym, k), 0)
+        candidates += [dim_min(high, clamp), dim_min(dim_max(high, 0), clamp)]
+    ranges = current_assumptions()
+    for cand in candidates:
+        if cand is None:
+            continue
+        with assuming({**ranges, x: (c, ranges.get(x, (None, None))[1])}):
+            if dims_equal(rebuild(cand), high) is not True:
+                continue
+        if all(low is not None and dims_equal(substitute(cand, {x: first + i}), low) is True
+               for i, low in enumerate(lows)):
+            return cand
+    return None
 
 
 @register("Slice")
@@ -420,8 +487,10 @@ def _zero_forces_copy(in_shape: Shape, out: list[Dim], k: int) -> bool:
     return dims_equal(_product(list(in_shape)), _product(out)) is True
 
 
-def broadcast_shapes(shapes: list[Shape]) -> Shape:
-    """Multidirectional (numpy) broadcasting of several shapes."""
+def broadcast_shapes(shapes: list[Shape], prove: bool = False) -> Shape:
+    """Multidirectional (numpy) broadcasting of several shapes. ``prove``: the broadcast runs
+    wherever the model does (a node of the main graph), so what it proves about the symbols is
+    recorded (dims.prove_broadcast: ``Add(x[seq], w[3])`` makes seq 1 or 3)."""
     if any(s is None for s in shapes):
         return None
     rank = max(len(s) for s in shapes)  # type: ignore[arg-type]
@@ -431,7 +500,10 @@ def broadcast_shapes(shapes: list[Shape]) -> Shape:
         for s in shapes:
             off = k - (rank - len(s))  # type: ignore[arg-type]
             if off >= 0:
-                d = broadcast_dim(d, s[off])  # type: ignore[index]
+                e = s[off]  # type: ignore[index]
+                if prove and d != e and d != 1 and e != 1:
+                    prove_broadcast(d, e)
+                d = broadcast_dim(d, e)
         out.append(d)
     return tuple(out)
 
@@ -446,7 +518,7 @@ def expand(call: OpCall) -> list[TensorInfo | None]:
         if data is not None and data.shape is not None and s is not None and type(s[0]) is int:
             return [TensorInfo(dtype, broadcast_shapes([data.shape, (None,) * s[0]]))]
         return [TensorInfo(dtype, None)]
-    out = broadcast_shapes([data.shape if data else None, tuple(v)])
+    out = broadcast_shapes([data.shape if data else None, tuple(v)], prove=call.scope == 0)
     value = None
     if data is not None and data.value is not None and len(data.value) == 1 and out is not None:
         n = numel(out)
