@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Collection, Iterator, Mapping, Sequence
 
 from ._onnx import onnx
 from .diagnostics import Diagnostic, Severity
+from .errors import ShapeflowError
 from .dims import Bound, shape_to_json
 from .graph import ModelGraph, build_graph
 from .assume import alias_bindings, check_assumptions, check_proven, resolve_premises
@@ -137,6 +138,76 @@ def analyze(
             progress(len(graph.nodes), len(graph.nodes))
         with inference.domain():  # the rules judge dims in the domain inference proved them in
             return _judge(loaded, graph, inference, rules)
+
+
+# Premise hints (``infer``): at most this many candidates, and fewer on large models, so that
+# candidates x nodes stays under the budget (each candidate is one more inference of the model).
+HINT_CANDIDATES = 8
+HINT_NODE_BUDGET = 400_000
+
+
+def known_dims(inference: Inference) -> dict[tuple[int, str], int]:
+    """How many dims of each tensor (scope id, name) inference states."""
+    out: dict[tuple[int, str], int] = {}
+    for sid, table in enumerate(inference.tensors):
+        for name, t in table.items():
+            shape = t.shape if t is not None else None
+            out[(sid, name)] = 0 if shape is None else sum(1 for d in shape if d is not None)
+    return out
+
+
+def premise_hints(a: Analysis, limit: int = HINT_CANDIDATES) -> list[tuple[str, int]]:
+    """The premises that would state more dims, with how many more: ``("seq>=1", 46)``. Only
+    when some dim is unknown; each candidate (``x>=1`` for an input symbol not already >= 1, once
+    per symbol, then ``*>=1``) is an inference of the model under it, so their number is bounded
+    (``limit``, and ``HINT_NODE_BUDGET`` over the model's size). A premise that contradicts a fact
+    the model proves, or a run past the time limit, is left out."""
+    inference = a.inference
+    base = known_dims(inference)
+    if not any(t is None or t.shape is None or None in t.shape for table in inference.tensors
+               for t in table.values()):
+        return []
+    nodes = max(len(a.graph.nodes), 1)
+    limit = min(limit, HINT_NODE_BUDGET // nodes)
+    symbols = [s for s in _input_symbol_order(a.graph) if s not in inference.bindings
+               and s not in inference.aliases]
+    weak = [s for s in symbols if (inference.ranges.get(s, (None, None))[0] or 0) < 1]
+    candidates = [[s] for s in weak[:limit]]
+    if len(weak) > 1 and len(candidates) < limit:
+        candidates.append(weak)
+    out: list[tuple[str, int]] = []
+    best_single = 0
+    for names in candidates:
+        ranges = dict(inference.assumptions)
+        for n in names:
+            lo, hi = ranges.get(n, (None, None))
+            ranges[n] = (max(lo or 0, 1), hi)
+        try:
+            trial = infer(a.graph, inference.bindings, inference.limits, None, ranges, inference.aliases)
+        except ShapeflowError:
+            break
+        if any(lo is not None and hi is not None and lo > hi for lo, hi in trial.ranges.values()):
+            continue
+        more = sum(max(0, k - base.get(key, 0)) for key, k in known_dims(trial).items())
+        if more and (len(names) == 1 or more > best_single):
+            out.append((f"{names[0]}>=1" if len(names) == 1 else "*>=1", more))
+            if len(names) == 1:
+                best_single = max(best_single, more)
+    return out
+
+
+def _input_symbol_order(graph: ModelGraph) -> list[str]:
+    """The symbols of the main graph's inputs, in the order they are declared."""
+    seen: dict[str, None] = {}
+    body = graph.scopes[0].proto
+    inits = graph.scopes[0].initializers
+    for vi in getattr(body, "input", ()):
+        if vi.name in inits or vi.type.WhichOneof("value") != "tensor_type":
+            continue
+        for d in vi.type.tensor_type.shape.dim:
+            if d.WhichOneof("value") == "dim_param" and d.dim_param:
+                seen.setdefault(d.dim_param, None)
+    return list(seen)
 
 
 def _judge(loaded: LoadedModel, graph: ModelGraph, inference: Inference,

@@ -6,7 +6,7 @@ import time
 
 import click
 
-from ..analysis import gc_paused
+from ..analysis import gc_paused, premise_hints
 from ..annotate import annotate
 from ..errors import EXIT_CLEAN, EXIT_FINDINGS, UsageError, display_path
 from ..io import STDOUT, check_output_path, load_model, refuse_unsafe_external_data, save_model, write_to_stdout
@@ -131,6 +131,11 @@ def infer(model: str, all_tensors: bool, fmt: str, around: tuple[str, ...], dept
         click.echo(f"{display_path(model)}: {len(result.inference.axis_nodes):,} Squeeze/Unsqueeze, "
                    f"{summary_line(counts)} ({nodes:,} node{'' if nodes == 1 else 's'} in {elapsed:.2f} s)"
                    + (f"; assuming {', '.join(premises)}" if premises else ""), err=True)
+    if not quiet:
+        # a dim left unknown only for want of a premise: say which one would decide it
+        for text, more in premise_hints(result):
+            click.echo(f"{display_path(model)}: hint: assuming {text} would state {more:,} more "
+                       f"dim{'' if more == 1 else 's'} (--assume '{text}')", err=True)
     if annotated is not None and output is not None and not quiet:
         kept = f", {annotated.kept} contradicting declarations kept (SF112)" if annotated.kept else ""
         click.echo(f"{display_path(output)}: {annotated.added} value_info entries added, "
