@@ -48,6 +48,7 @@ __all__ = [
     "zero_forcing_symbols",
     "zero_implies",
     "plain_symbol",
+    "join_pieces",
     "prove_at_least",
     "prove_at_most",
     "prove_broadcast",
@@ -73,6 +74,7 @@ __all__ = [
     "dims_equal",
     "format_shape",
     "shape_to_json",
+    "simplest",
     "substitute",
 ]
 
@@ -327,6 +329,65 @@ def _add_syms(a: Sym, b: Sym) -> Dim:
     for m, c in b._terms:
         poly[m] = poly.get(m, 0) + c
     return _from_dict(poly)
+
+
+_FOLDING: list[bool] = []
+_FOLD_DEPTH = 3
+
+
+def _fold(d: Union[int, Sym]) -> Union[int, Sym]:
+    """An operand of a new min/max atom, folded (:func:`_fold_minmax`) once: only there, so that
+    sums stay the one canonical polynomial whatever order they were added in."""
+    if type(d) is not Sym or len(d._terms) < 2 or not _nesting(d) or len(_FOLDING) >= _FOLD_DEPTH:
+        return d
+    _FOLDING.append(True)  # the fold's own operands are folded again, a few levels deep
+    try:
+        out = _fold_minmax(d)
+    finally:
+        _FOLDING.pop()
+    return d if out is None else out
+
+
+def _fold_minmax(s: Sym) -> Dim:
+    """``R + max(A, B)`` as ``max(R + A, R + B)`` and ``R - max(A, B)`` as ``min(R - A, R - B)``
+    (min alike), where that is smaller: the rest cancels into the operands, so that
+    ``max(0, seq - max(3, seq) + 3)`` (a slice's length from clamped ends) is ``min(3, seq)``."""
+    terms = s._terms
+    if len(terms) < 2:
+        return s
+    for i, (mono, c) in enumerate(terms):
+        if (c != 1 and c != -1) or len(mono) != 1 or (mono[0].kind != _MIN and mono[0].kind != _MAX):
+            continue
+        atom = mono[0]
+        rest = _from_dict(dict(terms[:i] + terms[i + 1:]))
+        if type(rest) is not Sym or rest.symbols().isdisjoint(_atom_sym(atom).symbols()):
+            continue  # a constant rest is already pulled out (_minmax's canonical form)
+        a, b = atom.expr, atom.other
+        if c == 1:
+            x, y, kind = dim_add(rest, a), dim_add(rest, b), atom.kind
+        else:
+            x, y, kind = dim_sub(rest, a), dim_sub(rest, b), (_MAX if atom.kind == _MIN else _MIN)
+        folded = dim_min(x, y) if kind == _MIN else dim_max(x, y)
+        if type(folded) is int or (type(folded) is Sym and _weight(folded) < _weight(s)):
+            return folded
+    return s
+
+
+def _weight(s: Sym) -> tuple[int, int]:
+    """How hard an expression is to read: its size, then how often it names a symbol."""
+    names = 0
+    stack = [s]
+    while stack:
+        e = stack.pop()
+        for mono, _ in e._terms:
+            for atom in mono:
+                if atom.kind == _NAME:
+                    names += 1
+                else:
+                    stack.append(atom.expr)  # type: ignore[arg-type]  # a non-name atom has one
+                    if type(atom.other) is Sym:
+                        stack.append(atom.other)
+    return s._size, names
 
 
 def _mono_mul(m1: _Mono, m2: _Mono) -> _Mono:
@@ -865,10 +926,73 @@ def _var_key(s: Sym) -> tuple:
     return s._key if s._terms[-1][0] else s._key[:-1]
 
 
+def _floor_form(d: Union[int, Sym]) -> Optional[tuple[Sym, int, int]]:
+    """``(E, k, c)`` when ``d`` is ``floor(E/k) + c``."""
+    if type(d) is not Sym:
+        return None
+    terms, c = _split_const(d)
+    if len(terms) != 1:
+        return None
+    mono, coeff = terms[0]
+    if coeff != 1 or len(mono) != 1 or mono[0].kind != _FLOOR:
+        return None
+    return mono[0].expr, mono[0].k, c  # type: ignore[return-value]  # a floor atom has an expr
+
+
+def _floor_le(a: Union[int, Sym], b: Union[int, Sym]) -> bool:
+    """``a <= b`` for two ``floor(E/k) + c`` of one ``k``, because floor is monotone:
+    ``floor(E/k) + c`` is ``floor((E + k*c)/k)``, so ``E1 + k*c1 <= E2 + k*c2`` is enough."""
+    fa, fb = _floor_form(a), _floor_form(b)
+    if fa is None or fb is None or fa[1] != fb[1]:
+        return False
+    k = fa[1]
+    lo, _ = _diff_bounds(dim_add(fb[0], k * fb[2]), dim_add(fa[0], k * fa[2]))  # type: ignore[arg-type]
+    return lo >= 0
+
+
+def _minmax_args(d: Union[int, Sym]) -> Optional[tuple[int, Dim, Dim]]:
+    """``(kind, p, q)`` when ``d`` is ``min(p, q)`` or ``max(p, q)`` (its constant put back in)."""
+    if type(d) is not Sym:
+        return None
+    terms, c = _split_const(d)
+    if len(terms) != 1:
+        return None
+    mono, coeff = terms[0]
+    if coeff != 1 or len(mono) != 1 or (mono[0].kind != _MIN and mono[0].kind != _MAX):
+        return None
+    atom = mono[0]
+    return atom.kind, dim_add(atom.expr, c), dim_add(atom.other, c)
+
+
+def _absorb_minmax(kind: int, a: Union[int, Sym], b: Union[int, Sym]) -> Dim:
+    """The lattice laws: ``min(min(x, y), x)`` is ``min(x, y)`` and ``min(max(x, y), x)`` is ``x``
+    (max alike); None when neither applies."""
+    for x, y in ((a, b), (b, a)):
+        args = _minmax_args(x)
+        if args is not None and (args[1] == y or args[2] == y):
+            return x if args[0] == kind else y
+    return None
+
+
 def _minmax(kind: int, a: Union[int, Sym], b: Union[int, Sym]) -> Dim:
+    a, b = _fold(a), _fold(b)
     if a == b:
         return a
+    absorbed = _absorb_minmax(kind, a, b)
+    if absorbed is not None:
+        return absorbed
     lo, hi = _diff_bounds(a, b)
+    if lo < 0 < hi and type(a) is Sym and type(b) is Sym:
+        # min(floor(L/2), floor((L + 1)/2)) is floor(L/2): the bounds of the difference cannot see it
+        if _floor_le(a, b):
+            hi = 0
+        elif _floor_le(b, a):
+            lo = 0
+        else:
+            # nor min(seq, max(0, seq - 3)): the difference folded, max(-3, -seq), is <= 0
+            diff = _fold(dim_sub(a, b))  # type: ignore[arg-type]
+            if type(diff) is Sym:
+                lo, hi = _sym_bounds(diff, _ASSUMED.get())
     if kind == _MIN:
         if hi <= 0:
             return a
@@ -1270,6 +1394,80 @@ def rebuild(d: Dim) -> Dim:
     return _evaluate(d, {}) if isinstance(d, Sym) else d
 
 
+def join_pieces(x: str, c: int, first: int, lows: list[Dim], high: Dim) -> Dim:
+    """One expression equal to ``high`` wherever symbol ``x >= c`` and to ``lows[i]`` at
+    ``x = first + i``, or None. A few clamp forms of ``high`` are tried and each is checked: at
+    the low values by substitution, and above ``c`` by building it again in that domain
+    (:func:`rebuild`), where its min/max atoms are decided. ``x[T-1:T]`` is 1 from T = 1 and 0 at
+    T = 0: ``min(1, T)``; a 2-wide, stride-2 pool over L is ``floor(L/2)`` from L = 2, 1 at L = 1
+    and 0 at 0: ``max(min(1, L), floor(L/2))``."""
+    if high is None or any(low is None for low in lows):
+        return None
+    sym = Sym.symbol(x)
+    clamps = [dim_max(dim_add(sym, k), 0) for k in range(-c - 1, c + 2)]
+    candidates: list[Dim] = [high, dim_max(high, 0)]
+    for clamp in clamps:
+        candidates += [dim_min(high, clamp), dim_min(dim_max(high, 0), clamp)]
+    for m in (1, 2):
+        for clamp in clamps:
+            candidates.append(dim_max(high, dim_min(m, clamp)))
+    ranges = _ASSUMED.get()
+    above = {**ranges, x: (c, ranges.get(x, (None, None))[1])}
+    for cand in candidates:
+        if cand is None:
+            continue
+        with assuming(above):
+            if dims_equal(rebuild(cand), high) is not True:
+                continue
+        if all(dims_equal(substitute(cand, {x: first + i}), low) is True for i, low in enumerate(lows)):
+            return cand
+    return None
+
+
+def _has_minmax(d: Dim) -> bool:
+    if type(d) is not Sym:
+        return False
+    for mono, _ in d._terms:
+        for atom in mono:
+            if atom.kind == _MIN or atom.kind == _MAX or _has_minmax(atom.expr) or _has_minmax(atom.other):
+                return True
+    return False
+
+
+# How far above a symbol's lower bound simplest() looks for the point where min/max settle.
+_SETTLE = 8
+
+
+def simplest(d: Dim) -> Dim:
+    """``d`` in a simpler equivalent form, when ``d`` has one symbol and min/max atoms that settle
+    (are decided) from some small value of it on: the settled form joined with the values below
+    (:func:`join_pieces`), kept only when it reads easier. Pool output lengths:
+    ``-floor(max(-2, -L)/2) + floor(max(2, L)/2) - 1`` is ``max(min(1, L), floor(L/2))``."""
+    if type(d) is not Sym or not _has_minmax(d):
+        return d
+    names = d.symbols()
+    if len(names) != 1:
+        return d
+    (x,) = names
+    ranges = _ASSUMED.get()
+    lo, hi = ranges.get(x, (None, None))
+    first = max(lo or 0, 0)
+    for c in range(first, first + _SETTLE + 1):
+        if hi is not None and c > hi:
+            return d
+        with assuming({**ranges, x: (c, hi)}):
+            high = rebuild(d)
+        if not _has_minmax(high):
+            break
+    else:
+        return d
+    lows = [substitute(d, {x: v}) for v in range(first, c)]
+    joined = join_pieces(x, c, first, lows, high)
+    if type(joined) is int or (type(joined) is Sym and _weight(joined) < _weight(d)):
+        return joined
+    return d
+
+
 def _evaluate(s: Sym, bindings: Mapping[str, int]) -> Dim:
     total: Dim = 0
     for mono, c in s._terms:
@@ -1286,12 +1484,15 @@ def _evaluate_atom(atom: _Atom, bindings: Mapping[str, int]) -> Dim:
             return operator.index(bindings[atom.name])  # type: ignore[index]
         return _atom_sym(atom)
     assert atom.expr is not None
-    inner = substitute(atom.expr, bindings)
+    # (no bindings: rebuild(), every level again)
+    inner = substitute(atom.expr, bindings) if bindings else _evaluate(atom.expr, bindings)
     if atom.kind == _FLOOR:
         return dim_floordiv(inner, atom.k)
     if atom.kind == _MOD:
         return dim_mod(inner, atom.k)
-    other = substitute(atom.other, bindings)
+    other = atom.other
+    if type(other) is Sym:
+        other = substitute(other, bindings) if bindings else _evaluate(other, bindings)
     return dim_min(inner, other) if atom.kind == _MIN else dim_max(inner, other)
 
 

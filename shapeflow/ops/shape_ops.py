@@ -13,9 +13,9 @@ from .._onnx import onnx
 
 from ..axes import AxisError, normalize_axis
 from ..dims import (
-    Dim, Shape, Sym, affine_symbol, assuming, broadcast_dim, current_assumptions, dim_add, dim_bounds,
-    dim_floordiv, dim_max, dim_min, dim_mul, dim_sub, dims_equal, prove_at_least, prove_broadcast, rebuild, substitute,
-    zero_forcing_symbols, zero_implies,
+    Dim, Shape, affine_symbol, assuming, broadcast_dim, current_assumptions, dim_add, dim_bounds,
+    dim_floordiv, dim_max, dim_min, dim_mul, dim_sub, dims_equal, join_pieces, prove_at_least, prove_broadcast,
+    substitute, zero_forcing_symbols, zero_implies,
 )
 from ..tensorinfo import MAX_VALUE_ELEMS, TensorInfo
 from .base import OpCall, make_value, numel, register
@@ -173,7 +173,7 @@ def _slice_len_split(d: Dim, start: Dim, end: Dim, step: int) -> Dim:
         for xv in range(first, c):
             b = {x: xv}
             lows.append(_slice_len(substitute(d, b), substitute(start, b), substitute(end, b), step))
-        return _join_pieces(x, c, first, lows, high)
+        return join_pieces(x, c, first, lows, high)
     return None
 
 
@@ -189,26 +189,6 @@ def _sign_split(v: Dim) -> tuple[str, int] | None:
         return None
     # a > 0: v >= 0 from x = ceil(-b/a); a < 0: v < 0 from x = floor(b/-a) + 1
     return (x, -(b // a)) if a > 0 else (x, b // -a + 1)
-
-
-def _join_pieces(x: str, c: int, first: int, lows: list[Dim], high: Dim) -> Dim:
-    """One expression equal to ``high`` wherever ``x >= c`` and to ``lows[i]`` at ``x = first + i``."""
-    sym = Sym.symbol(x)
-    candidates: list[Dim] = [high, dim_max(high, 0)]
-    for k in range(-c - 1, c + 2):
-        clamp = dim_max(dim_add(sym, k), 0)
-        candidates += [dim_min(high, clamp), dim_min(dim_max(high, 0), clamp)]
-    ranges = current_assumptions()
-    for cand in candidates:
-        if cand is None:
-            continue
-        with assuming({**ranges, x: (c, ranges.get(x, (None, None))[1])}):
-            if dims_equal(rebuild(cand), high) is not True:
-                continue
-        if all(low is not None and dims_equal(substitute(cand, {x: first + i}), low) is True
-               for i, low in enumerate(lows)):
-            return cand
-    return None
 
 
 @register("Slice")
