@@ -140,3 +140,13 @@ def test_target_that_may_be_zero_without_implication_stays_unknown(runner: shape
               inits="int64[1] two = {2}, int64[1] m1 = {-1}")
     assert stated(m)["y"] == "[?, ?]"
     check(runner, m, ("batch", "seq"))
+
+
+def test_optimize_keeps_a_computed_zero_and_minus_one_target(runner: shapearith.Runner) -> None:
+    """Found by the fuzzer: Reshape<allowzero=1>(x[2, 0, b], Concat(Shape(x)[0:2], [-1, 1])) runs
+    ([2, 0, 1, 1] at b = 0: the -1 is 2/2); folded to the constant [2, 0, -1, 1], onnx's shape
+    inference refuses the model when onnxruntime loads it. The target stays computed. The -1 is the
+    non-zero dims' ratio at every b: max(1, b)."""
+    m = model("sh = Shape<start=0, end=2>(x)\n t = Concat<axis=0>(sh, c)\n y = Reshape<allowzero=1>(x, t)",
+              inputs="float[2,0,b] x", outputs="float[?,?,?,?] y", inits="int64[2] c = {-1, 1}")
+    check(runner, m, ("b",), {"y": "[2, 0, max(1, b), 1]"})

@@ -353,6 +353,9 @@ def _infer_minus_one(in_shape: Shape, target: list[Dim], minus_at: int, allowzer
         else:
             rest_den.append(d)
     if allowzero and not _never_zero(_product(den)):
+        if _product(den) == 0:
+            # always the empty case: the ratio of the non-zero dims, max(d, 1) each
+            return dim_floordiv(_product([dim_max(d, 1) for d in num]), _product([dim_max(d, 1) for d in rest_den]))
         if not all(_never_zero(d) for d in num + rest_den):
             return None
     divisor = _product(rest_den)
