@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Collection, Iterator, Mapping, Sequence
 from ._onnx import onnx
 from .diagnostics import Diagnostic, Severity
 from .errors import ShapeflowError
-from .dims import Bound, shape_to_json
+from .dims import Bound, Shape, shape_to_json
 from .graph import ModelGraph, build_graph
 from .assume import alias_bindings, check_assumptions, check_proven, resolve_premises
 from .inference import Inference, Progress, declared_symbols, infer
@@ -159,9 +159,10 @@ def known_dims(inference: Inference) -> dict[tuple[int, str], int]:
 def premise_hints(a: Analysis, limit: int = HINT_CANDIDATES) -> list[tuple[str, int]]:
     """The premises that would state more dims, with how many more: ``("seq>=1", 46)``. Only
     when some dim is unknown; each candidate (``x>=1`` for an input symbol not already >= 1, once
-    per symbol, then ``*>=1``) is an inference of the model under it, so their number is bounded
-    (``limit``, and ``HINT_NODE_BUDGET`` over the model's size). A premise that contradicts a fact
-    the model proves, or a run past the time limit, is left out."""
+    per symbol; ``*>=1``; ``a==b`` for two input symbols a broadcast leaves unknown) is an
+    inference of the model under it, so their number is bounded (``limit``, and
+    ``HINT_NODE_BUDGET`` over the model's size). A premise that contradicts a fact the model
+    proves, or a run past the time limit, is left out."""
     inference = a.inference
     base = known_dims(inference)
     if not any(t is None or t.shape is None or None in t.shape for table in inference.tensors
@@ -172,28 +173,78 @@ def premise_hints(a: Analysis, limit: int = HINT_CANDIDATES) -> list[tuple[str, 
     symbols = [s for s in _input_symbol_order(a.graph) if s not in inference.bindings
                and s not in inference.aliases]
     weak = [s for s in symbols if (inference.ranges.get(s, (None, None))[0] or 0) < 1]
-    candidates = [[s] for s in weak[:limit]]
-    if len(weak) > 1 and len(candidates) < limit:
-        candidates.append(weak)
+    # (text, extra ranges, extra aliases): each symbol >= 1, all of them, then pairs of input
+    # symbols that meet in a broadcast whose dim stays unknown (tf2onnx's b1 against b2)
+    pairs = _unknown_broadcast_pairs(a, set(symbols))[:max(limit // 2 - 1, 0)] if limit > 1 else []
+    singles = weak[:max(limit - len(pairs) - (1 if len(weak) > 1 else 0), 0)]
+    candidates: list[tuple[str, list[str], dict[str, str]]] = [(f"{s}>=1", [s], {}) for s in singles]
+    if len(weak) > 1 and limit > len(singles) + len(pairs):
+        candidates.append(("*>=1", weak, {}))
+    candidates += [(f"{x}=={y}", [], {y: x}) for x, y in pairs]
     out: list[tuple[str, int]] = []
     best_single = 0
-    for names in candidates:
+    for text, names, alias in candidates:
         ranges = dict(inference.assumptions)
         for n in names:
             lo, hi = ranges.get(n, (None, None))
             ranges[n] = (max(lo or 0, 1), hi)
+        aliases = {**inference.aliases, **alias}
+        if alias:
+            (y, x), = alias.items()
+            if y in ranges:  # b's range goes to a, which b now reads as
+                lo, hi = ranges.pop(y)
+                ranges[x] = (max(lo or 0, ranges.get(x, (0, None))[0] or 0), hi)
         try:
-            trial = infer(a.graph, inference.bindings, inference.limits, None, ranges, inference.aliases)
+            trial = infer(a.graph, inference.bindings, inference.limits, None, ranges, aliases)
         except ShapeflowError:
             break
         if any(lo is not None and hi is not None and lo > hi for lo, hi in trial.ranges.values()):
             continue
         more = sum(max(0, k - base.get(key, 0)) for key, k in known_dims(trial).items())
-        if more and (len(names) == 1 or more > best_single):
-            out.append((f"{names[0]}>=1" if len(names) == 1 else "*>=1", more))
+        if more and (text != "*>=1" or more > best_single):
+            out.append((text, more))
             if len(names) == 1:
                 best_single = max(best_single, more)
     return out
+
+
+_BROADCASTS = frozenset({"Add", "Sub", "Mul", "Div", "Pow", "Mod", "Max", "Min", "Where", "Equal", "Less",
+                         "Greater", "And", "Or", "Sum", "Mean", "PRelu"})
+
+
+def _unknown_broadcast_pairs(a: Analysis, symbols: set[str]) -> list[tuple[str, str]]:
+    """Pairs of input symbols that meet in a broadcast of the main graph whose dim is left unknown,
+    most frequent first: where ``a==b`` would decide it."""
+    from .dims import plain_symbol
+
+    seen: dict[tuple[str, str], int] = {}
+    g, table = a.graph, a.inference.tensors[0]
+    for nid in g.scopes[0].order:
+        info = g.nodes[nid]
+        if info.op_type not in _BROADCASTS or info.domain != "" or not info.outputs:
+            continue
+        out = table.get(info.outputs[0])
+        if out is None or out.shape is None or None not in out.shape:
+            continue
+        shapes: list[Shape] = []
+        for n in info.inputs:
+            t = table.get(n) if n else None
+            shapes.append(t.shape if t is not None else None)
+        rank = len(out.shape)
+        for k, d in enumerate(out.shape):
+            if d is not None:
+                continue
+            names: set[str] = set()
+            for s in shapes:
+                j = k - (rank - len(s)) if s is not None else -1
+                if s is not None and 0 <= j < len(s):
+                    sym = plain_symbol(s[j])
+                    if sym is not None and sym in symbols:
+                        names.add(sym)
+            if len(names) == 2:
+                x, y = sorted(names)
+                seen[(x, y)] = seen.get((x, y), 0) + 1
+    return [p for p, _ in sorted(seen.items(), key=lambda kv: -kv[1])]
 
 
 def _input_symbol_order(graph: ModelGraph) -> list[str]:

@@ -286,6 +286,8 @@ def test_infer_hints_the_premise_that_would_decide(tmp_path: Path) -> None:
     assert any("assuming seq>=1 would state 1 more dim (--assume 'seq>=1')" in h for h in hints), hints
     assert not any("mlen>=1" in h for h in hints)  # alone it decides nothing
     assert any("assuming *>=1 would state" in h for h in hints), hints
+    # the mask against the sequence: two names a broadcast leaves unknown
+    assert any("assuming mlen==seq would state 1 more dim (--assume 'mlen==seq')" in h for h in hints), hints
     r = run("infer", str(path), "--assume", "*>=1")
     assert ": hint: " not in r.stderr
     r = run("infer", str(path), "-q")
