@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Collection, Iterator, Mapping, Sequence
 from ._onnx import onnx
 from .diagnostics import Diagnostic, Severity
 from .errors import ShapeflowError
-from .dims import Bound, Shape, shape_to_json
+from .dims import Bound, Shape, has_minmax, shape_to_json
 from .graph import ModelGraph, build_graph
 from .assume import alias_bindings, check_assumptions, check_proven, resolve_premises
 from .inference import Inference, Progress, declared_symbols, infer
@@ -146,28 +146,52 @@ HINT_CANDIDATES = 8
 HINT_NODE_BUDGET = 400_000
 
 
-def known_dims(inference: Inference) -> dict[tuple[int, str], int]:
-    """How many dims of each tensor (scope id, name) inference states."""
-    out: dict[tuple[int, str], int] = {}
+def dim_weights(inference: Inference) -> dict[tuple[int, str], tuple[int | None, ...] | None]:
+    """Each tensor's (scope id, name) dims as how hard they read: None for an unknown dim (or
+    rank), else the expression's size (1 for an int)."""
+    out: dict[tuple[int, str], tuple[int | None, ...] | None] = {}
     for sid, table in enumerate(inference.tensors):
         for name, t in table.items():
             shape = t.shape if t is not None else None
-            out[(sid, name)] = 0 if shape is None else sum(1 for d in shape if d is not None)
+            out[(sid, name)] = None if shape is None else tuple(
+                None if d is None else (1 if type(d) is int else d.size()) for d in shape)  # type: ignore[union-attr]
     return out
 
 
-def premise_hints(a: Analysis, limit: int = HINT_CANDIDATES) -> list[tuple[str, int]]:
-    """The premises that would state more dims, with how many more: ``("seq>=1", 46)``. Only
-    when some dim is unknown; each candidate (``x>=1`` for an input symbol not already >= 1, once
+def _compare(base: Mapping[tuple[int, str], tuple[int | None, ...] | None],
+             trial: Mapping[tuple[int, str], tuple[int | None, ...] | None]) -> tuple[int, int]:
+    """(dims the trial states that base does not, dims both state that the trial states simpler)."""
+    more = simpler = 0
+    for key, t in trial.items():
+        if t is None:
+            continue
+        b = base.get(key)
+        if b is None or len(b) != len(t):
+            more += sum(1 for w in t if w is not None)
+            continue
+        for wb, wt in zip(b, t):
+            if wt is None:
+                continue
+            if wb is None:
+                more += 1
+            elif wt < wb:
+                simpler += 1
+    return more, simpler
+
+
+def premise_hints(a: Analysis, limit: int = HINT_CANDIDATES) -> list[tuple[str, int, int]]:
+    """The premises that would state more dims, or state dims more simply, with how many:
+    ``("seq>=1", 46, 3)``. Only when some dim is unknown or has a min/max (``seq - 64*min(1, seq) +
+    64``, which is ``seq`` from seq = 1 on); each candidate (``x>=1`` for an input symbol not already >= 1, once
     per symbol; ``*>=1``; ``a==b`` for two input symbols a broadcast leaves unknown) is an
     inference of the model under it, so their number is bounded (``limit``, and
     ``HINT_NODE_BUDGET`` over the model's size). A premise that contradicts a fact the model
     proves, or a run past the time limit, is left out."""
     inference = a.inference
-    base = known_dims(inference)
-    if not any(t is None or t.shape is None or None in t.shape for table in inference.tensors
-               for t in table.values()):
+    if not any(t is None or t.shape is None or None in t.shape or any(has_minmax(d) for d in t.shape)
+               for table in inference.tensors for t in table.values()):
         return []
+    base = dim_weights(inference)
     nodes = max(len(a.graph.nodes), 1)
     limit = min(limit, HINT_NODE_BUDGET // nodes)
     symbols = [s for s in _input_symbol_order(a.graph) if s not in inference.bindings
@@ -181,7 +205,7 @@ def premise_hints(a: Analysis, limit: int = HINT_CANDIDATES) -> list[tuple[str, 
     if len(weak) > 1 and limit > len(singles) + len(pairs):
         candidates.append(("*>=1", weak, {}))
     candidates += [(f"{x}=={y}", [], {y: x}) for x, y in pairs]
-    out: list[tuple[str, int]] = []
+    out: list[tuple[str, int, int]] = []
     best_single = 0
     for text, names, alias in candidates:
         ranges = dict(inference.assumptions)
@@ -200,11 +224,11 @@ def premise_hints(a: Analysis, limit: int = HINT_CANDIDATES) -> list[tuple[str, 
             break
         if any(lo is not None and hi is not None and lo > hi for lo, hi in trial.ranges.values()):
             continue
-        more = sum(max(0, k - base.get(key, 0)) for key, k in known_dims(trial).items())
-        if more and (text != "*>=1" or more > best_single):
-            out.append((text, more))
+        more, simpler = _compare(base, dim_weights(trial))
+        if (more or simpler) and (text != "*>=1" or more + simpler > best_single):
+            out.append((text, more, simpler))
             if len(names) == 1:
-                best_single = max(best_single, more)
+                best_single = max(best_single, more + simpler)
     return out
 
 

@@ -46,6 +46,7 @@ __all__ = [
     "broadcast_dim",
     "current_assumptions",
     "zero_forcing_symbols",
+    "zero_symbol",
     "zero_implies",
     "plain_symbol",
     "join_pieces",
@@ -73,6 +74,7 @@ __all__ = [
     "dim_truncdiv",
     "dims_equal",
     "format_shape",
+    "has_minmax",
     "shape_to_json",
     "simplest",
     "substitute",
@@ -570,6 +572,14 @@ def _expr_text(s: Sym, whole: bool) -> str:
             inner = _add_const(atom.expr, c)  # type: ignore[arg-type]
             inner_text = _int_text(inner) if type(inner) is int else _expr_text(inner, whole=True)  # type: ignore[arg-type]
             return f"{'min' if atom.kind == _MIN else 'max'}({_int_text(atom.other + c)}, {inner_text})"
+        if atom.kind == _MIN or atom.kind == _MAX:
+            # max(-batch, seq - 1) + 1 reads better with the constant inside: max(-batch + 1, seq)
+            c = terms[1][1]
+            parts = []
+            for operand in (atom.expr, atom.other):
+                v = dim_add(operand, c)
+                parts.append(_int_text(v) if type(v) is int else _expr_text(v, whole=True))  # type: ignore[arg-type]
+            return f"{'min' if atom.kind == _MIN else 'max'}({parts[0]}, {parts[1]})"
     out = []
     for i, (mono, c) in enumerate(terms):
         neg = c < 0
@@ -1345,6 +1355,19 @@ def zero_implies(t: Dim, d: Dim) -> bool:
     return all(any(u <= c for u in under) for c in over)
 
 
+def zero_symbol(d: Dim) -> Optional[str]:
+    """The one symbol ``x`` such that ``d`` is 0 only where ``x`` is (``seq``, ``4*seq``,
+    ``seq*min(3, seq)``), else None."""
+    d = _coerce(d)
+    if type(d) is not Sym:
+        return None
+    over = _zero_over(d)
+    if over is None or len(over) != 1:
+        return None
+    (clause,) = over
+    return next(iter(clause)) if len(clause) == 1 else None
+
+
 def zero_forcing_symbols(d: Dim) -> list[str]:
     """The symbols whose being 0 makes ``d`` 0 (``batch`` and ``seq`` for ``16*batch*min(3, seq)``):
     where the model runs only if ``d != 0``, each of them is >= 1."""
@@ -1394,13 +1417,15 @@ def rebuild(d: Dim) -> Dim:
     return _evaluate(d, {}) if isinstance(d, Sym) else d
 
 
-def join_pieces(x: str, c: int, first: int, lows: list[Dim], high: Dim) -> Dim:
+def join_pieces(x: str, c: int, first: int, lows: list[Dim], high: Dim, indicator: bool = False) -> Dim:
     """One expression equal to ``high`` wherever symbol ``x >= c`` and to ``lows[i]`` at
     ``x = first + i``, or None. A few clamp forms of ``high`` are tried and each is checked: at
     the low values by substitution, and above ``c`` by building it again in that domain
     (:func:`rebuild`), where its min/max atoms are decided. ``x[T-1:T]`` is 1 from T = 1 and 0 at
     T = 0: ``min(1, T)``; a 2-wide, stride-2 pool over L is ``floor(L/2)`` from L = 2, 1 at L = 1
-    and 0 at 0: ``max(min(1, L), floor(L/2))``."""
+    and 0 at 0: ``max(min(1, L), floor(L/2))``. With ``indicator`` and one low value (``c = 1``),
+    ``high + (low - high(0))*(1 - min(1, x))`` is the last resort: exact at every x, if not pretty
+    (``4*b*min(1, s)`` where high is ``4*b`` and low 0)."""
     if high is None or any(low is None for low in lows):
         return None
     sym = Sym.symbol(x)
@@ -1411,6 +1436,11 @@ def join_pieces(x: str, c: int, first: int, lows: list[Dim], high: Dim) -> Dim:
     for m in (1, 2):
         for clamp in clamps:
             candidates.append(dim_max(high, dim_min(m, clamp)))
+    for k in range(1, c + 2):  # what a falling x leaves: max(batch, 1 - seq)
+        candidates.append(dim_max(high, dim_sub(k, sym)))
+    if indicator and c == 1 and first == 0:
+        zero = dim_sub(1, dim_min(1, sym))
+        candidates.append(dim_add(high, dim_mul(dim_sub(lows[0], substitute(high, {x: 0})), zero)))
     ranges = _ASSUMED.get()
     above = {**ranges, x: (c, ranges.get(x, (None, None))[1])}
     for cand in candidates:
@@ -1424,12 +1454,13 @@ def join_pieces(x: str, c: int, first: int, lows: list[Dim], high: Dim) -> Dim:
     return None
 
 
-def _has_minmax(d: Dim) -> bool:
+def has_minmax(d: Dim) -> bool:
+    """Whether ``d`` has a min or max in it, at any depth."""
     if type(d) is not Sym:
         return False
     for mono, _ in d._terms:
         for atom in mono:
-            if atom.kind == _MIN or atom.kind == _MAX or _has_minmax(atom.expr) or _has_minmax(atom.other):
+            if atom.kind == _MIN or atom.kind == _MAX or has_minmax(atom.expr) or has_minmax(atom.other):
                 return True
     return False
 
@@ -1443,7 +1474,7 @@ def simplest(d: Dim) -> Dim:
     (are decided) from some small value of it on: the settled form joined with the values below
     (:func:`join_pieces`), kept only when it reads easier. Pool output lengths:
     ``-floor(max(-2, -L)/2) + floor(max(2, L)/2) - 1`` is ``max(min(1, L), floor(L/2))``."""
-    if type(d) is not Sym or not _has_minmax(d):
+    if type(d) is not Sym or not has_minmax(d):
         return d
     names = d.symbols()
     if len(names) != 1:
@@ -1457,7 +1488,7 @@ def simplest(d: Dim) -> Dim:
             return d
         with assuming({**ranges, x: (c, hi)}):
             high = rebuild(d)
-        if not _has_minmax(high):
+        if not has_minmax(high):
             break
     else:
         return d

@@ -19,7 +19,7 @@ pytest.importorskip("onnxruntime")
 from onnx import TensorProto, helper  # noqa: E402
 
 from helpers import ort_session  # noqa: E402
-from oracle import check, model, shapearith, stated  # noqa: E402
+from oracle import INT64_MAX, check, model, shapearith, stated  # noqa: E402
 from shapeflow.ops.numeric import reshape_dims  # noqa: E402
 
 
@@ -133,12 +133,14 @@ def test_target_sum_over_one_of_its_symbols(runner: shapearith.Runner) -> None:
     check(runner, m, ("past", "seq"))
 
 
-def test_target_that_may_be_zero_without_implication_stays_unknown(runner: shapearith.Runner) -> None:
-    """Target 2*seq at a position whose input dim is batch: at seq = 0 the 0 copies batch."""
+def test_target_that_may_be_zero_without_implication_is_joined(runner: shapearith.Runner) -> None:
+    """Target 2*seq at a position whose input dim is batch: at seq = 0 the 0 copies batch, from
+    seq = 1 on it is 2*seq; the two cases join in one exact expression. The -1 (4*batch/(2*seq)
+    from seq = 1 on) is no expression of the algebra: unknown."""
     m = model("s = Shape<start=0, end=1>(z)\n s2 = Mul(s, two)\n t = Concat<axis=0>(s2, m1)\n y = Reshape(x, t)",
               inputs="float[batch,4] x, float[seq] z", outputs="float[?,?] y",
               inits="int64[1] two = {2}, int64[1] m1 = {-1}")
-    assert stated(m)["y"] == "[?, ?]"
+    assert stated(m)["y"] == "[-batch*min(1, seq) + batch + 2*seq, ?]"
     check(runner, m, ("batch", "seq"))
 
 
@@ -150,3 +152,27 @@ def test_optimize_keeps_a_computed_zero_and_minus_one_target(runner: shapearith.
     m = model("sh = Shape<start=0, end=2>(x)\n t = Concat<axis=0>(sh, c)\n y = Reshape<allowzero=1>(x, t)",
               inputs="float[2,0,b] x", outputs="float[?,?,?,?] y", inits="int64[2] c = {-1, 1}")
     check(runner, m, ("b",), {"y": "[2, 0, max(1, b), 1]"})
+
+
+def test_target_that_is_zero_only_with_one_symbol_is_joined(runner: shapearith.Runner) -> None:
+    """dynamo's attention: Reshape(x[b, 4, s, 32], [-1, s, 32]) (s from Shape(x)). At s = 0 the s
+    target copies the input's 4 and the -1 is 0: [0, 4, 32]; from s = 1 on it is [4*b, s, 32].
+    Both cases in one expression each, exact at every binding; the Reshape back to [b, 4, 32, s]
+    is then stated plainly."""
+    m = model("sh = Shape(x)\n s = Slice(sh, m2, m1)\n c = Slice(sh, m1, big)\n t = Concat<axis=0>(m1, s, c)\n"
+              " y = Reshape(x, t)\n tr = Transpose<perm=[0, 2, 1]>(y)\n b4 = Slice(sh, z, m2)\n"
+              " u = Concat<axis=0>(b4, c, s)\n w = Reshape(tr, u)",
+              inputs="float[b,4,s,32] x", outputs="float[?,?,?] y, float[?,?,?,?] w",
+              inits=f"int64[1] m1 = {{-1}}, int64[1] m2 = {{-2}}, int64[1] big = {{{INT64_MAX}}}, int64[1] z = {{0}}")
+    check(runner, m, ("b", "s"), {"y": "[4*b*min(1, s), s - 4*min(1, s) + 4, 32]", "w": "[b, 4, 32, s]"})
+
+
+def test_allowzero_minus_one_beside_a_symbol_that_may_be_0(runner: shapearith.Runner) -> None:
+    """dynamo's gpt2 ``view(-1, seq)`` of the ids under allowzero=1: batch from seq = 1 on; at
+    seq = 0 the -1 is the non-zero dims' ratio, max(batch, 1): one expression, max(batch, 1 - seq).
+    And ``view(batch, -1)``: seq, or max(seq, 1) at batch = 0."""
+    m = model("s = Shape<start=1, end=2>(mask)\n t = Concat<axis=0>(m1, s)\n y = Reshape<allowzero=1>(ids, t)\n"
+              " b = Shape<start=0, end=1>(mask)\n u = Concat<axis=0>(b, m1)\n z = Reshape<allowzero=1>(mask, u)",
+              inputs="float[batch,seq] ids, float[batch,seq] mask", outputs="float[?,?] y, float[?,?] z",
+              inits="int64[1] m1 = {-1}")
+    check(runner, m, ("batch", "seq"), {"y": "[max(batch, -seq + 1), seq]", "z": "[batch, max(-batch + 1, seq)]"})

@@ -133,9 +133,12 @@ def infer(model: str, all_tensors: bool, fmt: str, around: tuple[str, ...], dept
                    + (f"; assuming {', '.join(premises)}" if premises else ""), err=True)
     if not quiet:
         # a dim left unknown only for want of a premise: say which one would decide it
-        for text, more in premise_hints(result):
-            click.echo(f"{display_path(model)}: hint: assuming {text} would state {more:,} more "
-                       f"dim{'' if more == 1 else 's'} (--assume '{text}')", err=True)
+        for text, more, simpler in premise_hints(result):
+            what = [f"{more:,} more dim{'' if more == 1 else 's'}"] if more else []
+            if simpler:
+                what.append(f"{simpler:,} dim{'' if simpler == 1 else 's'} more simply")
+            click.echo(f"{display_path(model)}: hint: assuming {text} would state {' and '.join(what)} "
+                       f"(--assume '{text}')", err=True)
     if annotated is not None and output is not None and not quiet:
         kept = f", {annotated.kept} contradicting declarations kept (SF112)" if annotated.kept else ""
         click.echo(f"{display_path(output)}: {annotated.added} value_info entries added, "

@@ -13,9 +13,9 @@ from .._onnx import onnx
 
 from ..axes import AxisError, normalize_axis
 from ..dims import (
-    Dim, Shape, affine_symbol, assuming, broadcast_dim, current_assumptions, dim_add, dim_bounds,
+    Dim, Shape, Sym, affine_symbol, assuming, broadcast_dim, current_assumptions, dim_add, dim_bounds,
     dim_floordiv, dim_max, dim_min, dim_mul, dim_sub, dims_equal, join_pieces, prove_at_least, prove_broadcast,
-    substitute, zero_forcing_symbols, zero_implies,
+    rebuild, substitute, zero_forcing_symbols, zero_implies, zero_symbol,
 )
 from ..tensorinfo import MAX_VALUE_ELEMS, TensorInfo
 from .base import OpCall, make_value, numel, register
@@ -413,6 +413,46 @@ def reshape(call: OpCall) -> list[TensorInfo | None]:
     if in_shape is not None and all(type(d) is int for d in in_shape) and all(type(t) is int for t in target):
         exact = reshape_dims(in_shape, target, allowzero)  # type: ignore[arg-type]  # all ints: tested
         return [TensorInfo(dtype, tuple(exact) if exact is not None else (None,) * len(target), value)]
+    out, doubtful, _ = _reshape_out(in_shape, target, allowzero, call.scope == 0)
+    if out is None:
+        return [TensorInfo(dtype, None)]
+    if None in out:
+        for x in _split_symbols(target, doubtful, out, allowzero):
+            split = _split_on_zero(in_shape, target, allowzero, out, x, call.scope == 0)
+            if split.count(None) < out.count(None):
+                out = split
+                break
+    return [TensorInfo(dtype, tuple(out), value)]
+
+
+def _split_symbols(target: list[Dim], doubtful: list[int], out: list[Dim], allowzero: int) -> list[str]:
+    """The symbols whose being 0 may leave dims of a Reshape unknown, the likeliest first: those of
+    the targets that may be 0 (and copy), or, with ``allowzero=1``, of the -1's divisor. At most
+    two are tried (each costs two more Reshape rules)."""
+    exprs: list[Dim] = [target[k] for k in doubtful]
+    if not exprs and allowzero and -1 in target:
+        minus_at = target.index(-1)
+        if out[minus_at] is None:
+            exprs = [d for k, d in enumerate(out) if k != minus_at]
+    first: list[str] = []
+    rest: set[str] = set()
+    for e in exprs:
+        if type(e) is Sym:
+            z = zero_symbol(e)
+            if z is not None and z not in first:
+                first.append(z)
+            rest |= e.symbols()
+    return (first + sorted(rest - set(first)))[:2]
+
+
+def _reshape_out(in_shape: Shape, target: list[Dim], allowzero: int,
+                 prove: bool) -> tuple[list[Dim] | None, list[int], bool]:
+    """The output dims of a Reshape of ``in_shape`` to ``target`` (None: no rank), the targets
+    left unknown because they may be 0 (and then copy the input's dim), and whether the Reshape
+    fails for certain. ``prove``: record what a -1 proves (a node of the main graph)."""
+    if in_shape is not None and all(type(d) is int for d in in_shape) and all(type(t) is int for t in target):
+        exact = reshape_dims(in_shape, target, allowzero)  # type: ignore[arg-type]  # all ints: tested
+        return (list(exact) if exact is not None else [None] * len(target)), [], exact is None
     out: list[Dim] = []
     minus_at = -1
     doubtful: list[int] = []  # symbolic targets that might be 0 (and then copy the input's dim)
@@ -422,11 +462,11 @@ def reshape(call: OpCall) -> list[TensorInfo | None]:
                 out.append(in_shape[k] if in_shape is not None and k < len(in_shape) else None)
             elif t == -1:
                 if minus_at >= 0:
-                    return [TensorInfo(dtype, None)]
+                    return None, [], True
                 minus_at = k
                 out.append(None)
             elif t < 0:
-                return [TensorInfo(dtype, None)]
+                return None, [], True
             else:
                 out.append(t)
         else:
@@ -438,14 +478,48 @@ def reshape(call: OpCall) -> list[TensorInfo | None]:
         for k in doubtful:
             # onnxruntime copies the input's dim where the target is 0; when two targets may be 0
             # at once (batch = seq = 0 in [batch*seq, 64] -> [batch, seq, 64] gives [0, 64, 64]),
-            # the exact answer is no readable expression: unknown (--assume batch>=1 restores it)
+            # the answer is not one expression: unknown here (_split_on_zero may join the cases)
             out[k] = None
+    else:
+        doubtful = []
     if minus_at >= 0:
         out[minus_at] = None if doubtful else _infer_minus_one(in_shape, out, minus_at, allowzero)
-        if not doubtful and call.scope == 0 and not allowzero:
+        if not doubtful and prove and not allowzero:
             # (with allowzero=1 onnxruntime infers a -1 beside a 0 without complaint)
             _prove_nonzero(out, minus_at, in_shape)
-    return [TensorInfo(dtype, tuple(out), value)]
+    return out, doubtful, False
+
+
+def _split_on_zero(in_shape: Shape, target: list[Dim], allowzero: int, out: list[Dim],
+                   x: str, prove: bool) -> list[Dim]:
+    """Dims left unknown because symbol ``x`` may be 0 (a target ``s`` that copies the input's dim
+    at ``s = 0`` in dynamo's ``Reshape(x[b, 4, s, 32], [-1, s, 32])``; a -1 beside ``s`` under
+    allowzero=1): the Reshape worked out where ``x >= 1`` and at ``x = 0``, joined per dim
+    (dims.join_pieces; ``4*b*min(1, s)`` for that -1). Where the Reshape fails at ``x = 0``, the
+    first case holds wherever the model runs, and a node of the main graph proves ``x >= 1``."""
+    ranges = current_assumptions()
+    lo, hi = ranges.get(x, (None, None))
+    if hi is not None and hi < 1:
+        return out
+    with assuming({**ranges, x: (max(lo or 0, 1), hi)}):
+        # (built again there: a dim joined earlier, s - 32*min(1, s) + 32, is s from s = 1 on)
+        high, doubt, fails = _reshape_out(None if in_shape is None else tuple(rebuild(d) for d in in_shape),
+                                          [rebuild(t) for t in target], allowzero, False)
+    if high is None or doubt or fails:
+        return out
+    if lo is not None and lo >= 1:
+        return high
+    at0 = {x: 0}
+    low, doubt, fails = _reshape_out(None if in_shape is None else tuple(substitute(d, at0) for d in in_shape),
+                                     [substitute(t, at0) for t in target], allowzero, False)
+    if fails:
+        if prove:
+            prove_at_least(x, 1)
+        return high
+    if low is None or doubt:
+        return out
+    return [d if d is not None else join_pieces(x, 1, 0, [lw], hg, indicator=True)
+            for d, lw, hg in zip(out, low, high)]
 
 
 def _prove_nonzero(out: list[Dim], minus_at: int, in_shape: Shape) -> None:
