@@ -176,3 +176,22 @@ def test_allowzero_minus_one_beside_a_symbol_that_may_be_0(runner: shapearith.Ru
               inputs="float[batch,seq] ids, float[batch,seq] mask", outputs="float[?,?] y, float[?,?] z",
               inits="int64[1] m1 = {-1}")
     check(runner, m, ("batch", "seq"), {"y": "[max(batch, -seq + 1), seq]", "z": "[batch, max(-batch + 1, seq)]"})
+
+
+def test_one_unknown_dim_is_the_size_quotient(runner: shapearith.Runner) -> None:
+    """tf2onnx's Tensordot: Reshape(x[a, b, 16], Cast(Concat(ReduceProd(Cast(Shape(x)[0:2], int32)),
+    [16]), int64)). The int32 product may pass 2**31 under the premise (symbols up to 2**24), so its
+    value is unknown; but the output has x's size wherever the model runs, so beside 16 it is a*b
+    (whatever the wrapped target was: a 0 that copies, a -1, the product itself)."""
+    m = model("sh = Shape<start=0, end=2>(x)\n s32 = Cast<to=6>(sh)\n p = ReduceProd<keepdims=1>(s32)\n"
+              " t = Concat<axis=0>(p, c)\n t64 = Cast<to=7>(t)\n y = Reshape(x, t64)",
+              inputs="float[a,b,16] x", outputs="float[?,?] y", inits="int32[1] c = {16}", opset=17)
+    check(runner, m, ("a", "b"), {"y": "[a*b, 16]"})
+
+
+def test_size_quotient_needs_the_other_dims_non_zero(runner: shapearith.Runner) -> None:
+    """Beside a dim that may be 0 any value keeps the size 0: the unknown dim stays unknown."""
+    m = model("v = Shape<start=0, end=1>(z)\n u = Shape<start=1, end=2>(z)\n t = Concat<axis=0>(v, u)\n"
+              " y = Reshape(x, t)", inputs="float[a,b] x, float[n,k] z", outputs="float[?,?] y")
+    assert stated(m)["y"] == "[?, ?]"
+    check(runner, m, ("a", "b", "n", "k"), values=(0, 1, 2, 4))

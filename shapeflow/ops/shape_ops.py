@@ -422,6 +422,13 @@ def reshape(call: OpCall) -> list[TensorInfo | None]:
             if split.count(None) < out.count(None):
                 out = split
                 break
+    if out.count(None) == 1 and in_shape is not None and None not in in_shape:
+        # The output has the input's size wherever the model runs: one unknown dim beside dims
+        # that are never 0 is the quotient, whatever its target was (a -1, a 0 that copies, a
+        # value tf2onnx computed in int32 that may have wrapped, an element not known at all)
+        k = out.index(None)
+        if all(_never_zero(d) for j, d in enumerate(out) if j != k):
+            out[k] = _infer_minus_one(in_shape, out, k)
     return [TensorInfo(dtype, tuple(out), value)]
 
 
