@@ -294,3 +294,15 @@ def test_infer_hints_the_premise_that_would_decide(tmp_path: Path) -> None:
     assert ": hint: " not in r.stderr
     r = run("infer", str(path), "-q")
     assert ": hint: " not in r.stderr
+
+
+def test_diff_takes_premises_and_says_so(tmp_path: Path) -> None:
+    path = tmp_path / "m.onnx"
+    onnx.save(TWO_NAMES, path)
+    r = run("diff", str(path), str(path), "--format", "json", "--assume", "*>=1", "--assume", "seq==mlen")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["assumptions"] == ["*>=1", "seq==mlen"]
+    r = run("diff", str(path), str(path), "--assume", "seq>=1")
+    assert r.returncode == 0 and "assuming seq>=1" in r.stdout
+    r = run("diff", str(path), str(path), "--assume", "nope>=1")
+    assert r.returncode == 2 and "symbol of neither model" in r.stderr

@@ -8,7 +8,7 @@ import click
 
 from ..errors import UsageError, display_path
 from ..modeldiff import diff_models, diff_text
-from .options import dim_option, limit_options, limits_from, parse_dims
+from .options import assume_option, dim_option, limit_options, limits_from, parse_dims
 
 
 @click.command("diff", epilog="""\b
@@ -29,16 +29,17 @@ error, 3 internal error.""")
 @click.option("--signature-only", is_flag=True, help="Compare only the graph inputs and outputs.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @dim_option
+@assume_option
 @limit_options
 def command(model_a: str, model_b: str, shapes_only: bool, signature_only: bool, fmt: str,
-            dims: tuple[str, ...], **kwargs: object) -> int:
+            dims: tuple[str, ...], assume: tuple[str, ...], **kwargs: object) -> int:
     """Compare the signatures (inputs and outputs: names, dtypes, symbolic dims) of A and B and
     the inferred shapes of the tensors present in both."""
     limits = limits_from(kwargs)
     if shapes_only and signature_only:
         raise UsageError("give at most one of --shapes-only and --signature-only")
     result = diff_models(model_a, model_b, dims=parse_dims(dims), signature=not shapes_only,
-                         shapes=not signature_only, limits=limits)
+                         shapes=not signature_only, limits=limits, assume=assume)
     if fmt == "json":
         click.echo(json.dumps(result.to_json(), indent=2))
     else:
