@@ -179,6 +179,24 @@ def _compare(base: Mapping[tuple[int, str], tuple[int | None, ...] | None],
     return more, simpler
 
 
+def _worth_hinting(inference: Inference) -> bool:
+    """Whether some dim is unknown or has a min/max: a scan over the distinct shapes (inference
+    interns them: equal shapes are one object), cheap next to the inference."""
+    seen: set[int] = set()
+    for table in inference.tensors:
+        for t in table.values():
+            if t is None or t.shape is None:
+                return True
+            shape = t.shape
+            if id(shape) in seen:
+                continue
+            seen.add(id(shape))
+            for d in shape:
+                if d is None or (type(d) is not int and has_minmax(d)):
+                    return True
+    return False
+
+
 def premise_hints(a: Analysis, limit: int = HINT_CANDIDATES) -> list[tuple[str, int, int]]:
     """The premises that would state more dims, or state dims more simply, with how many:
     ``("seq>=1", 46, 3)``. Only when some dim is unknown or has a min/max (``seq - 64*min(1, seq) +
@@ -188,8 +206,7 @@ def premise_hints(a: Analysis, limit: int = HINT_CANDIDATES) -> list[tuple[str, 
     ``HINT_NODE_BUDGET`` over the model's size). A premise that contradicts a fact the model
     proves, or a run past the time limit, is left out."""
     inference = a.inference
-    if not any(t is None or t.shape is None or None in t.shape or any(has_minmax(d) for d in t.shape)
-               for table in inference.tensors for t in table.values()):
+    if not _worth_hinting(inference):
         return []
     base = dim_weights(inference)
     nodes = max(len(a.graph.nodes), 1)

@@ -1456,7 +1456,7 @@ def join_pieces(x: str, c: int, first: int, lows: list[Dim], high: Dim, indicato
 
 def has_minmax(d: Dim) -> bool:
     """Whether ``d`` has a min or max in it, at any depth."""
-    if type(d) is not Sym:
+    if type(d) is not Sym or not _nesting(d):  # (the nesting depth is cached: plain polynomials)
         return False
     for mono, _ in d._terms:
         for atom in mono:
