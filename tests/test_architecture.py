@@ -37,7 +37,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
                  "shapeflow.modeldiff", "shapeflow.rewritediff", "shapeflow.api")),
     ("render", ("shapeflow.render", "shapeflow.report", "shapeflow.pictures", "shapeflow.docs")),
     # The command line, and the package itself, whose lazy attributes are the API.
-    ("cli", ("shapeflow.cli", "shapeflow.__main__", "shapeflow")),
+    ("cli", ("shapeflow.cli", "shapeflow.__main__", "shapeflow._start", "shapeflow")),
 ]
 RANK = {name: k for k, (name, _) in enumerate(LAYERS)}
 

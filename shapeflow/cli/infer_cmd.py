@@ -20,6 +20,28 @@ from .options import (
 )
 
 
+def split_names(text: str) -> list[str]:
+    """``--around`` items: split at commas; ``\\,`` is a comma of a name and ``\\\\`` a backslash
+    (a node may be called ``a,b``). Any other backslash is kept as it is."""
+    out: list[str] = []
+    current: list[str] = []
+    k = 0
+    while k < len(text):
+        c = text[k]
+        if c == "\\" and k + 1 < len(text) and text[k + 1] in ",\\":
+            current.append(text[k + 1])
+            k += 2
+            continue
+        if c == ",":
+            out.append("".join(current))
+            current = []
+        else:
+            current.append(c)
+        k += 1
+    out.append("".join(current))
+    return out
+
+
 @click.command(epilog="""\b
 Examples:
   shapeflow infer model.onnx
@@ -36,7 +58,8 @@ Exit codes: 0 no error-level finding, 1 error-level findings, 2 rejected input o
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "dot", "graphml"]), default="text",
               show_default=True, help="dot (Graphviz) and graphml print a picture of the graph instead of the table.")
 @click.option("--around", "around", metavar="NODE[,NODE...]", multiple=True,
-              help="dot/graphml: draw only the neighbourhood of these nodes (names, or keys such as main/sq_3).")
+              help="dot/graphml: draw only the neighbourhood of these nodes (names, or keys such as main/sq_3; "
+                   "repeatable; write a comma in a name as \\, and a backslash as \\\\).")
 @click.option("--depth", type=click.IntRange(min=0), default=DEFAULT_DEPTH, show_default=True,
               help="dot/graphml: tensor hops around --around / --findings nodes.")
 @click.option("--findings", "around_findings", is_flag=True,
@@ -69,7 +92,7 @@ def infer(model: str, all_tensors: bool, fmt: str, around: tuple[str, ...], dept
     """
     limits = limits_from(kwargs)
     bindings = parse_dims(dims)
-    names = tuple(n.strip() for item in around for n in item.split(",") if n.strip())
+    names = tuple(n.strip() for item in around for n in split_names(item) if n.strip())
     if (names or around_findings) and fmt not in FORMATS:
         raise UsageError("--around and --findings select what a picture shows: use them with --format dot or graphml")
     if around and not names:

@@ -10,6 +10,7 @@ import errno
 import os
 import re
 import stat
+import time
 from collections.abc import Iterable
 
 from google.protobuf.message import DecodeError
@@ -17,9 +18,12 @@ from google.protobuf.message import DecodeError
 from .._onnx import onnx
 from ..errors import LimitExceededError, ModelUnreadableError
 from ..limits import DEFAULT_LIMITS, Limits
-from .memory import require_memory
+from .memory import memory_room, require_memory
 from .model import LoadedModel, _file_kind, _is_external, _is_within, _iter_tensors, _q, _tensor_size_problem
-from .wire import _explain_decode_failure, _non_utf8_problem, _utf8_checking_model, preflight
+from .wire import (
+    NODE_COST, PARSE_WORST_PER_BYTE, CostExceeded, _explain_decode_failure, _non_utf8_problem,
+    _utf8_checking_model, parse_cost, preflight,
+)
 
 # Protobuf cannot hold a message of 2 GiB or more; this is also the default --max-bytes.
 PROTOBUF_MAX_BYTES = 2**31 - 1
@@ -82,6 +86,30 @@ def _check_tensors(proto: onnx.ModelProto, shown: str) -> bool:
     return external
 
 
+def _require_parse_memory(data: bytes, shown: str, limits: Limits) -> None:
+    """Refuse (SF006 max-memory, exit 2) a file whose parse and node index would not fit in memory,
+    before the parse: a file of many tiny messages costs up to ``PARSE_WORST_PER_BYTE`` times its
+    size to parse, and ``NODE_COST`` per node after. When even that worst case fits, nothing is
+    counted; otherwise the messages are counted on the wire (``wire.parse_cost``), within the
+    file's ``--timeout``."""
+    size = len(data)
+    room, flag = memory_room(limits.max_memory)
+    worst = size * PARSE_WORST_PER_BYTE + min(size // 2, limits.max_nodes) * NODE_COST
+    if worst <= room:
+        return
+    deadline = time.monotonic() + limits.timeout
+
+    def check() -> None:
+        if time.monotonic() > deadline:
+            raise LimitExceededError("timeout", f"{limits.timeout:g} s", Limits.FLAGS["timeout"], file=shown)
+
+    try:
+        parse_cost(data, limits.max_nodes, max(room, 0), check)
+    except CostExceeded as exc:
+        raise LimitExceededError("max-memory", f"{exc.estimate:,} bytes to parse and index, {max(room, 0):,} left",
+                                 flag, file=shown) from None
+
+
 def _parse_checked(data: bytes, shown: str, limits: Limits) -> tuple[onnx.ModelProto, bool]:
     """The parsed and checked model, and whether it has external data (see LoadedModel.external)."""
     size = len(data)
@@ -91,6 +119,7 @@ def _parse_checked(data: bytes, shown: str, limits: Limits) -> tuple[onnx.ModelP
         raise ModelUnreadableError(_size_limit_message(size, limits), file=shown)
     if data.startswith(_LFS_PREFIX):
         raise ModelUnreadableError("git-lfs pointer, run `git lfs pull`", file=shown)
+    _require_parse_memory(data, shown, limits)  # (the checking parse below costs as much as the real one)
     # Every string of an ASCII file is UTF-8; otherwise the checking parse tells (see above).
     not_utf8 = not data.isascii()
     checking = _utf8_checking_model() if not_utf8 else None

@@ -31,7 +31,7 @@ from .._version import __version__
 from ..assume import assumption_texts
 from ..dims import Bound
 from ..results import SCHEMA, OptimizeJSON
-from ..errors import LimitExceededError, ShapeflowError
+from ..errors import LimitExceededError, ShapeflowError, timeout_as_configured
 from ..facts import AxisNode
 from ..graph import INITIALIZER, ModelGraph, build_graph
 from ..inference import Inference, infer
@@ -502,6 +502,9 @@ def rewrite_model(loaded: LoadedModel, rules: Sequence[RewriteRule] | Sequence[s
                            graph, inference, blocked, names or NameRegistry(), ranges, aliases)
         result.aliases, result.premises = aliases, premises
         return result
+    except LimitExceededError as exc:
+        # each round's inference is given what is left of the budget: say the budget itself
+        raise timeout_as_configured(exc, limits.timeout) from None
     finally:
         if gc_was_enabled:
             gc.enable()
