@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import gc
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Collection, Iterator, Mapping, Sequence
 
 
@@ -224,6 +224,8 @@ def premise_hints(a: Analysis, limit: int = HINT_CANDIDATES) -> list[tuple[str, 
     candidates += [(f"{x}=={y}", [], {y: x}) for x, y in pairs]
     out: list[tuple[str, int, int]] = []
     best_single = 0
+    # all the candidates together get the model's time limit once over
+    trial_limits = replace(inference.limits, timeout=inference.limits.timeout / max(len(candidates), 1))
     for text, names, alias in candidates:
         ranges = dict(inference.assumptions)
         for n in names:
@@ -236,7 +238,7 @@ def premise_hints(a: Analysis, limit: int = HINT_CANDIDATES) -> list[tuple[str, 
                 lo, hi = ranges.pop(y)
                 ranges[x] = (max(lo or 0, ranges.get(x, (0, None))[0] or 0), hi)
         try:
-            trial = infer(a.graph, inference.bindings, inference.limits, None, ranges, aliases)
+            trial = infer(a.graph, inference.bindings, trial_limits, None, ranges, aliases)
         except ShapeflowError:
             break
         if any(lo is not None and hi is not None and lo > hi for lo, hi in trial.ranges.values()):
