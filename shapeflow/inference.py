@@ -188,7 +188,7 @@ class _Runner:
         rule = by_op.get(op_type, _MISSING)
         if rule is _MISSING:
             rule = REGISTRY.get(domain, op_type)
-            if rule is None and domain == "":
+            if rule is None and domain == "" and op_type not in fallback.UNTRUSTED:
                 rule = fallback.infer_with_onnx
             by_op[op_type] = rule
         return rule

@@ -18,7 +18,9 @@ Edges go from the node (or input/initializer) that defines a tensor to each node
 keyed by the tensor's name, with ``tensor``, ``dtype`` (numpy's name or None), ``shape`` (a list of
 ints, symbol texts such as ``"seq + 1"`` and None for unknown dims; None for unknown rank),
 ``value`` (the tensor's elements when inference knows them and there are at most
-``MAX_VALUE_ON_EDGE``), ``slots`` (the reader's input positions that take it) and ``outer``. A
+``MAX_VALUE_ON_EDGE``), ``declared_shape`` (the file's declaration of the tensor as written, only
+where it states a dim that ``shape`` leaves unknown, as in the JSON output), ``slots`` (the
+reader's input positions that take it) and ``outer``. A
 subgraph that reads a tensor of an enclosing graph by name gets no edge of its own: the edge goes
 to the node that owns the subgraph, with ``outer=True`` (and ``slots`` empty unless that node reads
 the tensor directly as well).
@@ -99,11 +101,16 @@ def to_networkx(analysis: "Analysis") -> "nx.MultiDiGraph":
     shapes: dict[int, list[object] | None] = {}
     values: dict[int, list[object]] = {}
     dtypes: dict[int, str | None] = {}
+    declared = analysis.declared
 
     def tensor_attrs(sid: int, name: str) -> dict[str, object]:
         t = inference.lookup(sid, name)
+        written = declared.get((sid, name)) if declared else None
         if t is None:
-            return {"tensor": name, "dtype": None, "shape": None}
+            attrs0: dict[str, object] = {"tensor": name, "dtype": None, "shape": None}
+            if written is not None:
+                attrs0["declared_shape"] = list(written)
+            return attrs0
         shape = shapes.get(id(t.shape), _MISSING)
         if shape is _MISSING:
             shape = shapes[id(t.shape)] = shape_to_json(t.shape)
@@ -111,6 +118,8 @@ def to_networkx(analysis: "Analysis") -> "nx.MultiDiGraph":
         if dtype is _MISSING:
             dtype = dtypes[t.dtype] = dtype_name(t.dtype)
         attrs: dict[str, object] = {"tensor": name, "dtype": dtype, "shape": list(shape) if isinstance(shape, list) else None}
+        if written is not None:
+            attrs["declared_shape"] = list(written)
         value = t.value
         if value is not None and len(value) <= MAX_VALUE_ON_EDGE:
             known = values.get(id(value))

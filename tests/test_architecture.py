@@ -21,12 +21,13 @@ PACKAGE = ROOT / "shapeflow"
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
     # Records, limits, errors, the pure axis algebra, the code table, version tables: no model yet.
     ("base", ("shapeflow._onnx", "shapeflow._schema_data", "shapeflow._version", "shapeflow.assume",
-              "shapeflow.axes", "shapeflow.codes", "shapeflow.diagnostics", "shapeflow.dims",
+              "shapeflow.axes", "shapeflow.codes", "shapeflow.diagnostics", "shapeflow.dimexpr", "shapeflow.dims",
               "shapeflow.errors", "shapeflow.limits", "shapeflow.opsets", "shapeflow.results",
               "shapeflow.schema_table")),
     ("io", ("shapeflow.io",)),
     ("graph", ("shapeflow.graph",)),
-    ("inference", ("shapeflow.facts", "shapeflow.tensorinfo", "shapeflow.ops", "shapeflow.inference")),
+    ("inference", ("shapeflow.facts", "shapeflow.tensorinfo", "shapeflow.ops", "shapeflow.inference",
+                   "shapeflow.declared")),
     ("rules", ("shapeflow.rules",)),
     ("passes", ("shapeflow.passes",)),
     # Drivers: one model's analysis, lint over files (config, discovery, suppressions, baselines),

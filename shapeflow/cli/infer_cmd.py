@@ -7,7 +7,7 @@ import time
 import click
 
 from ..analysis import gc_paused, premise_hints
-from ..annotate import annotate
+from ..annotate import annotate, drop_fixed
 from ..errors import EXIT_CLEAN, EXIT_FINDINGS, UsageError, display_path
 from ..io import STDOUT, check_output_path, load_model, refuse_unsafe_external_data, save_model, write_to_stdout
 from ..pictures import DEFAULT_DEPTH, DEFAULT_MAX_DRAW, FORMATS, PictureOptions, picture
@@ -70,7 +70,10 @@ Exit codes: 0 no error-level finding, 1 error-level findings, 2 rejected input o
               help="Write the model with inferred shapes as value_info (refused, exit 2, if its external "
                    "data is unsafe); '-' writes it to stdout (not a terminal) and the report to stderr.")
 @click.option("--refine-outputs", is_flag=True,
-              help="With -o: also fill the unknown dims of the graph outputs' declarations.")
+              help="With -o: also refine the graph outputs' declarations (unknown dims, invented names).")
+@click.option("--fix-declarations", is_flag=True,
+              help="With -o: rewrite declarations that contradict the inferred shapes (SF112) with them "
+                   "(graph outputs only with --refine-outputs; graph inputs never).")
 @click.option("--force", is_flag=True, help="Overwrite OUTPUT if it exists.")
 @click.option("--in-place", is_flag=True, help="Record the shapes in MODEL itself.")
 @click.option("--config", "config_path", type=click.Path(dir_okay=False, exists=True),
@@ -82,7 +85,8 @@ Exit codes: 0 no error-level finding, 1 error-level findings, 2 rejected input o
 @assume_option
 @limit_options
 def infer(model: str, all_tensors: bool, fmt: str, around: tuple[str, ...], depth: int, around_findings: bool,
-          max_draw: int, output: str | None, refine_outputs: bool, force: bool, in_place: bool,
+          max_draw: int, output: str | None, refine_outputs: bool, fix_declarations: bool, force: bool,
+          in_place: bool,
           config_path: str | None, isolated: bool, quiet: bool, dims: tuple[str, ...], assume: tuple[str, ...],
           **kwargs: object) -> int:
     """Infer the shapes of MODEL and report axis errors.
@@ -97,6 +101,8 @@ def infer(model: str, all_tensors: bool, fmt: str, around: tuple[str, ...], dept
         raise UsageError("--around and --findings select what a picture shows: use them with --format dot or graphml")
     if around and not names:
         raise UsageError("--around needs at least one node name")
+    if fix_declarations and output is None and not in_place:
+        raise UsageError("--fix-declarations rewrites declarations in the model written: use it with -o OUT or --in-place")
     to_stdout = output == STDOUT
     if to_stdout:
         check_stdout_output(model, in_place)
@@ -125,7 +131,11 @@ def infer(model: str, all_tensors: bool, fmt: str, around: tuple[str, ...], dept
         output = model
     annotated = None
     if output is not None:
-        annotated = annotate(result.graph, result.inference, refine_outputs=refine_outputs)
+        _ = result.declared  # the report shows the file's declarations, read before -o writes its own
+        annotated = annotate(result.graph, result.inference, refine_outputs=refine_outputs,
+                             fix_declarations=fix_declarations)
+        if annotated.fixed:  # the report is of the model written: the rewritten declarations are fixed
+            result.diagnostics = drop_fixed(result.graph, result.inference, result.diagnostics, result.path)
         # the file's bytes are not needed any more: serializing while holding them costs their size
         loaded.raw = b""
         if to_stdout:
@@ -156,16 +166,20 @@ def infer(model: str, all_tensors: bool, fmt: str, around: tuple[str, ...], dept
                    + (f"; assuming {', '.join(premises)}" if premises else ""), err=True)
     if not quiet:
         # a dim left unknown only for want of a premise: say which one would decide it
-        for text, more, simpler in premise_hints(result):
-            what = [f"{more:,} more dim{'' if more == 1 else 's'}"] if more else []
+        for text, added, simpler in premise_hints(result):
+            what = [f"{added:,} more dim{'' if added == 1 else 's'}"] if added else []
             if simpler:
                 what.append(f"{simpler:,} dim{'' if simpler == 1 else 's'} more simply")
             click.echo(f"{display_path(model)}: hint: assuming {text} would state {' and '.join(what)} "
                        f"(--assume '{text}')", err=True)
     if annotated is not None and output is not None and not quiet:
-        kept = f", {annotated.kept} contradicting declarations kept (SF112)" if annotated.kept else ""
+        more = f", {annotated.replaced} invented dim names replaced" if annotated.replaced else ""
+        if annotated.fixed:
+            more += f", {annotated.fixed} contradicting declarations rewritten"
+        if annotated.kept:
+            more += f", {annotated.kept} contradicting declarations kept (SF112)"
         click.echo(f"{display_path(output)}: {annotated.added} value_info entries added, "
-                   f"{annotated.filled} declared dims filled{kept}", err=True)
+                   f"{annotated.filled} declared dims filled{more}", err=True)
     if annotated is not None and output is not None and premises:
         # the file records shapes, not the ranges they hold in (a model gains no metadata keys)
         click.echo(f"{display_path(output)}: warning: the shapes written hold only where "

@@ -55,6 +55,22 @@ def _check_opsets(imports: Iterable[onnx.OperatorSetIdProto], shown: str, where:
             )
 
 
+def _uses_default_domain(graph: onnx.GraphProto) -> bool:
+    """Whether a node of ``graph`` or of a body nested in it is an ai.onnx op (iterative: bodies
+    nest as deep as protobuf allows)."""
+    stack = [graph]
+    while stack:
+        g = stack.pop()
+        for node in g.node:
+            if node.domain in _DEFAULT_DOMAINS:
+                return True
+            for a in node.attribute:
+                if a.HasField("g"):
+                    stack.append(a.g)
+                stack.extend(a.graphs)
+    return False
+
+
 def _check_structure(proto: onnx.ModelProto, shown: str) -> None:
     if not proto.HasField("graph"):
         raise ModelUnreadableError("model has no graph", file=shown)
@@ -63,7 +79,9 @@ def _check_structure(proto: onnx.ModelProto, shown: str) -> None:
     if proto.ir_version <= 0:
         raise ModelUnreadableError(f"invalid ir_version {proto.ir_version}", file=shown)
     default = [op.version for op in proto.opset_import if op.domain in _DEFAULT_DOMAINS]
-    if not default:
+    if not default and _uses_default_domain(proto.graph):
+        # A model of ai.onnx.ml (or training) ops alone needs no ai.onnx import: onnx's checker
+        # passes it and onnxruntime runs it.
         raise ModelUnreadableError("no opset_import for ai.onnx", file=shown)
     _check_opsets(proto.opset_import, shown, "")
     # "" and "ai.onnx" name the same domain; two different versions leave the op semantics
