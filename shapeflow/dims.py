@@ -22,6 +22,13 @@ model that fails at run time anyway (``(batch*seq) // seq == batch``), and symbo
 exact integer arithmetic, which int64 matches while the values fit in it (no tensor has 2**63
 elements; known ints are wrapped as int64 where the op does).
 
+Beyond bounds, the module reasons about when an expression is 0 (:func:`zero_implies`,
+:func:`zero_forcing_symbols`: a Reshape target ``4*batch`` over ``batch``), and keeps expressions
+readable: a new min/max folds a sum into its operands (``max(0, seq - max(3, seq) + 3)`` is
+``min(3, seq)``), the lattice laws and monotone floors decide more min/max, and a univariate
+expression whose min/max settle from some small value on is joined with its small values
+(:func:`simplest`, :func:`join_pieces`: a pool's ``max(floor(L/2), min(1, L))``).
+
 This module is pure Python on purpose: inference, lint rules and rewrites share it, and it
 runs per node on very large graphs, so the common cases (int with int, Sym with int) take a
 short path.
