@@ -87,8 +87,11 @@ def _exact_range(dtype: int) -> tuple[int, int] | None:
 OVERFLOW_CAP = 2**24
 
 
+_INT64_RANGE = (-(2**63), 2**63 - 1)
+
+
 def _sym_fits(dtype: int, v: Sym) -> bool:
-    r = _exact_range(dtype)
+    r = _INT64_RANGE if dtype == INT64 else _exact_range(dtype)  # (int64: shape vectors, the common case)
     if r is None:
         return False
     lo, hi = dim_bounds(v, OVERFLOW_CAP)
