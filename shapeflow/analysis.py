@@ -19,7 +19,7 @@ from .errors import ShapeflowError
 from .dims import Bound, Shape, has_minmax, shape_to_json
 from .graph import ModelGraph, build_graph
 from .assume import alias_bindings, check_assumptions, check_proven, resolve_premises
-from .inference import Inference, Progress, declared_symbols, infer
+from .inference import Inference, Progress, declared_symbols, infer, shared_dim_names
 from .declared import Written, declared_unproven
 from .io import LoadedModel
 from .limits import DEFAULT_LIMITS, Limits
@@ -137,7 +137,9 @@ def analyze(
         aliases: dict[str, str] = {}
         texts: list[str] = []
         if assumptions:
-            symbols = declared_symbols(graph)
+            # (the symbols optimize gives a shared name on later inputs, batch@mask, may be named:
+            # ``--assume batch==batch@mask`` holds the rewrites to the shared name again)
+            symbols = declared_symbols(graph) | set(shared_dim_names(graph).values())
             ranges, aliases, texts = resolve_premises(assumptions, symbols, only_known_symbols, loaded.path)
             dims = alias_bindings(dims, aliases, loaded.path)
             check_assumptions(ranges, symbols, dims, file=loaded.path)
