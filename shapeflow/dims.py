@@ -235,6 +235,11 @@ class Sym:
         """Number of terms and atoms (nested atoms count their inside), for --max-expr-size."""
         return self._size
 
+    def term_coefficients(self) -> list[int]:
+        """The coefficient of each top-level term (the constant's included): every atom is an
+        integer, so their gcd divides the expression's value at every binding."""
+        return [c for _, c in self._terms]
+
     def coefficients(self) -> list[int]:
         """Every integer in the expression: coefficients, constant terms, divisors and min/max
         operands, nested ones included."""

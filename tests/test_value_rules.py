@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+import numpy as np
 import pytest
 
 pytest.importorskip("onnxruntime")
@@ -81,6 +82,24 @@ def test_reduce_sum_of_a_2d_shape_table(runner: shapearith.Runner) -> None:
               inputs="float[a,b,3,5] x", outputs="int64[2] s", inits="int64[2] two2 = {2, 2}, int64[1] ax = {1}")
     assert _values(m)["s"] == "[a + b, 8]"
     check(runner, m, ("a", "b"))
+
+
+def test_reduce_sum_and_prod_go_through_double(runner: shapearith.Runner) -> None:
+    """onnxruntime sums and multiplies integers in double and converts back saturating:
+    ReduceSum(int64 [0, 2**63 - 2]) is 2**63 - 1, ReduceProd(int32 [2**16, 2**16]) is 2**31 - 1.
+    Such elements are not stated; a product that double holds exactly is (64*a*b: a power of two
+    times a*b, which is at most 2**48 under the one premise), a product of three symbols is not."""
+    m = model("s = ReduceSum<keepdims=0>(big)\n p = ReduceProd<keepdims=0>(wide)\n"
+              " sh = Shape(x)\n q = ReduceProd<keepdims=0>(sh)\n sh3 = Shape(w)\n r = ReduceProd<keepdims=0>(sh3)",
+              inputs="float[a,b,64] x, float[a,b,c] w", outputs="int64 s, int32 p, int64 q, int64 r",
+              inits=f"int64[2] big = {{0, {INT64_MAX - 1}}}, int32[2] wide = {{65536, 65536}}", opset=17)
+    v = _values(m)
+    assert (v["s"], v["p"], v["q"], v["r"]) == (None, None, "[64*a*b]", None)
+    # (the runtime's saturated results, which the old rule wrapped instead)
+    x, w = np.zeros((1, 1, 64), np.float32), np.zeros((1, 1, 1), np.float32)
+    status, res = runner.run(m.SerializeToString(), {"x": x, "w": w}, ["s", "p"])
+    assert status == "ok" and [int(r) for r in res] == [INT64_MAX, 2**31 - 1]
+    check(runner, m, ("a", "b", "c"))
 
 
 # -- int32 shape arithmetic under the one premise (symbols up to 2**24) -----------------------------

@@ -6,19 +6,20 @@ and Where in the ``-1`` handling that exporters write before Reshape and Expand)
 
 from __future__ import annotations
 
+import math
 from typing import Callable
 
 from .._onnx import onnx
 
 from ..axes import AxisError, normalize_axes
 from ..dims import (
-    Dim, Shape, dim_add, dim_bounds, dim_compare, dim_exact_div, dim_fmod, dim_is_one, dim_max, dim_min,
+    Dim, Shape, Sym, dim_add, dim_bounds, dim_compare, dim_exact_div, dim_fmod, dim_is_one, dim_max, dim_min,
     dim_mod, dim_mul, dim_neg, dim_sub, dim_truncdiv, dims_equal,
 )
 from ..tensorinfo import MAX_VALUE_ELEMS, TensorInfo
 from .base import INT_TYPES, OpCall, numel, register, same_as_input
 from .constants import FLOAT_TYPES
-from .numeric import DOUBLE, INT_RANGES, canonical_element, cast_element, float_holds
+from .numeric import DOUBLE, INT_RANGES, OVERFLOW_CAP, canonical_element, cast_element, float_holds
 from .shape_ops import broadcast_join, broadcast_shapes
 
 TensorProto = onnx.TensorProto
@@ -419,7 +420,8 @@ def reduce(call: OpCall) -> list[TensorInfo | None]:
     value = None
     fn = _REDUCE_VALUES.get(call.op_type)
     if fn is not None and t.value is not None and t.dtype in INT_TYPES and t.dtype != BOOL:
-        value = _reduce_values(fn, t.value, t.shape, norm)
+        exact = _double_exact if call.op_type in ("ReduceProd", "ReduceSum") else None
+        value = _reduce_values(fn, t.value, t.shape, norm, exact, INT_RANGES.get(t.dtype))
     return [TensorInfo(t.dtype, out, value)]
 
 
@@ -430,10 +432,40 @@ _REDUCE_VALUES: dict[str, Callable[[Dim, Dim], Dim]] = {
 }
 
 
+_DOUBLE_EXACT = 2**53
+
+
+def _double_exact(v: Dim) -> bool:
+    """Whether ``v`` is an integer double holds exactly (symbols within the value domain's one
+    premise, numeric.OVERFLOW_CAP)."""
+    if type(v) is int:
+        return -_DOUBLE_EXACT <= v <= _DOUBLE_EXACT
+    if v is None:
+        return False
+    lo, hi = dim_bounds(v, OVERFLOW_CAP)
+    if lo is None or hi is None:
+        return False
+    # a polynomial whose coefficients share a factor 2**k is 2**k times one of a 2**k smaller
+    # range: exact wherever that one is (b*s*64 with b, s up to 2**24)
+    scale = 1
+    if type(v) is Sym:
+        g = 0
+        for c in v.term_coefficients():
+            g = math.gcd(g, c)
+        scale = g & -g if g else 1
+    return -_DOUBLE_EXACT * scale <= lo and hi <= _DOUBLE_EXACT * scale
+
+
 def _reduce_values(fn: Callable[[Dim, Dim], Dim], value: tuple[Dim, ...], shape: Shape,
-                   axes: tuple[int, ...]) -> tuple[Dim, ...] | None:
+                   axes: tuple[int, ...], exact: Callable[[Dim], bool] | None = None,
+                   bounds: tuple[int, int] | None = None) -> tuple[Dim, ...] | None:
     """The elements of a reduction of a small tensor of known int ``shape``, row-major; None for
-    an empty reduction (onnxruntime's identity element of Min/Max is the type's extreme)."""
+    an empty reduction (onnxruntime's identity element of Min/Max is the type's extreme).
+
+    onnxruntime sums and multiplies integers in double and converts back saturating
+    (``ReduceSum([0, 2**63 - 2])`` is ``2**63 - 1``, ``ReduceProd`` of int32 ``[2**16, 2**16]`` is
+    ``2**31 - 1``): with ``exact`` an element is stated only where every operand and partial result
+    is one double holds exactly and the result lies in ``bounds`` (the type's range)."""
     n = numel(shape)
     if n is None or n != len(value) or n == 0:
         return None
@@ -446,8 +478,19 @@ def _reduce_values(fn: Callable[[Dim, Dim], Dim], value: tuple[Dim, ...], shape:
     groups: dict[tuple[int, ...], Dim] = {}
     for flat, v in enumerate(value):
         key = tuple(flat // strides[k] % dims[k] for k in range(len(dims)) if k not in axes)
-        groups[key] = v if key not in groups else fn(groups[key], v)
-    return tuple(groups.values())
+        if key not in groups:
+            groups[key] = v if exact is None or exact(v) else None
+            continue
+        acc = groups[key]
+        if acc is None or v is None or (exact is not None and not exact(v)):
+            groups[key] = None
+            continue
+        acc = fn(acc, v)
+        groups[key] = acc if exact is None or exact(acc) else None
+    out = tuple(groups.values())
+    if exact is not None and bounds is not None:
+        out = tuple(None if type(v) is int and not bounds[0] <= v <= bounds[1] else v for v in out)
+    return out
 
 
 @register("ArgMax", "ArgMin")
