@@ -64,6 +64,9 @@ class Inference:
     # (a symbol >= 1 where the model fails otherwise): the domain its results hold in.
     assumptions: Mapping[str, Bound] = field(default_factory=dict)
     ranges: Mapping[str, Bound] = field(default_factory=dict)
+    # node id -> why onnx's shape inference of the node fails, as onnxruntime runs it when it
+    # loads the model (asked only of nodes whose inputs a shape rule doubted: ``doubt``)
+    load_errors: dict[int, str] = field(default_factory=dict)
 
     def domain(self) -> ContextManager[None]:
         """The block in which dims are judged as inference judged them (its ranges in force):
@@ -97,6 +100,13 @@ class Inference:
 
     def subgraph_outputs(self, nid: int, attr: str) -> list[TensorInfo | None] | None:
         return self.subgraph_out.get(nid, {}).get(attr)
+
+    def doubt(self, call: OpCall) -> None:
+        """Ask onnx's inference of ``call``'s node whether onnxruntime refuses it (once per node)."""
+        if call.nid not in self.load_errors:
+            why = fallback.load_time_error(call)
+            if why is not None:
+                self.load_errors[call.nid] = why
 
 
 def infer(graph: ModelGraph, bindings: Mapping[str, int] | None = None,

@@ -59,7 +59,8 @@ def _check_structure(proto: onnx.ModelProto, shown: str) -> None:
     if proto.ir_version <= 0:
         raise ModelUnreadableError(f"invalid ir_version {proto.ir_version}", file=shown)
     default = [op.version for op in proto.opset_import if op.domain in _DEFAULT_DOMAINS]
-    if not default:
+    if not default and _uses_default_domain(proto):
+        # (a model of ai.onnx.ml or training operators alone needs no ai.onnx import)
         raise ModelUnreadableError("no opset_import for ai.onnx", file=shown)
     _check_opsets(proto.opset_import, shown, "")
     # "" and "ai.onnx" name the same domain; two different versions leave the op semantics
@@ -69,6 +70,20 @@ def _check_structure(proto: onnx.ModelProto, shown: str) -> None:
         raise ModelUnreadableError(f"conflicting opset_import versions for ai.onnx ({versions})", file=shown)
     for fn in proto.functions:
         _check_opsets(fn.opset_import, shown, f" in function {_q(fn.domain + '::' + fn.name)}")
+
+
+def _uses_default_domain(proto: onnx.ModelProto) -> bool:
+    """Whether a node of the model (any graph, any function) is an ai.onnx operator."""
+    graph_types = (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS)
+    bodies: list = [proto.graph, *proto.functions]
+    while bodies:
+        for node in bodies.pop().node:
+            if node.domain in _DEFAULT_DOMAINS:
+                return True
+            for attr in node.attribute:
+                if attr.type in graph_types:
+                    bodies.extend([attr.g] if attr.type == onnx.AttributeProto.GRAPH else attr.graphs)
+    return False
 
 
 def _check_tensors(proto: onnx.ModelProto, shown: str) -> bool:

@@ -1,0 +1,92 @@
+from __future__ import annotations
+
+from typing import Iterator
+
+from .._onnx import onnx
+from ..graph import GRAPH_INPUT, INITIALIZER
+from ..signatures import DTYPES, input_type_error, type_name
+from .base import Finding, LintContext, Rule
+from .loadtime import Signatures, live_scopes
+
+
+class TypeMismatch(Rule):
+    """Flags element types that onnxruntime refuses: an input its operator does not take, inputs
+    of one type parameter with different types, a declared type that contradicts the node's.
+
+    ## What it does
+    For every node of a standard domain, takes the element types of its inputs (declared graph
+    inputs, initializers, and what inference derived for the others) and checks them against the
+    type constraints of the operator version, as onnxruntime does when it loads the model: each
+    input must have a type its formal parameter allows, and inputs that share a type parameter
+    (``A`` and ``B`` of Add, both ``T``) must have the same type. It also compares each declared
+    graph output and ``value_info`` type with the type of the node that produces the tensor. An
+    input whose type is not known is not judged.
+
+    ## Why is this bad?
+    onnxruntime refuses to create a session ("Type parameter (T) of Optype (Add) bound to
+    different types", "Type 'tensor(string)' of input parameter ... is invalid", "Type
+    (tensor(int64)) of output arg (y) ... does not match expected type (tensor(float))"). Such a
+    model usually comes from an edit that changed one tensor's type and not its neighbours'.
+
+    ## Example
+    ``y = Add(a: int64, b: float)``; ``y = Relu(x: string)``; a Loop whose trip count is a float;
+    ``y = Relu(x: float)`` declared as an int64 graph output.
+
+    ## Fix
+    Insert a ``Cast`` where types meet, or correct the declared type of the graph input, output or
+    ``value_info`` entry.
+    """
+
+    code = "SF013"
+
+    def check(self, ctx: LintContext) -> Iterator[Finding]:
+        g = ctx.graph
+        inference = ctx.inference
+        live = live_scopes(g)
+        sigs = Signatures()
+        tables = inference.tensors
+        lookup = inference.lookup
+        refused: set[int] = set()
+        for nid, info in enumerate(g.nodes):
+            if not live[info.scope]:
+                continue
+            sig = sigs.of(info)
+            if sig is None or sig.deprecated:
+                continue
+            table = tables[info.scope]
+            dtypes = []
+            for name in info.inputs:
+                t = (table[name] if name in table else lookup(info.scope, name)) if name else None
+                dtypes.append(t.dtype if t is not None and t.dtype in DTYPES else 0)
+            if not any(dtypes):
+                continue
+            problem = input_type_error(sig, dtypes)
+            if problem is not None:
+                refused.add(nid)
+                yield Finding(ctx.location_of(nid), problem[1],
+                              "Cast the input to a type the operator takes, or correct its declared type")
+        yield from self._declared(ctx, live, refused)
+
+    def _declared(self, ctx: LintContext, live: list[bool], refused: set[int]) -> Iterator[Finding]:
+        """Declared types (graph outputs, value_info) against the producing node's."""
+        g = ctx.graph
+        for scope in g.scopes:
+            body = scope.proto
+            if not live[scope.id] or not isinstance(body, onnx.GraphProto):
+                continue
+            table = ctx.inference.tensors[scope.id]
+            for what, infos in (("graph output", body.output), ("value_info", body.value_info)):
+                for vi in infos:
+                    if vi.type.WhichOneof("value") != "tensor_type":
+                        continue
+                    declared = vi.type.tensor_type.elem_type
+                    t = table.get(vi.name)
+                    producer = scope.producer.get(vi.name)
+                    if (t is None or t.dtype not in DTYPES or declared not in DTYPES or declared == t.dtype
+                            or producer is None or producer in (GRAPH_INPUT, INITIALIZER) or producer in refused):
+                        continue
+                    info = g.nodes[producer]
+                    yield Finding(ctx.location_of(producer),
+                                  f"{what} '{vi.name}' is declared {type_name(declared)}, but "
+                                  f"{info.op_type}-{info.since_version} makes it {type_name(t.dtype)}",
+                                  f"declare '{vi.name}' as {type_name(t.dtype)}, or Cast it")
