@@ -31,6 +31,7 @@ from .ops import REGISTRY, fallback
 from .ops.base import OpCall
 from .ops.constants import tensor_info_from_proto
 from .ops.numeric import canonical_value
+from .signatures import DTYPES, input_type_error, signature
 from .tensorinfo import TensorInfo
 
 Progress = Callable[[int, int], None]
@@ -67,6 +68,9 @@ class Inference:
     # node id -> why onnx's shape inference of the node fails, as onnxruntime runs it when it
     # loads the model (asked only of nodes whose inputs a shape rule doubted: ``doubt``)
     load_errors: dict[int, str] = field(default_factory=dict)
+    # function body node id -> (the input type error a call's run meets there, that call's node
+    # id): onnxruntime checks a function's nodes with each call's types (SF013)
+    call_type_errors: dict[int, tuple[str, int]] = field(default_factory=dict)
 
     def domain(self) -> ContextManager[None]:
         """The block in which dims are judged as inference judged them (its ranges in force):
@@ -179,6 +183,7 @@ class _Runner:
         # are opaque rather than an error: a few times the model's own size (exporters' calls of
         # one function mostly share a signature), so nested calls cannot multiply the work.
         self.env: dict[str, onnx.AttributeProto] | None = None
+        self.callers: list[int] = []  # the call nodes whose bodies are running, outermost first
         self.depth = 0
         self.calls: dict[tuple, list[TensorInfo | None] | None] = {}
         self.call_budget = min(result.limits.max_nodes, max(4 * len(self.g.nodes), 100_000))
@@ -210,6 +215,7 @@ class _Runner:
         rule_for = self._rule_for
         shapes = self.shapes
         max_expr = self.max_expr
+        at_call = in_function and bool(self.callers)  # a body run with one call's inputs
         for nid in scope.order:
             info = nodes[nid]
             if info.subscopes:
@@ -229,6 +235,8 @@ class _Runner:
                     ins.append(lookup(sid, name))
             outs: list[TensorInfo | None] | None = None
             since = info.since_version
+            if at_call and since is not None:
+                self._check_call_types(nid, info, ins)
             if since is not None:  # else a custom domain, an unknown op, or a function call
                 by_op = rules.get(info.domain)
                 rule = by_op.get(info.op_type, _MISSING) if by_op is not None else _MISSING
@@ -330,11 +338,13 @@ class _Runner:
         for i in scopes:
             r.tensors[i] = {}
         self.depth += 1
+        self.callers.append(caller)
         try:
             self.run_scope(body, list(ins[:len(body.inputs)]))
             table = r.tensors[fsid]
             outs: list[TensorInfo | None] | None = [table.get(o) for o in body.outputs]
         finally:
+            self.callers.pop()
             self.depth -= 1
             r.memo, r.axis_nodes, self.env = saved
             for i, t in zip(scopes, saved_tables):
@@ -347,6 +357,19 @@ class _Runner:
         if facts:
             r.call_facts.append(CallFacts(caller, fsid, tuple(facts)))
         return outs
+
+    def _check_call_types(self, nid: int, info: "NodeInfo", ins: list[TensorInfo | None]) -> None:
+        """Record the first input type error of a function body's node at this call's types."""
+        errors = self.r.call_type_errors
+        if nid in errors:
+            return
+        sig = signature(info.domain, info.op_type, info.since_version)  # type: ignore[arg-type]
+        if sig is None:
+            return
+        dtypes = [t.dtype if t is not None and t.dtype in DTYPES else 0 for t in ins]
+        problem = input_type_error(sig, dtypes) if any(dtypes) else None
+        if problem is not None:
+            errors[nid] = (problem[1], self.callers[0])
 
     def _descendants(self, fsid: int) -> list[int]:
         """Scope ``fsid`` and every body nested in it."""

@@ -90,8 +90,8 @@ class AttributeMismatch(Rule):
         used = [f.name for f, _ in attr.ListFields() if f.name in _FIELD_TYPE]
         for field in used:
             if attr.type != _FIELD_TYPE[field]:
-                return (f"attribute '{name}' is of type {type_label(attr.type)} but holds a "
-                        f"{type_label(_FIELD_TYPE[field])} value", "make the type and the value agree")
+                return (f"attribute '{name}' is of type {type_label(attr.type)} but holds a value of type "
+                        f"{type_label(_FIELD_TYPE[field])}", "make the type and the value agree")
         if len(used) > 1:
             return f"attribute '{name}' holds more than one value", "keep one value field"
         if expected is None:

@@ -65,6 +65,13 @@ class TypeMismatch(Rule):
                 refused.add(nid)
                 yield Finding(ctx.location_of(nid), problem[1],
                               "Cast the input to a type the operator takes, or correct its declared type")
+        for nid, (why, caller) in sorted(inference.call_type_errors.items()):
+            if nid not in refused and live[g.nodes[nid].scope]:
+                call = g.nodes[caller]
+                path = g.scopes[call.scope].path
+                site = f"node '{g.display(caller)}' ({call.op_type})" + ("" if path == "main" else f" in {path}")
+                yield Finding(ctx.location_of(nid), f"{why} (at the call from {site})",
+                              "Cast the call's input to a type the function's operators take")
         yield from self._declared(ctx, live, refused)
 
     def _declared(self, ctx: LintContext, live: list[bool], refused: set[int]) -> Iterator[Finding]:
@@ -86,7 +93,8 @@ class TypeMismatch(Rule):
                             or producer is None or producer in (GRAPH_INPUT, INITIALIZER) or producer in refused):
                         continue
                     info = g.nodes[producer]
+                    op = info.op_type if info.since_version is None else f"{info.op_type}-{info.since_version}"
                     yield Finding(ctx.location_of(producer),
                                   f"{what} '{vi.name}' is declared {type_name(declared)}, but "
-                                  f"{info.op_type}-{info.since_version} makes it {type_name(t.dtype)}",
+                                  f"{op} makes it {type_name(t.dtype)}",
                                   f"declare '{vi.name}' as {type_name(t.dtype)}, or Cast it")
