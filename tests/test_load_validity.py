@@ -239,6 +239,8 @@ REFUSED = [
          "SF015", "sp"),
     Case("concat-rank-mismatch", text("[cat] y = Concat<axis=0>(a, b)", inputs="float[2,3] a, float[2] b",
                                       outputs="float y"), "SF015", "cat"),
+    Case("concat-scalar-and-vector", text("[cat] y = Concat<axis=0>(a, b)", inputs="int64 a, int64[2] b",
+                                          outputs="int64 y"), "SF015", "cat"),
     Case("conv-auto-pad-lowercase", text('[cv] y = Conv<auto_pad="same_upper">(a, w)', inputs="float[1,1,5,5] a",
                                          outputs="float[1,1,5,5] y", inits="float[1,1,1,1] w = {1.0}"), "SF014", "cv"),
     Case("depth-to-space-mode", text('[d] y = DepthToSpace<blocksize=2, mode="dcr">(a)', inputs="float[1,4,2,2] a",

@@ -26,6 +26,7 @@ def type_proto(t: TensorInfo, names: dict[str, Dim] | None = None) -> onnx.TypeP
     tt.elem_type = t.dtype
     if t.shape is not None:
         shape = tt.shape
+        shape.SetInParent()  # a scalar has a shape, with no dims (no shape field: rank unknown)
         for d in t.shape:
             dim = shape.dim.add()
             if type(d) is int:
