@@ -54,6 +54,10 @@ class Signature:
     outputs: tuple[Formal, ...]
     attributes: Mapping[str, tuple[int, bool]]  # name -> (AttributeProto type, required)
     constraints: Mapping[str, tuple[int, bool]]  # name -> (mask of tensor element types, other types too)
+    required: tuple[tuple[str, int], ...] = ()  # (name, type) of the required attributes
+    # False when no input types can be refused: each formal input takes every tensor type and
+    # shares its type parameter with no other input (Shape, Identity, Squeeze's data)
+    typed: bool = True
 
     @property
     def label(self) -> str:
@@ -86,23 +90,40 @@ class Signature:
         return names + (["non-tensor types"] if other else [])
 
 
+_ALL_TYPES = sum(1 << t for t in DTYPES)
+
+
+def _typed(ins: Sequence[Sequence], constraints: Mapping[str, tuple[int, bool]]) -> bool:
+    params = [t for t, _ in ins]
+    if len(set(params)) != len(params) or any(option == VARIADIC for _, option in ins):
+        return True
+    return any(constraints.get(t, (0, True))[0] & _ALL_TYPES != _ALL_TYPES for t in params)
+
+
 def _decode(key: tuple[str, str, int], row: tuple) -> Signature:
     min_in, max_in, min_out, max_out, flags, ins, outs, attrs, constraints = row
+    allowed = {name: (mask, other) for name, mask, other in constraints}
     return Signature(
         key[0], key[1], key[2], min_in, max_in, min_out, max_out, bool(flags & 1), bool(flags & 2),
         tuple(Formal(t, o) for t, o in ins), tuple(Formal(t, o) for t, o in outs),
-        {name: (kind, required) for name, kind, required in attrs},
-        {name: (mask, other) for name, mask, other in constraints},
+        {name: (kind, required) for name, kind, required in attrs}, allowed,
+        tuple((name, kind) for name, kind, required in attrs if required), _typed(ins, allowed),
     )
 
 
 @lru_cache(maxsize=1)
 def _table() -> tuple[dict[tuple[str, str, int], tuple], dict[str, int]] | None:
+    import json
+
     from . import _schema_sigs
 
     if not onnx_dist_version_is(_schema_sigs.ONNX_VERSION):
         return None
-    return _schema_sigs.SIGS, _schema_sigs.DOMAIN_MAX
+    rows = {}
+    for key, row in json.loads(_schema_sigs.SIGS).items():
+        domain, op, since = key.split("|")
+        rows[(domain, op, int(since))] = row
+    return rows, _schema_sigs.DOMAIN_MAX
 
 
 @lru_cache(maxsize=4096)

@@ -1,5 +1,5 @@
 """What the load-time rules (SF011-SF018) share: which nodes onnxruntime checks when it creates a
-session, and each node's signature.
+session, and each node's signature, computed once per model (``LintContext.cache``).
 
 onnxruntime checks every node of the main graph and of every subgraph in it. A model-local function
 is inlined where it is called, so the nodes of a function that nothing calls are never checked
@@ -8,16 +8,27 @@ is inlined where it is called, so the nodes of a function that nothing calls are
 
 from __future__ import annotations
 
-from ..graph import ModelGraph, NodeInfo
+from ..graph import ModelGraph
 from ..signatures import Signature, signature
+from .base import LintContext
 
 # Squeeze and Unsqueeze carry their own rules for axes given in the wrong form (SF108) or with the
 # wrong attributes (SF117): these ops' attributes and input counts are theirs.
 AXIS_OPS = frozenset({"Squeeze", "Unsqueeze"})
 
+_LIVE = "loadtime.live"
+_SIGS = "loadtime.signatures"
 
-def live_scopes(g: ModelGraph) -> list[bool]:
+
+def live_scopes(ctx: LintContext) -> list[bool]:
     """Per scope: whether onnxruntime checks its nodes (not a function body nothing calls)."""
+    found = ctx.cache.get(_LIVE)
+    if found is None:
+        found = ctx.cache[_LIVE] = _live(ctx.graph)
+    return found  # type: ignore[return-value]
+
+
+def _live(g: ModelGraph) -> list[bool]:
     live = [not g.in_function(s.id) for s in g.scopes]
     if not g.functions:
         return live
@@ -45,19 +56,29 @@ def live_scopes(g: ModelGraph) -> list[bool]:
     return live
 
 
-class Signatures:
-    """``signature`` per node, looked up once per (domain, op, version) of a model."""
-
-    def __init__(self) -> None:
-        self._seen: dict[tuple[str, str, int], Signature | None] = {}
-
-    def of(self, info: NodeInfo) -> Signature | None:
+def node_signatures(ctx: LintContext) -> list[Signature | None]:
+    """Per node id: the signature of the operator version it runs (None: no schema, a custom
+    operator or a function call), each looked up once per (domain, op_type, version)."""
+    found = ctx.cache.get(_SIGS)
+    if found is not None:
+        return found  # type: ignore[return-value]
+    seen: dict[str, dict[str, dict[int, Signature | None]]] = {}
+    out: list[Signature | None] = []
+    add = out.append
+    for info in ctx.graph.nodes:
         since = info.since_version
         if since is None:
-            return None
-        key = (info.domain, info.op_type, since)
-        try:
-            return self._seen[key]
-        except KeyError:
-            found = self._seen[key] = signature(*key)
-            return found
+            add(None)
+            continue
+        by_op = seen.get(info.domain)
+        if by_op is None:
+            by_op = seen[info.domain] = {}
+        versions = by_op.get(info.op_type)
+        if versions is None:
+            versions = by_op[info.op_type] = {}
+        sig = versions.get(since, False)
+        if sig is False:
+            sig = versions[since] = signature(info.domain, info.op_type, since)
+        add(sig)  # type: ignore[arg-type]
+    ctx.cache[_SIGS] = out
+    return out

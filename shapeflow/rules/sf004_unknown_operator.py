@@ -50,9 +50,10 @@ class UnknownOperator(Rule):
         scopes = g.scopes
         functions = g.functions
         gone = deprecated() - _STILL_LOADED
+        gone_ops = {op for _, op, _ in gone}
         for nid, info in enumerate(g.nodes):
             if info.since_version is not None:
-                if (info.domain, info.op_type, info.since_version) in gone:
+                if info.op_type in gone_ops and (info.domain, info.op_type, info.since_version) in gone:
                     domain = _STANDARD_DOMAINS.get(info.domain, info.domain)
                     yield Finding(ctx.location_of(nid),
                                   f"operator '{info.op_type}' is deprecated in {domain} opset "

@@ -4,7 +4,7 @@ from typing import Iterator
 
 from .._onnx import onnx
 from .base import Finding, LintContext, Rule
-from .loadtime import AXIS_OPS, Signatures, live_scopes
+from .loadtime import AXIS_OPS, live_scopes, node_signatures
 
 _A = onnx.AttributeProto
 # the value field of each attribute type, and the type each field belongs to
@@ -53,41 +53,49 @@ class AttributeMismatch(Rule):
 
     def check(self, ctx: LintContext) -> Iterator[Finding]:
         g = ctx.graph
-        live = live_scopes(g)
-        sigs = Signatures()
+        live = live_scopes(ctx)
+        sigs = node_signatures(ctx)
         check_type = g.model.ir_version >= 2
+        field_type = _FIELD_TYPE
         for nid, info in enumerate(g.nodes):
-            if not live[info.scope]:
-                continue
-            sig = sigs.of(info)
-            if sig is None or sig.deprecated or (info.domain == "" and info.op_type in AXIS_OPS):
+            sig = sigs[nid]
+            if sig is None or (not info.has_attrs and not sig.required):
+                continue  # (most nodes: no attribute to read, none required)
+            if not live[info.scope] or sig.deprecated or (info.domain == "" and info.op_type in AXIS_OPS):
                 continue
             seen: set[str] = set()
             if info.has_attrs:
+                spec = sig.attributes
                 for attr in info.peek().attribute:
                     name = attr.name
                     if name in seen:
                         continue  # a second copy: SF009's
                     seen.add(name)
-                    problem = self._problem(attr, sig.attributes.get(name), check_type,
+                    expected = spec.get(name)
+                    fields = attr.ListFields()
+                    # the common case, read once: [name, its one value, type], of the schema's type
+                    if (expected is not None and len(fields) == 3 and attr.type == expected[0]
+                            and field_type.get(fields[1][0].name) == expected[0]):
+                        continue
+                    problem = self._problem(attr, fields, expected, check_type,
                                             sig.unchecked_attributes or name.startswith("__"), sig.label)
                     if problem is not None:
                         yield Finding(ctx.location_of(nid), *problem)
-            for name, (kind, required) in sig.attributes.items():
-                if required and name not in seen:
+            for name, kind in sig.required:
+                if name not in seen:
                     yield Finding(ctx.location_of(nid), f"{sig.label} requires attribute '{name}' "
                                   f"({type_label(kind)}), which the node does not have",
                                   f"add the '{name}' attribute")
 
     @staticmethod
-    def _problem(attr: onnx.AttributeProto, expected: tuple[int, bool] | None, check_type: bool,
+    def _problem(attr: onnx.AttributeProto, fields: list, expected: tuple[int, bool] | None, check_type: bool,
                  unchecked: bool, label: str) -> tuple[str, str] | None:
         name = attr.name
         if not name:
             return "an attribute has an empty name", "name the attribute or remove it"
         if check_type and not attr.HasField("type"):
             return f"attribute '{name}' has no type", f"set the attribute's type ({label})"
-        used = [f.name for f, _ in attr.ListFields() if f.name in _FIELD_TYPE]
+        used = [f.name for f, _ in fields if f.name in _FIELD_TYPE]
         for field in used:
             if attr.type != _FIELD_TYPE[field]:
                 return (f"attribute '{name}' is of type {type_label(attr.type)} but holds a value of type "

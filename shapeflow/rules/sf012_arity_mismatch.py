@@ -4,7 +4,7 @@ from typing import Iterator
 
 from ..signatures import SINGLE
 from .base import Finding, LintContext, Rule
-from .loadtime import AXIS_OPS, Signatures, live_scopes
+from .loadtime import AXIS_OPS, live_scopes, node_signatures
 
 
 def _range(lo: int, hi: int) -> str:
@@ -41,10 +41,10 @@ class ArityMismatch(Rule):
 
     def check(self, ctx: LintContext) -> Iterator[Finding]:
         g = ctx.graph
-        live = live_scopes(g)
-        sigs = Signatures()
+        live = live_scopes(ctx)
+        sigs = node_signatures(ctx)
         for nid, info in enumerate(g.nodes):
-            sig = sigs.of(info)
+            sig = sigs[nid]
             if sig is None or sig.deprecated:
                 continue
             axis_op = info.domain == "" and info.op_type in AXIS_OPS

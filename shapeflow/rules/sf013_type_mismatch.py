@@ -6,7 +6,7 @@ from .._onnx import onnx
 from ..graph import GRAPH_INPUT, INITIALIZER
 from ..signatures import DTYPES, input_type_error, type_name
 from .base import Finding, LintContext, Rule
-from .loadtime import Signatures, live_scopes
+from .loadtime import AXIS_OPS, live_scopes, node_signatures
 
 
 class TypeMismatch(Rule):
@@ -42,25 +42,32 @@ class TypeMismatch(Rule):
     def check(self, ctx: LintContext) -> Iterator[Finding]:
         g = ctx.graph
         inference = ctx.inference
-        live = live_scopes(g)
-        sigs = Signatures()
+        live = live_scopes(ctx)
+        sigs = node_signatures(ctx)
         tables = inference.tensors
         lookup = inference.lookup
         refused: set[int] = set()
-        for nid, info in enumerate(g.nodes):
-            if not live[info.scope]:
+        # Verdicts per (signature, input types): a model has few distinct ones.
+        verdicts: dict[tuple[int, tuple[int, ...]], tuple[int, str] | None] = {}
+        nodes = g.nodes
+        for nid, sig in enumerate(sigs):
+            if sig is None or not sig.typed:
                 continue
-            sig = sigs.of(info)
-            if sig is None or sig.deprecated:
-                continue
-            table = tables[info.scope]
+            info = nodes[nid]
+            scope = info.scope
+            if not live[scope] or sig.deprecated or (info.op_type in AXIS_OPS and info.domain == ""):
+                continue  # (a Squeeze's or Unsqueeze's data takes any type, its axes are SF109's)
+            table = tables[scope]
             dtypes = []
             for name in info.inputs:
-                t = (table[name] if name in table else lookup(info.scope, name)) if name else None
-                dtypes.append(t.dtype if t is not None and t.dtype in DTYPES else 0)
-            if not any(dtypes):
-                continue
-            problem = input_type_error(sig, dtypes)
+                t = (table[name] if name in table else lookup(scope, name)) if name else None
+                dtypes.append(t.dtype if t is not None else 0)
+            key = (id(sig), tuple(dtypes))
+            try:
+                problem = verdicts[key]
+            except KeyError:
+                known = [d if d in DTYPES else 0 for d in dtypes]
+                problem = verdicts[key] = input_type_error(sig, known) if any(known) else None
             if problem is not None:
                 refused.add(nid)
                 yield Finding(ctx.location_of(nid), problem[1],

@@ -77,7 +77,7 @@ class InvalidAttributeValue(Rule):
 
     def check(self, ctx: LintContext) -> Iterator[Finding]:
         g = ctx.graph
-        live = live_scopes(g)
+        live = live_scopes(ctx)
         for nid, info in enumerate(g.nodes):
             if (info.domain != "" or info.op_type not in _WATCHED or not info.has_attrs or info.since_version is None
                     or not live[info.scope]):

@@ -38,7 +38,7 @@ class ShapeInferenceError(Rule):
         g = ctx.graph
         if not ctx.inference.load_errors:
             return
-        live = live_scopes(g)
+        live = live_scopes(ctx)
         for nid, why in sorted(ctx.inference.load_errors.items()):
             info = g.nodes[nid]
             if not live[info.scope]:
