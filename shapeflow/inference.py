@@ -71,6 +71,10 @@ class Inference:
     # function body node id -> (the input type error a call's run meets there, that call's node
     # id): onnxruntime checks a function's nodes with each call's types (SF013)
     call_type_errors: dict[int, tuple[str, int]] = field(default_factory=dict)
+    # Tensors computed by a node that fails (a Squeeze of a dim known != 1, a node onnxruntime
+    # refuses) or from one: their shapes are what the node meant, which no runtime computes, so a
+    # doubt about a node that reads them is not asked (it would blame the reader).
+    tainted: set[str] = field(default_factory=set, repr=False)
 
     def domain(self) -> ContextManager[None]:
         """The block in which dims are judged as inference judged them (its ranges in force):
@@ -107,10 +111,19 @@ class Inference:
 
     def doubt(self, call: OpCall) -> None:
         """Ask onnx's inference of ``call``'s node whether onnxruntime refuses it (once per node)."""
+        tainted = self.tainted
+        if tainted and any(name in tainted for name in call.input_names):
+            return  # downstream of a failure: the inputs are not what onnxruntime would see
         if call.nid not in self.load_errors:
             why = fallback.load_time_error(call)
             if why is not None:
                 self.load_errors[call.nid] = why
+        if call.nid in self.load_errors:
+            self.taint(call)
+
+    def taint(self, call: OpCall) -> None:
+        """``call``'s node fails: its outputs (and what is computed from them) are tainted."""
+        self.tainted.update(name for name in call.output_names if name)
 
 
 def infer(graph: ModelGraph, bindings: Mapping[str, int] | None = None,
@@ -276,6 +289,8 @@ class _Runner:
                 if fsid is not None:
                     outs = self._call(fsid, nid, info, ins)
             outputs = info.outputs
+            if r.tainted and any(name in r.tainted for name in info.inputs):
+                r.tainted.update(name for name in outputs if name)
             if len(outputs) == 1:
                 t = outs[0] if outs else None
                 name = outputs[0]
@@ -363,7 +378,7 @@ class _Runner:
         errors = self.r.call_type_errors
         if nid in errors:
             return
-        sig = signature(info.domain, info.op_type, info.since_version)  # type: ignore[arg-type]
+        sig = signature(info.domain, info.op_type, info.since_version)
         if sig is None:
             return
         dtypes = [t.dtype if t is not None and t.dtype in DTYPES else 0 for t in ins]

@@ -98,7 +98,9 @@ def signature_row(s: "onnx.defs.OpSchema") -> tuple:
     """One row of ``_schema_sigs.SIGS`` (its docstring says what each field is)."""
     # (the checker stops at a deprecated op before it reads attributes: nothing to ask)
     flags = 1 if s.deprecated else (2 if _allows_unchecked_attributes(s) else 0)
-    attrs = tuple(sorted((name, int(a.type.value), bool(a.required)) for name, a in s.attributes.items()))
+    # (AttrType is an IntEnum; onnx's stubs do not say so)
+    attrs = tuple(sorted((name, int(a.type), bool(a.required))  # type: ignore[call-overload]
+                         for name, a in s.attributes.items()))
     constraints = tuple((c.type_param_str, *_tensor_mask(list(c.allowed_type_strs))) for c in s.type_constraints)
     return (_clip(s.min_input), _clip(s.max_input), _clip(s.min_output), _clip(s.max_output), flags,
             tuple(_formal(p) for p in s.inputs), tuple(_formal(p) for p in s.outputs), attrs, constraints)

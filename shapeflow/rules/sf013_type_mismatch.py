@@ -10,8 +10,7 @@ from .loadtime import AXIS_OPS, live_scopes, node_signatures
 
 
 class TypeMismatch(Rule):
-    """Flags element types that onnxruntime refuses: an input its operator does not take, inputs
-    of one type parameter with different types, a declared type that contradicts the node's.
+    """Flags element types onnxruntime refuses, at a node's inputs or in a declared type.
 
     ## What it does
     For every node of a standard domain, takes the element types of its inputs (declared graph
