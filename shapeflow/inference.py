@@ -229,6 +229,7 @@ class _Runner:
         shapes = self.shapes
         max_expr = self.max_expr
         at_call = in_function and bool(self.callers)  # a body run with one call's inputs
+        tainted = r.tainted  # (one set for the run, filled in place)
         for nid in scope.order:
             info = nodes[nid]
             if info.subscopes:
@@ -289,8 +290,8 @@ class _Runner:
                 if fsid is not None:
                     outs = self._call(fsid, nid, info, ins)
             outputs = info.outputs
-            if r.tainted and any(name in r.tainted for name in info.inputs):
-                r.tainted.update(name for name in outputs if name)
+            if tainted and any(name in tainted for name in info.inputs):
+                tainted.update(name for name in outputs if name)
             if len(outputs) == 1:
                 t = outs[0] if outs else None
                 name = outputs[0]

@@ -55,9 +55,14 @@ class Signature:
     attributes: Mapping[str, tuple[int, bool]]  # name -> (AttributeProto type, required)
     constraints: Mapping[str, tuple[int, bool]]  # name -> (mask of tensor element types, other types too)
     required: tuple[tuple[str, int], ...] = ()  # (name, type) of the required attributes
-    # False when no input types can be refused: each formal input takes every tensor type and
-    # shares its type parameter with no other input (Shape, Identity, Squeeze's data)
-    typed: bool = True
+    # The formal inputs whose types can be refused: those of a type parameter that does not take
+    # every tensor type or that binds other inputs too (empty: Shape, Identity, Squeeze's data)
+    typed: frozenset[int] = frozenset()
+
+    def typed_positions(self, n: int) -> tuple[int, ...]:
+        """Which of a node's ``n`` inputs ``input_type_error`` can refuse."""
+        last = len(self.inputs) - 1
+        return tuple(k for k in range(n) if min(k, last) in self.typed)
 
     @property
     def label(self) -> str:
@@ -93,11 +98,11 @@ class Signature:
 _ALL_TYPES = sum(1 << t for t in DTYPES)
 
 
-def _typed(ins: Sequence[Sequence], constraints: Mapping[str, tuple[int, bool]]) -> bool:
+def _typed(ins: Sequence[Sequence], constraints: Mapping[str, tuple[int, bool]]) -> frozenset[int]:
     params = [t for t, _ in ins]
-    if len(set(params)) != len(params) or any(option == VARIADIC for _, option in ins):
-        return True
-    return any(constraints.get(t, (0, True))[0] & _ALL_TYPES != _ALL_TYPES for t in params)
+    return frozenset(k for k, (t, option) in enumerate(ins)
+                     if params.count(t) > 1 or option == VARIADIC
+                     or constraints.get(t, (0, True))[0] & _ALL_TYPES != _ALL_TYPES)
 
 
 def _decode(key: tuple[str, str, int], row: tuple) -> Signature:

@@ -48,18 +48,27 @@ class TypeMismatch(Rule):
         refused: set[int] = set()
         # Verdicts per (signature, input types): a model has few distinct ones.
         verdicts: dict[tuple[int, tuple[int, ...]], tuple[int, str] | None] = {}
+        # Which signatures to check at all, decided once each: a Squeeze's or Unsqueeze's data takes
+        # any type (its axes are SF109's), and so do the inputs of Shape, Identity...
+        wanted: dict[int, bool] = {}
         nodes = g.nodes
         for nid, sig in enumerate(sigs):
-            if sig is None or not sig.typed:
+            if sig is None:
+                continue
+            check = wanted.get(id(sig))
+            if check is None:
+                check = wanted[id(sig)] = (bool(sig.typed) and not sig.deprecated
+                                           and not (sig.domain == "" and sig.op_type in AXIS_OPS))
+            if not check:
                 continue
             info = nodes[nid]
             scope = info.scope
-            if not live[scope] or sig.deprecated or (info.op_type in AXIS_OPS and info.domain == ""):
-                continue  # (a Squeeze's or Unsqueeze's data takes any type, its axes are SF109's)
+            if not live[scope]:
+                continue
             table = tables[scope]
             dtypes = []
             for name in info.inputs:
-                t = (table[name] if name in table else lookup(scope, name)) if name else None
+                t = table.get(name) if name in table else (lookup(scope, name) if name else None)
                 dtypes.append(t.dtype if t is not None else 0)
             key = (id(sig), tuple(dtypes))
             try:
