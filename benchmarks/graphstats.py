@@ -129,6 +129,38 @@ def graph_stats(model: onnx.ModelProto, infer: bool = True) -> GraphStats:
     return GraphStats(nodes, su, arith)
 
 
+def leftovers(model: onnx.ModelProto) -> tuple[dict[str, int], dict[str, int]]:
+    """What is left, in the main graph, to tell one tool's output from another's: each Squeeze and
+    Unsqueeze as ``producer > Op > consumers`` (``input``/``init`` for a graph input or an
+    initializer, ``out`` for a graph output), and the shape-arithmetic nodes counted by op type."""
+    try:
+        inferred = onnx.shape_inference.infer_shapes(model, strict_mode=False)
+    except Exception:  # noqa: BLE001  # the schema rule alone, as graph_stats does
+        inferred = model
+    opsets = {("" if o.domain == "ai.onnx" else o.domain): o.version for o in model.opset_import}
+    types = _graph_types(inferred.graph, {})
+    graph = model.graph
+    producer = {o: n.op_type for n in graph.node for o in n.output}
+    producer.update({i.name: "init" for i in graph.initializer})
+    producer.update({i.name: "input" for i in graph.input if i.name not in producer})
+    consumers: dict[str, list[str]] = {}
+    for n in graph.node:
+        for i in n.input:
+            consumers.setdefault(i, []).append(n.op_type)
+    for o in graph.output:
+        consumers.setdefault(o.name, []).append("out")
+    su: dict[str, int] = {}
+    arith: dict[str, int] = {}
+    for n in graph.node:
+        if n.op_type in ("Squeeze", "Unsqueeze") and n.domain in ("", "ai.onnx"):
+            after = ",".join(sorted(set(consumers.get(n.output[0], [])))) or "-"
+            key = f"{producer.get(n.input[0], '?')} > {n.op_type} > {after}"
+            su[key] = su.get(key, 0) + 1
+        if _is_shape_arith(n, types, opsets):
+            arith[n.op_type] = arith.get(n.op_type, 0) + 1
+    return su, arith
+
+
 Dim = int | str | None
 Signature = list[tuple[str, str, int, tuple[Dim, ...] | None]]
 

@@ -231,6 +231,21 @@ def _check_and_move(model: nn.Module, tmp: Path, path: Path, args: tuple[torch.T
     return None
 
 
+def _versions() -> dict[str, str]:
+    from importlib.metadata import PackageNotFoundError, version
+
+    out = {}
+    for d in ("torch", "transformers", "onnxscript", "onnx", "onnxruntime"):
+        try:
+            out[d] = version(d)
+        except PackageNotFoundError:
+            pass
+    return out
+
+
+VERSIONS = _versions()
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, default=HERE / "text_corpus")
@@ -268,7 +283,8 @@ def main(argv: list[str] | None = None) -> int:
             import onnx
 
             proto = onnx.load(str(path), load_external_data=False)
-            manifest[path.name] = {"family": family, "exporter": exporter,
+            manifest[path.name] = {"family": family, "exporter": exporter, "kind": "text", "versions": VERSIONS,
+                                   "dynamic_axes": {k: {"0": "batch", "1": "seq"} for k in ("input_ids", "attention_mask")},
                                    "opset": next(o.version for o in proto.opset_import if o.domain in ("", "ai.onnx")),
                                    "nodes": len(proto.graph.node)}
             print(f"  {path.name}: {len(proto.graph.node)} nodes", file=sys.stderr, flush=True)

@@ -6,7 +6,7 @@ encoder with a positional conv, a ResNet-ish block with a strided shortcut and g
 a Whisper-like audio encoder (two Conv1d, sliced positional embedding, attention) and a UNet step
 (strided conv down, ConvTranspose up, interpolated to the skip's size, concatenated, reflect-padded). Each is exported
 with the TorchScript exporter at opsets 13 and 17 and with the dynamo exporter at opset 18 where
-it works. The files go to ``benchmarks/vision_corpus/`` (git-ignored), with ``manifest.json``
+it works. The files go to ``benchmarks/vision_corpus/`` (git-ignored), with ``<name>.inputs.npz`` (the first size) and ``manifest.json``
 naming each model's input and two input sizes for the runtime check.
 
 Needs ``torch`` (``pip install torch``) and, for the dynamo exporter, ``onnxscript``::
@@ -26,6 +26,7 @@ import sys
 import warnings
 from pathlib import Path
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -241,6 +242,9 @@ def main(argv: list[str] | None = None) -> int:
     manifest = {}
     rng = random.Random(args.seed)
     torch.manual_seed(args.seed)
+    from importlib.metadata import version
+
+    versions = {d: version(d) for d in ("torch", "onnxscript", "onnx", "onnxruntime")}
     for name, (cls, _chans, axes, sizes) in FAMILIES.items():
         for i in range(args.per_family):
             model = cls(random.Random(rng.randrange(2**31))).eval()
@@ -249,7 +253,12 @@ def main(argv: list[str] | None = None) -> int:
                 if export_one(name, model, args.out / fname, exporter, opset):
                     chans = FAMILIES[name][1](model)
                     manifest[fname] = {"family": name, "exporter": exporter, "opset": opset, "axes": list(axes),
-                                       "channels": chans, "sizes": list(sizes)}
+                                       "channels": chans, "sizes": list(sizes), "versions": versions,
+                                       "kind": "audio" if name in ("wav2vec2", "whisper") else "vision",
+                                       "dynamic_axes": {"x": {"0": axes[0], **{str(2 + i): a
+                                                                              for i, a in enumerate(axes[1:])}}}}
+                    x = _example(name, model, sizes[0]).numpy()
+                    np.savez(args.out / fname.replace(".onnx", ".inputs.npz"), x=x)
                     print(f"  {fname}", file=sys.stderr)
     (args.out / "manifest.json").write_text(json.dumps(manifest, indent=1))
     print(f"{len(manifest)} models in {args.out}", file=sys.stderr)
