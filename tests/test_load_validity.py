@@ -257,6 +257,11 @@ REFUSED = [
         text(f"[loop] y = Loop(M, c, x) <body = {LOOP_BODY}>", inputs="int64 M, bool c, float[2] x",
              outputs="float[2] y"),
         lambda m: setattr(m.graph.node[0].attribute[0].g.input[2].type.tensor_type, "elem_type", 0)), "SF016", "xi"),
+    Case("branch-output-elem-type-0", edited(
+        text("[if] y = If(c) <then_branch = t () => (float[2] o) { o = Identity(a) }, "
+             "else_branch = e () => (float[2] o) { o = Identity(a) }>", inputs="bool c, float[2] a",
+             outputs="float[2] y"),
+        lambda m: setattr(m.graph.node[0].attribute[0].g.output[0].type.tensor_type, "elem_type", 0)), "SF016", "o"),
     Case("sparse-count-mismatch", _sparse([0, 3], [4], values=3), "SF017", "w"),
     Case("sparse-negative-index", _sparse([-1, 2], [4]), "SF017", "w"),
     Case("sparse-coordinate-out-of-range", _sparse([[0, 1], [1, 5]], [2, 2]), "SF017", "w"),
