@@ -19,6 +19,7 @@ from .dims import Bound, shape_to_json
 from .graph import ModelGraph, build_graph
 from .assume import assumption_texts, check_assumptions, check_proven
 from .inference import Inference, Progress, declared_symbols, infer
+from .declared import Written, declared_unproven
 from .io import LoadedModel
 from .limits import DEFAULT_LIMITS, Limits
 from .opsets import opset_map
@@ -38,10 +39,21 @@ class Analysis:
     graph: ModelGraph
     inference: Inference
     diagnostics: list[Diagnostic] = field(default_factory=list)
+    _declared: dict[tuple[int, str], list[Written]] | None = field(default=None, repr=False)
 
     @property
     def path(self) -> str:
         return self.loaded.path
+
+    @property
+    def declared(self) -> dict[tuple[int, str], list[Written]]:
+        """(scope id, tensor) -> the file's declaration of the tensor, where it states a dim that
+        inference leaves unknown (``declared.declared_unproven``), read once: from the file as
+        loaded when first asked (``infer -o`` asks before it writes its own declarations)."""
+        found = self._declared
+        if found is None:
+            found = self._declared = declared_unproven(self.graph, self.inference)
+        return found
 
     def __repr__(self) -> str:
         counts = {"error": 0, "warning": 0, "info": 0}
@@ -211,14 +223,19 @@ def dtype_name(dtype: int) -> str | None:
 
 def tensors_json(a: Analysis) -> list[TensorJSON]:
     out: list[TensorJSON] = []
+    declared = a.declared
     for scope, table in zip(a.graph.scopes, a.inference.tensors):
         for name, t in table.items():
-            out.append({
+            entry: TensorJSON = {
                 "name": name,
                 "graph": scope.path,
                 "dtype": dtype_name(t.dtype) if t is not None else None,
                 "shape": shape_to_json(t.shape) if t is not None else None,
-            })
+            }
+            written = declared.get((scope.id, name)) if declared else None
+            if written is not None:  # the declaration, where it states what inference does not prove
+                entry["declared_shape"] = list(written)
+            out.append(entry)
     return out
 
 

@@ -8,24 +8,38 @@ exporter declares almost every tensor, often with unknown dims), has that declar
   expression written as its text);
 * a declaration without a shape gets the whole inferred shape, one without an element type the
   inferred type;
-* a declared int or name is kept as written, and so is every dim of a declaration that contradicts
-  the inferred shape (a different rank, or a different int): that is SF112's finding to report;
+* a declared int, input symbol or expression over input symbols is kept as written; a name the
+  exporter invented (no input symbol, no expression over them: ``unk__123``,
+  ``LayerNormalization_dim_1``) becomes the inferred dim where inference proves one, as onnx's own
+  inference replaces a name by a value;
+* every dim of a declaration that contradicts the inferred shape (a different rank, a different
+  int, a different expression: SF112's finding) is kept as written, unless ``fix_declarations``
+  (``infer -o --fix-declarations``): then the contradicted rank or dims become the inferred ones;
 * a scalar is written as a rank-0 shape (a ``shape`` field without dims), which ONNX reads as
   rank 0 and not as an unknown rank.
 
 Graph inputs are the user's; graph outputs are refined the same way only when asked
-(``refine_outputs``), as the signature is the user's too.
+(``refine_outputs``), as the signature is the user's too. The body of a Loop with scan outputs, and
+what computes the outer tensors it reads, are left alone (``ops.control.zero_trip_nodes``):
+onnxruntime shapes those outputs after zero iterations from its own inference of the body, which
+recorded shapes would change.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Mapping, Sequence
 
 from ._onnx import onnx
-from .dims import Dim
+from .declared import Conflict, DimReader, conflicts, written_shape
+from .diagnostics import Diagnostic
+from .dims import Bound, Dim
 from .graph import ModelGraph
 from .inference import Inference
+from .ops.control import zero_trip_nodes
 from .ops.fallback import type_proto
+from .rules import LintContext
+from .rules.sf112_shape_conflict import ShapeConflict
 from .tensorinfo import TensorInfo
 
 
@@ -34,6 +48,8 @@ class AnnotateResult:
     added: int  # value_info entries added
     filled: int  # dims filled in existing declarations (a missing shape counts its known dims)
     kept: int  # declarations left as written because they contradict the inferred shape
+    replaced: int = 0  # exporter-invented dim names replaced by the proven dim
+    fixed: int = 0  # contradicting declarations rewritten (``fix_declarations``)
 
 
 def _type_proto(t: TensorInfo) -> onnx.TypeProto:
@@ -46,6 +62,8 @@ def _type_proto(t: TensorInfo) -> onnx.TypeProto:
 def _set_dim(dim: onnx.TensorShapeProto.Dimension, d: Dim) -> None:
     if type(d) is int:
         dim.dim_value = d
+    elif d is None:
+        dim.Clear()
     else:
         dim.dim_param = str(d)
 
@@ -55,28 +73,40 @@ def _declared_unknown(dim: onnx.TensorShapeProto.Dimension) -> bool:
     return which is None or (which == "dim_value" and dim.dim_value < 0) or (which == "dim_param" and not dim.dim_param)
 
 
-def refine(vi: onnx.ValueInfoProto, t: TensorInfo) -> tuple[int, bool]:
-    """Fill what ``vi`` leaves unknown from ``t`` (element type, shape, dims); returns (dims filled,
-    contradicted). A declaration that contradicts ``t`` is left as it is."""
+@dataclass(frozen=True, slots=True)
+class Refined:
+    filled: int = 0
+    replaced: int = 0
+    contradicted: bool = False  # the declaration contradicts the inferred shape ...
+    fixed: bool = False  # ... and was rewritten
+
+
+def refine(vi: onnx.ValueInfoProto, t: TensorInfo, reader: DimReader | None = None, *, fix: bool = False,
+           ranges: Mapping[str, Bound] | None = None) -> Refined:
+    """Fill what ``vi`` leaves unknown from ``t`` (element type, shape, dims) and replace the dim
+    names the exporter invented (``reader``: none is replaced without one) by the proven dims. A
+    declaration that contradicts ``t`` (SF112: another rank, another int, another expression) is
+    left as it is, unless ``fix``: then the contradicted rank or dims are rewritten with the
+    inferred ones, and the rest refined as above. An element type that differs is always left."""
     tp = vi.type
     which = tp.WhichOneof("value")
     if which not in (None, "tensor_type"):
-        return 0, False  # sequences, maps, optionals: left as declared
+        return Refined()  # sequences, maps, optionals: left as declared
     tt = tp.tensor_type
-    filled = 0
     if tt.elem_type and t.dtype and tt.elem_type != t.dtype:
-        return 0, True
+        return Refined(contradicted=True)
+    found: list[Conflict] = []
     if t.shape is not None and tt.HasField("shape"):
-        dims = tt.shape.dim
-        if len(dims) != len(t.shape):
-            return 0, True
-        for dim, d in zip(dims, t.shape):
-            if dim.WhichOneof("value") == "dim_value" and dim.dim_value >= 0 and type(d) is int and d != dim.dim_value:
-                return 0, True
+        found = list(conflicts(written_shape(tp), t.shape, reader or DimReader(()), ranges))
+        if found and not fix:
+            return Refined(contradicted=True)
     if not tt.elem_type and t.dtype:
         tt.elem_type = t.dtype
     if t.shape is None:
-        return filled, False
+        return Refined()
+    filled = replaced = 0
+    if found and found[0].position is None:  # another rank: the inferred shape replaces it
+        tt.ClearField("shape")
     if not tt.HasField("shape"):
         tt.shape.SetInParent()
         for d in t.shape:
@@ -84,18 +114,30 @@ def refine(vi: onnx.ValueInfoProto, t: TensorInfo) -> tuple[int, bool]:
             if d is not None:
                 _set_dim(dim, d)
                 filled += 1
-        return filled, False
-    for dim, d in zip(tt.shape.dim, t.shape):
-        if d is not None and _declared_unknown(dim):
+        return Refined(0 if found else filled, 0, bool(found), bool(found))
+    wrong = {c.position for c in found}
+    for k, (dim, d) in enumerate(zip(tt.shape.dim, t.shape)):
+        if k in wrong:
+            _set_dim(dim, d)
+        elif d is not None and _declared_unknown(dim):
             _set_dim(dim, d)
             filled += 1
-    return filled, False
+        elif d is not None and reader is not None and dim.WhichOneof("value") == "dim_param" \
+                and reader.invented(dim.dim_param):
+            _set_dim(dim, d)
+            replaced += 1
+    return Refined(filled, replaced, bool(found), bool(found))
 
 
-def annotate(graph: ModelGraph, inference: Inference, refine_outputs: bool = False) -> AnnotateResult:
+def annotate(graph: ModelGraph, inference: Inference, refine_outputs: bool = False,
+             fix_declarations: bool = False) -> AnnotateResult:
     """Record the inferred shapes in the model (mutated in place): new value_info entries and
     refined declarations, as the module docstring says."""
-    added = filled = kept = 0
+    added = filled = kept = replaced = fixed = 0
+    reader = DimReader.of(graph)
+    # (onnxruntime shapes a Loop's scan outputs after zero iterations from its own inference of
+    # the body, which recorded shapes would change: what it rests on is left as it is)
+    frozen = zero_trip_nodes(graph)
     for scope, table in zip(graph.scopes, inference.tensors):
         body = scope.proto
         if scope.kind != "graph" or not isinstance(body, onnx.GraphProto):
@@ -108,6 +150,8 @@ def annotate(graph: ModelGraph, inference: Inference, refine_outputs: bool = Fal
             if vi.name not in declared:
                 declared[vi.name] = vi
         for nid in scope.order:
+            if nid in frozen:
+                continue
             for name in graph.nodes[nid].proto.output:
                 t = table.get(name)
                 if not name or t is None or not (t.dtype or t.shape is not None):
@@ -116,9 +160,11 @@ def annotate(graph: ModelGraph, inference: Inference, refine_outputs: bool = Fal
                     vi = declared[name]
                     if vi is None:
                         continue
-                    n, contradicted = refine(vi, t)
-                    filled += n
-                    kept += contradicted
+                    r = refine(vi, t, reader, fix=fix_declarations, ranges=inference.ranges)
+                    filled += r.filled
+                    replaced += r.replaced
+                    kept += r.contradicted and not r.fixed
+                    fixed += r.fixed
                     declared[name] = None  # a name declared twice is refined once
                     continue
                 if not t.dtype:
@@ -129,4 +175,15 @@ def annotate(graph: ModelGraph, inference: Inference, refine_outputs: bool = Fal
                 body.value_info.append(entry)
                 declared[name] = None
                 added += 1
-    return AnnotateResult(added, filled, kept)
+    return AnnotateResult(added, filled, kept, replaced, fixed)
+
+
+def drop_fixed(graph: ModelGraph, inference: Inference, diagnostics: Sequence[Diagnostic],
+               file: str) -> list[Diagnostic]:
+    """``diagnostics`` without the SF112 findings that the model, as ``annotate`` left it, no
+    longer has (``fix_declarations`` rewrote those declarations): SF112 judges it again."""
+    ctx = LintContext(file, graph, inference)
+    with inference.domain():
+        left = {(d.location.graph, d.location.tensor, d.message) for d in ShapeConflict().diagnostics(ctx)}
+    return [d for d in diagnostics
+            if d.code != ShapeConflict.code or (d.location.graph, d.location.tensor, d.message) in left]

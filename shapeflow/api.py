@@ -77,10 +77,9 @@ def lint(paths: PathLike | Sequence[PathLike], *, select: Sequence[str] | None =
     config_path = os.fspath(config) if config is not None else None
     store = None
     if cache is not False:
-        from .cache import LintCache, default_cache_dir
+        from .cache import cache_for
 
-        store = LintCache(default_cache_dir(config_path, isolated) if cache is True
-                          else os.path.abspath(os.fspath(cache)))
+        store = cache_for(None if cache is True else os.fspath(cache), config_path, isolated)
     return run([os.fspath(p) for p in items], cli, options, config=config_path, isolated=isolated, jobs=jobs,
                cache=store, executor=executor, ray_address=ray_address, task_timeout=task_timeout).results
 

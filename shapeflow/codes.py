@@ -21,23 +21,25 @@ class Code:
     name: str  # "squeeze-non-unit-dim"
     severity: Severity  # the default; --severity and the config file may change it
     fixable: bool = False  # ``lint --fix`` has a rewrite for it
-    # onnxruntime refuses to create a session for a model with this finding (tests/test_load_validity.py
-    # builds each condition and asks onnxruntime)
+    # onnxruntime refuses to load a model with this finding (checked against an InferenceSession
+    # in tests/test_trust.py and tests/test_load_validity.py). Nothing a pull request can write (a marker in the model, the
+    # repository's config or baseline, a cache entry) lowers the verdict on such an error: only
+    # the command line can (SPEC.md sections 7 and 8, docs/threat-model.md).
     refusal: bool = False
 
 
 ERROR, WARNING, INFO = Severity.ERROR, Severity.WARNING, Severity.INFO
 
-MODEL_UNREADABLE = Code("SF001", "model-unreadable", ERROR)
-GRAPH_INVALID = Code("SF002", "graph-invalid", ERROR)
+MODEL_UNREADABLE = Code("SF001", "model-unreadable", ERROR, refusal=True)
+GRAPH_INVALID = Code("SF002", "graph-invalid", ERROR, refusal=True)
 NODES_NOT_SORTED = Code("SF003", "nodes-not-sorted", WARNING)
 UNKNOWN_OPERATOR = Code("SF004", "unknown-operator", ERROR, refusal=True)
 UNSUPPORTED_VERSION = Code("SF005", "unsupported-version", ERROR, refusal=True)
 LIMIT_EXCEEDED = Code("SF006", "limit-exceeded", ERROR)
 UNKNOWN_FIELDS = Code("SF007", "unknown-fields", WARNING)
 UNUSED_SUPPRESSION = Code("SF008", "unused-suppression", INFO)
-DUPLICATE_ATTRIBUTE = Code("SF009", "duplicate-attribute", ERROR)
-EMPTY_OUTPUT_NAME = Code("SF010", "empty-output-name", ERROR)
+DUPLICATE_ATTRIBUTE = Code("SF009", "duplicate-attribute", ERROR, refusal=True)
+EMPTY_OUTPUT_NAME = Code("SF010", "empty-output-name", ERROR, refusal=True)
 
 # What onnxruntime checks when it loads a model (onnx's node checks, type constraints, shape
 # inference, its kernels' attribute checks): a model with one of these never gets a session.
@@ -57,7 +59,7 @@ SQUEEZE_NON_UNIT_DIM = Code("SF104", "squeeze-non-unit-dim", ERROR, fixable=True
 SQUEEZE_SYMBOLIC_DIM = Code("SF105", "squeeze-symbolic-dim", WARNING)
 SQUEEZE_RANK_UNKNOWABLE = Code("SF106", "squeeze-rank-unknowable", WARNING)
 NEGATIVE_AXES_OPSET1 = Code("SF107", "negative-axes-opset1", WARNING)
-AXES_FORM_MISMATCH = Code("SF108", "axes-form-mismatch", ERROR)
+AXES_FORM_MISMATCH = Code("SF108", "axes-form-mismatch", ERROR, refusal=True)
 AXES_BAD_TENSOR = Code("SF109", "axes-bad-tensor", ERROR)
 AXES_NOT_CONSTANT = Code("SF110", "axes-not-constant", INFO)
 UNSQUEEZE_EMPTY_AXES = Code("SF111", "unsqueeze-empty-axes", WARNING)
@@ -66,10 +68,10 @@ SQUEEZE_EMPTY_AXES = Code("SF113", "squeeze-empty-axes", WARNING)
 INVALID_DIM_VALUE = Code("SF114", "invalid-dim-value", ERROR)
 RANK_ABOVE_64 = Code("SF115", "rank-above-64", WARNING)
 CONTROL_FLOW_SIGNATURE = Code("SF116", "control-flow-signature", ERROR, refusal=True)
-INVALID_ATTRIBUTE = Code("SF117", "invalid-attribute", ERROR)
-ATTRIBUTE_REF_TYPE = Code("SF118", "attribute-ref-type", ERROR)
-ATTRIBUTE_REF_MISSING = Code("SF119", "attribute-ref-missing", ERROR)
-FUNCTION_OPSET_MISMATCH = Code("SF120", "function-opset-mismatch", ERROR)
+INVALID_ATTRIBUTE = Code("SF117", "invalid-attribute", ERROR, refusal=True)
+ATTRIBUTE_REF_TYPE = Code("SF118", "attribute-ref-type", ERROR, refusal=True)
+ATTRIBUTE_REF_MISSING = Code("SF119", "attribute-ref-missing", ERROR, refusal=True)
+FUNCTION_OPSET_MISMATCH = Code("SF120", "function-opset-mismatch", ERROR, refusal=True)
 
 # One code per kind of rewrite: lint's info findings are exactly what the rewrite engine would do.
 CANCELLING_PAIR = Code("SF201", "cancelling-pair", INFO, fixable=True)
@@ -91,6 +93,9 @@ RESHAPE_ROUND_TRIP = Code("SF215", "reshape-round-trip", INFO, fixable=True)
 ALL_CODES: tuple[Code, ...] = tuple(v for v in list(globals().values()) if isinstance(v, Code))
 BY_CODE: dict[str, Code] = {c.code: c for c in ALL_CODES}
 BY_NAME: dict[str, Code] = {c.name: c for c in ALL_CODES}
+
+# The codes whose error-level findings only the command line may hide (``Code.refusal``).
+REFUSAL_CODES: frozenset[str] = frozenset(c.code for c in ALL_CODES if c.refusal)
 
 # The rewrite codes: what ``--select SF2`` / ``--ignore`` choose for ``lint --fix``.
 REWRITE_CODES: frozenset[str] = frozenset(c.code for c in ALL_CODES if c.code.startswith("SF2"))

@@ -17,9 +17,18 @@ Keys (all optional), in ``[tool.shapeflow]`` of a ``pyproject.toml``, or at the 
 
 Which file: for each model, the nearest directory from the model's folder upwards holding a
 ``shapeflow.toml`` (which wins) or a ``pyproject.toml`` with a ``[tool.shapeflow]`` table, up to the
-root of the repository (the first directory holding ``.git``): a project's settings never come
-from outside its repository. ``--config FILE`` names one file for every model; ``--isolated``
-reads none.
+root of the repository (the first directory holding ``.git``, ``.hg`` or ``.svn``): a project's
+settings never come from outside its repository. Outside a repository the search goes up to the
+current directory when the model is below it, and reads only the model's own folder otherwise;
+it never reads a folder that is not the user's own or that others may write to (a shared
+``/tmp``). ``--config FILE`` names one file for every model; ``--isolated`` reads none.
+
+What a settings file may decide is bounded (docs/threat-model.md): it is read as a model is (a
+regular file, at most 1 MiB, UTF-8 TOML); ``baseline`` and ``cache-dir`` must stay inside the
+project (the repository, or the config file's folder outside one); and it cannot hide an
+error-level finding whose code means onnxruntime refuses the model (``codes.REFUSAL_CODES``):
+such rules run whatever ``select`` and ``ignore`` say, keep their error level, and fail the run
+under the file's ``exit-zero``. Only the command line can turn them off.
 
 Precedence (a later line wins over an earlier one)::
 
@@ -42,13 +51,16 @@ import sys
 from dataclasses import dataclass, field, replace
 from typing import Mapping, Sequence
 
+from .codes import REFUSAL_CODES
 from .diagnostics import Severity
-from .errors import UsageError
+from .errors import UsageError, display_path
+from .io.files import MAX_CONFIG_BYTES, decode_text, read_small_file
 from .rules import ALL_RULES, resolve_selector
 
 KEYS = ("select", "extend-select", "ignore", "extend-ignore", "per-file-ignores", "exclude", "severity",
         "exit-zero", "baseline", "assume", "cache-dir")
 CONFIG_NAMES = ("shapeflow.toml", "pyproject.toml")  # in one directory, the first found wins
+VCS_MARKERS = (".git", ".hg", ".svn")  # a folder holding one is a repository's root
 DEFAULT_EXCLUDE = (".git", ".hg", ".svn", ".venv", "venv", "node_modules", "__pycache__", ".tox", ".nox",
                    "build", "dist")
 
@@ -110,23 +122,34 @@ class Resolved:
     baseline: str | None
     assume: tuple[str, ...]
     source: str | None
+    # exit-zero came from the settings file, not the command line: refusal-level errors still fail
+    settings_exit_zero: bool = False
 
 
 # -- finding and reading files -------------------------------------------------------------------------
 
 def _read_toml(path: str) -> dict[str, object]:
+    """A settings file, parsed: read as a model is (``io.files``), UTF-8, TOML; anything else is one
+    line and exit 2."""
     # imported when a file is read: most runs of infer have no config file to read
     if sys.version_info >= (3, 11):
         import tomllib
     else:  # pragma: no cover - exercised on 3.10 only
         import tomli as tomllib
     try:
-        with open(path, "rb") as f:
-            return tomllib.load(f)
+        data = read_small_file(path, MAX_CONFIG_BYTES, "config file")
+    except FileNotFoundError:
+        raise UsageError("cannot read config file: no such file", file=path) from None
+    text = decode_text(data, path, "config file")
+    try:
+        return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise UsageError(f"invalid TOML: {exc}", file=path) from None
-    except OSError as exc:
-        raise UsageError(f"cannot read: {exc.strerror or exc}", file=path) from None
+    except RecursionError:
+        raise UsageError("invalid TOML: arrays or tables nested too deep", file=path) from None
+    except (ValueError, MemoryError) as exc:  # e.g. an integer of more digits than Python converts
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise UsageError(f"invalid TOML: {first}", file=path) from None
 
 
 def _table_of(path: str, data: Mapping[str, object]) -> dict[str, object] | None:
@@ -143,16 +166,56 @@ def _table_of(path: str, data: Mapping[str, object]) -> dict[str, object] | None
     return None
 
 
+def vcs_root(start: str) -> str | None:
+    """The nearest folder from ``start`` up holding ``.git``, ``.hg`` or ``.svn``, or None."""
+    d = os.path.abspath(start)
+    while True:
+        if any(os.path.lexists(os.path.join(d, m)) for m in VCS_MARKERS):
+            return d
+        parent = os.path.dirname(d)
+        if parent == d:
+            return None
+        d = parent
+
+
+def project_root(folder: str) -> str:
+    """The project a settings file in ``folder`` belongs to: its repository, else the folder."""
+    return vcs_root(folder) or os.path.abspath(folder)
+
+
+def _is_within(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+
+
+def _own_folder(d: str) -> bool:
+    """Whether ``d`` belongs to the user and no other user may write to it (outside a repository
+    a settings file is read only from such folders: not from a shared ``/tmp``)."""
+    try:
+        st = os.stat(d)
+    except OSError:
+        return False
+    return st.st_uid == os.geteuid() and not st.st_mode & 0o002
+
+
 def find_config(start: str | None = None) -> str | None:
     """The nearest config file (``shapeflow.toml``, or a ``pyproject.toml`` with ``[tool.shapeflow]``)
-    from the directory ``start`` (default: the current directory) up to the repository root."""
-    d = os.path.abspath(start or os.getcwd())
+    from the directory ``start`` (default: the current directory) up to the repository root; outside
+    a repository up to the current directory when ``start`` is below it, else ``start`` only, and
+    only through folders of the user's own (module docstring)."""
+    cwd = os.path.abspath(os.getcwd())
+    d = os.path.abspath(start or cwd)
+    top = vcs_root(d)
+    in_repo = top is not None
+    if top is None:
+        top = cwd if _is_within(d, cwd) else d
     while True:
+        if not in_repo and not _own_folder(d):
+            return None
         for name in CONFIG_NAMES:
             candidate = os.path.join(d, name)
             if os.path.isfile(candidate) and _table_of(candidate, _read_toml(candidate)) is not None:
                 return candidate
-        if os.path.exists(os.path.join(d, ".git")):
+        if d == top:
             return None  # the repository root: settings above it belong to someone else
         parent = os.path.dirname(d)
         if parent == d:
@@ -200,6 +263,11 @@ def parse_config(table: object, source: str) -> Settings:
     cache_dir = norm.get("cache-dir")
     if cache_dir is not None and (not isinstance(cache_dir, str) or not cache_dir):
         raise UsageError("cache-dir must be a folder name", file=source)
+    project = project_root(root) if isinstance(baseline, str) or isinstance(cache_dir, str) else root
+    if isinstance(baseline, str):
+        baseline = inside_project(baseline, root, project, "baseline", source)
+    if isinstance(cache_dir, str):
+        cache_dir = inside_project(cache_dir, root, project, "cache-dir", source)
     return Settings(
         select=select,
         extend_select=_selectors(norm.get("extend-select", []), "extend-select", source),
@@ -209,12 +277,31 @@ def parse_config(table: object, source: str) -> Settings:
         exclude=_strings(norm.get("exclude", []), "exclude", source),
         severity=parse_severities(norm.get("severity", {}), source),
         exit_zero=exit_zero,
-        baseline=os.path.join(root, baseline) if isinstance(baseline, str) else None,
+        baseline=baseline if isinstance(baseline, str) else None,
         assume=_strings(norm.get("assume", []), "assume", source),
         source=source,
         root=root,
-        cache_dir=os.path.join(root, cache_dir) if isinstance(cache_dir, str) else None,
+        cache_dir=cache_dir if isinstance(cache_dir, str) else None,
     )
+
+
+def inside_project(value: str, root: str, project: str, key: str, source: str) -> str:
+    """The absolute path a settings file's ``key`` names (relative to the file's folder ``root``),
+    refused (exit 2, one line) unless it stays inside ``project``, through links too. A cache
+    folder must also not be the project itself, a folder above the settings file or a repository's
+    own folder (``.git``): ``shapeflow clean`` and the cache's ``.gitignore`` act on it."""
+    path = os.path.normpath(os.path.join(root, value))
+    real_project = os.path.realpath(project)
+    flag = "--cache-dir" if key == "cache-dir" else "--baseline"
+    if "\0" in value or not _is_within(path, project) or not _is_within(os.path.realpath(path), real_project):
+        raise UsageError(f"{key} {display_path(repr(value))} leaves the project {display_path(project)}; "
+                         f"a path outside it can only be given on the command line ({flag})", file=source)
+    if key == "cache-dir":
+        parts = os.path.relpath(path, project).split(os.sep)
+        if path == project or _is_within(root, path) or any(p in VCS_MARKERS for p in parts):
+            raise UsageError(f"cache-dir {display_path(repr(value))} names a folder that holds the project's "
+                             "files; give the cache a folder of its own (e.g. \".shapeflow_cache\")", file=source)
+    return path
 
 
 def _strings(value: object, key: str, source: str | None) -> tuple[str, ...]:
@@ -312,6 +399,19 @@ def glob_match(rel: str, pattern: str) -> bool:
     return any(fnmatch.fnmatchcase("/".join(parts[:k]), pattern) for k in range(1, len(parts)))
 
 
+def severity_table(overrides: Sequence[tuple[str, Severity]]) -> dict[str, Severity]:
+    """Code -> overridden severity. The most specific selector wins (``SF104`` over ``SF1``), and
+    among equally specific ones the later (the command line's, after the config file's)."""
+    best: dict[str, tuple[int, int, Severity]] = {}
+    for order, (selector, level) in enumerate(overrides):
+        codes = resolve_selector(selector)
+        for code in codes:
+            rank = (-len(codes), order)
+            if code not in best or rank >= best[code][:2]:
+                best[code] = (rank[0], rank[1], level)
+    return {code: level for code, (_, _, level) in best.items()}
+
+
 def resolve(settings: Settings, cli: CommandLine, path: str) -> Resolved:
     """The rules, severities and switches for the model at ``path`` (the table in the module doc)."""
     if settings.select is not None:
@@ -325,17 +425,29 @@ def resolve(settings: Settings, cli: CommandLine, path: str) -> Resolved:
         for pattern, selectors in settings.per_file_ignores:
             if glob_match(rel, pattern):
                 codes -= _codes(selectors)
+    # A settings file cannot turn off what makes onnxruntime refuse the model (module docstring).
+    codes |= {r.code for r in ALL_RULES if r.code in REFUSAL_CODES}
     if cli.select is not None:
         codes = _codes(cli.select)
     codes |= _codes(cli.extend_select)
     codes -= _codes(cli.ignore) | _codes(cli.extend_ignore)
+    severity = (*settings.severity.items(), *cli.severity.items())
+    if settings.severity:
+        # ... nor lower their level: the level of each such code is the command line's, or error
+        from_file = severity_table(tuple(settings.severity.items()))
+        lowered = sorted(c for c, level in from_file.items() if c in REFUSAL_CODES and level is not Severity.ERROR)
+        if lowered:
+            from_cli = severity_table(tuple(cli.severity.items()))
+            severity += tuple((c, from_cli.get(c, Severity.ERROR)) for c in lowered)
+    settings_exit_zero = cli.exit_zero is None and bool(settings.exit_zero)
     return Resolved(
         codes=frozenset(codes),
-        severity=(*settings.severity.items(), *cli.severity.items()),
+        severity=severity,
         exit_zero=bool(cli.exit_zero if cli.exit_zero is not None else settings.exit_zero),
         baseline=cli.baseline if cli.baseline is not None else settings.baseline,
         assume=cli.assume or settings.assume,
         source=settings.source,
+        settings_exit_zero=settings_exit_zero,
     )
 
 

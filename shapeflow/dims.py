@@ -60,6 +60,7 @@ __all__ = [
     "dim_mul",
     "dim_neg",
     "dim_nonnegative",
+    "dim_resolve",
     "dim_exact_div",
     "dim_fmod",
     "dim_sub",
@@ -1090,6 +1091,35 @@ def _evaluate_atom(atom: _Atom, bindings: Mapping[str, int]) -> Dim:
     if atom.kind == _MOD:
         return dim_mod(inner, atom.k)
     other = substitute(atom.other, bindings)
+    return dim_min(inner, other) if atom.kind == _MIN else dim_max(inner, other)
+
+
+def dim_resolve(d: Dim) -> Dim:
+    """``d`` rebuilt from its atoms, innermost first, under the ranges in force (:func:`assuming`):
+    every min, max, floor and mod those ranges decide is decided. Under ``T >= 1``,
+    ``max(0, T - max(1, T) + 1)`` is 1, which its bounds alone cannot tell. (Recursion follows
+    the nesting of the expression, which :data:`MAX_NESTING` bounds.)"""
+    d = _coerce(d)
+    if not isinstance(d, Sym):
+        return d
+    total: Dim = 0
+    for mono, c in d._terms:
+        term: Dim = c
+        for atom in mono:
+            term = dim_mul(term, _resolve_atom(atom))
+        total = dim_add(total, term)
+    return total
+
+
+def _resolve_atom(atom: _Atom) -> Dim:
+    if atom.kind == _NAME:
+        return _atom_sym(atom)
+    inner = dim_resolve(atom.expr)
+    if atom.kind == _FLOOR:
+        return dim_floordiv(inner, atom.k)
+    if atom.kind == _MOD:
+        return dim_mod(inner, atom.k)
+    other = dim_resolve(atom.other)
     return dim_min(inner, other) if atom.kind == _MIN else dim_max(inner, other)
 
 

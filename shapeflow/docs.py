@@ -14,6 +14,9 @@ import sys
 
 from .rules import ALL_RULES, Rule
 
+REFUSAL_NOTE = ("onnxruntime refuses a model with this finding: no file of the repository (config, "
+                "baseline, cache entry, marker in the model) can hide it, only the command line "
+                "(docs/threat-model.md).")
 GENERATED_NOTE = "<!-- Generated from the rule docstrings by `python -m shapeflow.docs -o docs/rules.md`; do not edit. -->"
 
 
@@ -57,7 +60,8 @@ def rule_markdown(rule: type[Rule], level: int = 2) -> str:
     lines = [
         f"{h} {rule.code} {rule.name}",
         "",
-        f"Severity: **{rule.severity.value}**. Fixable: **{'yes' if rule.fixable else 'no'}**.",
+        f"Severity: **{rule.severity.value}**. Fixable: **{'yes' if rule.fixable else 'no'}**."
+        + (f" {REFUSAL_NOTE}" if rule.refusal else ""),
         "",
         flat(parts["summary"]),
     ]
@@ -71,7 +75,8 @@ def rule_markdown(rule: type[Rule], level: int = 2) -> str:
 def rule_text(rule: type[Rule]) -> str:
     """``shapeflow rules CODE``: a header line, then the docstring as written."""
     fixable = ", fixable" if rule.fixable else ""
-    return f"{rule.code} {rule.name} ({rule.severity.value}{fixable})\n\n{rule.doc()}\n"
+    note = f"\n{plain(REFUSAL_NOTE)}" if rule.refusal else ""
+    return f"{rule.code} {rule.name} ({rule.severity.value}{fixable}){note}\n\n{rule.doc()}\n"
 
 
 def rules_table_rows() -> list[list[str]]:

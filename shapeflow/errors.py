@@ -113,6 +113,14 @@ class LimitExceededError(ShapeflowError):
         self.flag = flag
 
 
+def timeout_as_configured(exc: LimitExceededError, timeout: float) -> LimitExceededError:
+    """``exc`` saying the time limit the user set, when it is a timeout that a later phase raised
+    with the part of the budget that was left to it (an optimize round, a fix)."""
+    if exc.limit != "timeout":
+        return exc
+    return LimitExceededError("timeout", f"{timeout:g} s", exc.flag, file=exc.file, node=exc.node, tensor=exc.tensor)
+
+
 class UsageError(ShapeflowError):
     """Bad flags or a refused output path (exit 2)."""
 

@@ -5,9 +5,9 @@ hand tasks out and report each result, with its index, as it completes; the call
 order. Ray is imported here and only here, and only when asked for.
 
 With Ray, scheduling, retries and data movement are Ray's: a task that raises a worker crash is
-retried by Ray (``max_retries``); one that still fails, or that runs past its time limit
-(``ray.wait`` with a timeout, then ``ray.cancel``), is reported for its file as a rejection
-(SF001, exit 2) and the other files finish.
+retried by Ray (``max_retries``); one that still fails is reported for its file as a rejection
+(SF001, exit 2), one that runs past its time limit (``ray.wait`` with a timeout, then
+``ray.cancel``) as a limit hit (SF006 ``--task-timeout``, exit 2), and the other files finish.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Callable, Sequence
 
 from .cache import LintCache, settings_digest
-from .errors import EXIT_INTERNAL, ModelUnreadableError, ShapeflowError, UsageError
+from .errors import EXIT_INTERNAL, LimitExceededError, ModelUnreadableError, ShapeflowError, UsageError
 from .linter import FileResult, Linter, LintOptions
 from .rules import rejection_diagnostic
 
@@ -147,8 +147,7 @@ def run_ray(tasks: Sequence[Task], done: Done, *, address: str | None = None, ti
                     del running[ref]
                     ray.cancel(ref, force=True)
                     limit = timeout if timeout is not None else default_task_timeout(tasks[k].options)
-                    done(k, _not_linted(tasks[k].path, f"the Ray task ran past its time limit ({limit:g} s) "
-                                                       "and was cancelled"))
+                    done(k, _timed_out(tasks[k].path, limit))
     finally:
         if started:
             ray.shutdown()
@@ -158,6 +157,12 @@ def _not_linted(path: str, why: str) -> FileResult:
     """A file whose task failed: a rejection (SF001, exit 2), as for a file that cannot be read."""
     d = rejection_diagnostic(ModelUnreadableError(f"not linted: {why}", file=path), path)
     return FileResult(path, diagnostics=[d], exit_code=2, rejected=True)
+
+
+def _timed_out(path: str, limit: float) -> FileResult:
+    """A file whose task ran past ``--task-timeout``: a limit (SF006, exit 2), not an unreadable file."""
+    exc = LimitExceededError("task-timeout", f"{limit:g} s; the Ray task was cancelled", "--task-timeout", file=path)
+    return FileResult(path, diagnostics=[rejection_diagnostic(exc, path)], exit_code=2, rejected=True)
 
 
 def _plain(task: Task) -> Task:

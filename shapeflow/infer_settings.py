@@ -11,7 +11,7 @@ from typing import Mapping, Sequence
 from . import suppress
 from .analysis import Analysis, analyze
 from .assume import parse_assumptions
-from .config import CommandLine, ConfigCache, resolve
+from .config import CommandLine, ConfigCache, resolve, severity_table
 from .diagnostics import Severity
 from .inference import Progress
 from .io import LoadedModel
@@ -32,16 +32,14 @@ def infer_with_settings(loaded: LoadedModel, *, dims: Mapping[str, int] | None =
     assumptions = parse_assumptions(resolved.assume, "--assume" if assume else "assume")
     result = analyze(loaded, dims=dims, limits=limits, rules=rules, progress=progress,
                      assumptions=assumptions, only_known_symbols=not assume)
-    table: dict[str, Severity] = {}
-    if resolved.severity:
-        from .linter import severity_table  # (the linter's imports cost infer start-up time)
-
-        table = severity_table(resolved.severity)
+    table: dict[str, Severity] = severity_table(resolved.severity) if resolved.severity else {}
     diags = result.diagnostics
     if table:
         diags = [d.with_severity(table[d.code]) if d.code in table and table[d.code] is not d.severity else d
                  for d in diags]
-    result.diagnostics, _ = suppress.apply(loaded.path, loaded.proto, loaded.raw, diags, resolved.codes, table)
+    # --isolated: no in-model marker is read either (SPEC.md section 7)
+    result.diagnostics, _ = suppress.apply(loaded.path, loaded.proto, loaded.raw, diags, resolved.codes, table,
+                                           markers=not isolated)
     return result
 
 

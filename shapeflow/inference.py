@@ -27,7 +27,7 @@ from .errors import LimitExceededError
 from .facts import AxisNode, CallFacts
 from .graph import ModelGraph, NodeInfo, Scope
 from .limits import DEFAULT_LIMITS, Limits
-from .ops import REGISTRY, fallback
+from .ops import REGISTRY, control, fallback
 from .ops.base import OpCall
 from .ops.constants import tensor_info_from_proto
 from .ops.numeric import canonical_value
@@ -40,6 +40,9 @@ Progress = Callable[[int, int], None]
 _CHECK_EVERY = 2048
 # Function calls nested deeper than this are opaque (outputs unknown): no recursion over depth.
 MAX_CALL_DEPTH = 16
+# A Loop/Scan body whose carried inputs are still widened after this many rounds keeps only their
+# element types (one more run).
+_MAX_WIDENINGS = 2
 
 
 @dataclass
@@ -201,6 +204,8 @@ class _Runner:
         self.calls: dict[tuple, list[TensorInfo | None] | None] = {}
         self.call_budget = min(result.limits.max_nodes, max(4 * len(self.g.nodes), 100_000))
         self.in_function = [self.g.in_function(sc.id) for sc in self.g.scopes]
+        # Loop/Scan bodies inferred again after a widening: at most this many body nodes in all
+        self.loop_budget = max(4 * len(self.g.nodes), 100_000)
         self.descendants: dict[int, list[int]] = {}
 
     def _rule_for(self, domain: str, op_type: str) -> object:
@@ -208,7 +213,7 @@ class _Runner:
         rule = by_op.get(op_type, _MISSING)
         if rule is _MISSING:
             rule = REGISTRY.get(domain, op_type)
-            if rule is None and domain == "":
+            if rule is None and domain == "" and op_type not in fallback.UNTRUSTED:
                 rule = fallback.infer_with_onnx
             by_op[op_type] = rule
         return rule
@@ -232,13 +237,6 @@ class _Runner:
         tainted = r.tainted  # (one set for the run, filled in place)
         for nid in scope.order:
             info = nodes[nid]
-            if info.subscopes:
-                for sub in info.subscopes:
-                    self.run_scope(g.scopes[sub])
-                    body = g.scopes[sub]
-                    r.subgraph_out.setdefault(nid, {})[body.attr or ""] = [
-                        r.tensors[sub].get(o) if o in r.tensors[sub] else lookup(sub, o) for o in body.outputs
-                    ]
             ins: list[TensorInfo | None] = []
             for name in info.inputs:
                 if not name:
@@ -247,6 +245,8 @@ class _Runner:
                     ins.append(table[name])
                 else:
                     ins.append(lookup(sid, name))
+            if info.subscopes:
+                self._run_bodies(nid, info, ins)
             outs: list[TensorInfo | None] | None = None
             since = info.since_version
             if at_call and since is not None:
@@ -321,6 +321,80 @@ class _Runner:
             self.done += 1
             if self.done % _CHECK_EVERY == 0:
                 self._tick()
+
+    # -- If/Loop/Scan bodies ------------------------------------------------------------------------
+    def _run_bodies(self, nid: int, info: NodeInfo, ins: list[TensorInfo | None]) -> None:
+        """Infer the bodies of node ``nid`` (its inputs ``ins`` known by now) and keep their outputs
+        for the node's rule (ops/control.py)."""
+        g, r = self.g, self.r
+        for sub in info.subscopes:
+            body = g.scopes[sub]
+            if info.op_type in ("Loop", "Scan") and info.domain == "" and isinstance(body.proto, onnx.GraphProto):
+                self._run_loop_body(info, body, ins)
+            else:
+                self.run_scope(body)
+            r.subgraph_out.setdefault(nid, {})[body.attr or ""] = self._body_outputs(body)
+
+    def _body_outputs(self, body: Scope) -> list[TensorInfo | None]:
+        table = self.r.tensors[body.id]
+        return [table.get(o) if o in table else self.r.lookup(body.id, o) for o in body.outputs]
+
+    def _run_loop_body(self, info: NodeInfo, body: Scope, ins: list[TensorInfo | None]) -> None:
+        """A Loop's or Scan's body, inferred with the values its carried inputs take in *every*
+        iteration: first the node's initial values; where the body's output for one is not an
+        instance of what it was given, that input is widened (control.widen) and the body inferred
+        again; after a few rounds, or past the re-run budget, carried inputs keep only their
+        element type (which covers any output). Only the last run's tables and facts are kept."""
+        declared = [vi.type.tensor_type.elem_type if vi.type.WhichOneof("value") == "tensor_type" else None
+                    for vi in body.proto.input]
+        try:
+            seeds, pairs = control.body_seeds(info.op_type, info.since_version or 0, info.peek(), ins, declared)
+        except LimitExceededError:
+            raise
+        except Exception:  # a malformed node: its body's inputs keep their element types, no crash
+            seeds = [TensorInfo(d, None) if d is not None and (k >= 2 or info.op_type != "Loop") else None
+                     for k, d in enumerate(declared)]
+            pairs = []
+        r = self.r
+        scopes = self._descendants(body.id)
+        mark = (len(r.axis_nodes), len(r.call_facts), len(self.calls))
+        cost = sum(len(self.g.scopes[i].order) for i in scopes)
+        rounds = 0
+        while True:
+            self.run_scope(body, seeds)
+            outs = self._body_outputs(body)
+            moved: list[tuple[int, TensorInfo, TensorInfo | None]] = []
+            for i, o in pairs:
+                seed, out = seeds[i], outs[o] if o < len(outs) else None
+                if seed is not None and not control.covers(seed, out):
+                    moved.append((i, seed, out))
+            if not moved:
+                return
+            if rounds < _MAX_WIDENINGS and self.loop_budget >= cost:
+                for i, seed, out in moved:
+                    seeds[i] = control.widen(seed, out)
+            else:
+                for i, _ in pairs:
+                    t = seeds[i]
+                    seeds[i] = None if t is None else TensorInfo(t.dtype, None)
+            rounds += 1
+            self.loop_budget -= cost
+            self._forget(scopes, mark)
+
+    def _forget(self, scopes: list[int], mark: tuple[int, int, int]) -> None:
+        """Drop what an earlier run of the bodies ``scopes`` left: their tables, the facts they
+        recorded (after ``mark``), the function calls they made and the axes their tensors were
+        read as."""
+        r = self.r
+        for i in scopes:
+            r.tensors[i] = {}
+        del r.axis_nodes[mark[0]:]
+        del r.call_facts[mark[1]:]
+        for key in list(self.calls)[mark[2]:]:
+            del self.calls[key]
+        inner = set(scopes)
+        for key in [k for k in r.memo if len(k) > 1 and k[0] == "axes" and k[1] in inner]:
+            del r.memo[key]
 
     # -- model-local functions ---------------------------------------------------------------------
     def _call(self, fsid: int, caller: int, info: "NodeInfo",
@@ -425,7 +499,8 @@ class _Runner:
               args: list[TensorInfo | None] | None = None) -> None:
         """Graph inputs from their declared types (the one declaration we trust), initializers
         from their dims and, when small, their values; a function's inputs from ``args`` (a call
-        site's) or unknown."""
+        site's) or unknown; a body input from ``args`` where it has an entry (what its Loop or
+        Scan feeds it)."""
         body = scope.proto
         bindings = self.r.bindings
         if isinstance(body, onnx.GraphProto):
@@ -437,6 +512,8 @@ class _Runner:
                 info = self._from_type(vi.type, bindings, vi.name)
                 if k >= carried and info is not None:
                     info = TensorInfo(info.dtype, None)
+                if args is not None and k < len(args) and args[k] is not None:
+                    info = args[k]  # what the owner feeds (a Loop's or Scan's, ops/control.py)
                 table[vi.name] = info
             # From IR 4 an initializer that is also a graph input is only a default: a caller may
             # feed another value (onnxruntime then checks it against the declared type alone).

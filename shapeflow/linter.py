@@ -31,9 +31,11 @@ from .graph import ModelGraph
 from .inference import Inference
 from .io import LoadedModel, load_model, parse_model_file, read_model_file, save_model
 from .assume import assumption_texts
+from .codes import REFUSAL_CODES
+from .config import severity_table
 from .dims import Bound
 from .limits import DEFAULT_LIMITS, Limits
-from .rules import LintContext, Rule, rejection_diagnostic, resolve_selector, select_rules
+from .rules import LintContext, Rule, rejection_diagnostic, select_rules
 from . import suppress
 from .results import FileResultJSON
 
@@ -51,6 +53,10 @@ class LintOptions:
     fix: bool = False
     diff: bool = False  # with fix: compute the change, write nothing
     repo_root: str | None = None  # models inside it must not resolve outside it (pre-commit)
+    markers: bool = True  # read the model's own suppression markers (not with --isolated)
+    # exit_zero came from a settings file: an error whose code means onnxruntime refuses the model
+    # still fails the file (codes.REFUSAL_CODES; docs/threat-model.md)
+    settings_exit_zero: bool = False
     # inference progress on a terminal (serial runs only: a callable does not cross processes)
     progress: Callable[[int, int], None] | None = field(default=None, compare=False)
 
@@ -75,19 +81,6 @@ class FileResult:
     def to_json(self) -> FileResultJSON:
         return {"path": self.path, "exit_code": self.exit_code, "rejected": self.rejected, "error": self.error,
                 "diagnostics": [d.to_json() for d in self.diagnostics]}
-
-
-def severity_table(overrides: Sequence[tuple[str, Severity]]) -> dict[str, Severity]:
-    """Code -> overridden severity. The most specific selector wins (``SF104`` over ``SF1``), and
-    among equally specific ones the later (the command line's, after the config file's)."""
-    best: dict[str, tuple[int, int, Severity]] = {}
-    for order, (selector, level) in enumerate(overrides):
-        codes = resolve_selector(selector)
-        for code in codes:
-            rank = (-len(codes), order)
-            if code not in best or rank >= best[code][:2]:
-                best[code] = (rank[0], rank[1], level)
-    return {code: level for code, (_, _, level) in best.items()}
 
 
 class _Linter:
@@ -128,6 +121,7 @@ class _Linter:
 
     def _lint(self, path: str, result: FileResult, data: bytes | None = None, source: str | None = None) -> None:
         opts = self.options
+        deadline = suppress.Deadline(opts.limits.timeout, path)  # the phases after inference count too
         if data is None and source is None:
             loaded = load_model(path, opts.limits, repo_root=_root_for(path, opts.repo_root))
         else:
@@ -140,18 +134,22 @@ class _Linter:
         diags = self._finish(analysis.diagnostics)
         if opts.fix:
             # A finding suppressed in the model is not the user's to fix: its node is left alone.
-            visible, _ = suppress.apply(path, loaded.proto, loaded.raw, diags, self.codes, self.severity)
+            visible, _ = suppress.apply(path, loaded.proto, loaded.raw, diags, self.codes, self.severity,
+                                        markers=opts.markers, deadline=deadline)
             shown = {(d.code, d.location.graph, d.location.node) for d in visible}
             blocked = frozenset((d.location.graph, d.location.node) for d in diags
                                 if d.fixable and d.location.node is not None
                                 and (d.code, d.location.graph, d.location.node) not in shown)
             diags = self._fix(loaded, analysis, diags, result, blocked)
         # in-model suppressions, SF008, graph order and baseline fingerprints (suppress.py)
-        diags, result.anchors = suppress.apply(path, loaded.proto, loaded.raw, diags, self.codes, self.severity)
+        diags, result.anchors = suppress.apply(path, loaded.proto, loaded.raw, diags, self.codes, self.severity,
+                                               markers=opts.markers, deadline=deadline)
         result.diagnostics = diags
         has_error = any(d.severity is Severity.ERROR for d in diags)
         code = EXIT_FINDINGS if has_error or (opts.diff and result.changed) else EXIT_CLEAN
-        result.exit_code = EXIT_CLEAN if opts.exit_zero else code
+        if opts.exit_zero and not (opts.settings_exit_zero and refusal_errors(diags)):
+            code = EXIT_CLEAN
+        result.exit_code = code
 
     def read(self, path: str) -> bytes:
         """The file's bytes, read with every check of ``load_model``; raises ShapeflowError."""
@@ -257,6 +255,12 @@ class _Linter:
             # The input passed; if the fixed model does not, the fix is wrong: a bug, never the
             # user's problem, and nothing is written.
             raise RuntimeError(f"--fix produced a model that fails its own checks: {exc}") from None
+
+
+def refusal_errors(diags: Sequence[Diagnostic]) -> list[Diagnostic]:
+    """The error-level findings whose code means onnxruntime refuses the model: what no file of the
+    repository (config, baseline, marker, cache entry) may hide or pass (docs/threat-model.md)."""
+    return [d for d in diags if d.severity is Severity.ERROR and d.code in REFUSAL_CODES]
 
 
 def _new_errors(before: Sequence[Diagnostic], after: Sequence[Diagnostic]) -> list[Diagnostic]:

@@ -18,7 +18,9 @@ Edges go from the node (or input/initializer) that defines a tensor to each node
 keyed by the tensor's name, with ``tensor``, ``dtype`` (numpy's name or None), ``shape`` (a list of
 ints, symbol texts such as ``"seq + 1"`` and None for unknown dims; None for unknown rank),
 ``value`` (the tensor's elements when inference knows them and there are at most
-``MAX_VALUE_ON_EDGE``), ``slots`` (the reader's input positions that take it) and ``outer``. A
+``MAX_VALUE_ON_EDGE``), ``declared_shape`` (the file's declaration of the tensor as written, only
+where it states a dim that ``shape`` leaves unknown, as in the JSON output), ``slots`` (the
+reader's input positions that take it) and ``outer``. A
 subgraph that reads a tensor of an enclosing graph by name gets no edge of its own: the edge goes
 to the node that owns the subgraph, with ``outer=True`` (and ``slots`` empty unless that node reads
 the tensor directly as well).
@@ -99,11 +101,16 @@ def to_networkx(analysis: "Analysis") -> "nx.MultiDiGraph":
     shapes: dict[int, list[object] | None] = {}
     values: dict[int, list[object]] = {}
     dtypes: dict[int, str | None] = {}
+    declared = analysis.declared
 
     def tensor_attrs(sid: int, name: str) -> dict[str, object]:
         t = inference.lookup(sid, name)
+        written = declared.get((sid, name)) if declared else None
         if t is None:
-            return {"tensor": name, "dtype": None, "shape": None}
+            attrs0: dict[str, object] = {"tensor": name, "dtype": None, "shape": None}
+            if written is not None:
+                attrs0["declared_shape"] = list(written)
+            return attrs0
         shape = shapes.get(id(t.shape), _MISSING)
         if shape is _MISSING:
             shape = shapes[id(t.shape)] = shape_to_json(t.shape)
@@ -111,6 +118,8 @@ def to_networkx(analysis: "Analysis") -> "nx.MultiDiGraph":
         if dtype is _MISSING:
             dtype = dtypes[t.dtype] = dtype_name(t.dtype)
         attrs: dict[str, object] = {"tensor": name, "dtype": dtype, "shape": list(shape) if isinstance(shape, list) else None}
+        if written is not None:
+            attrs["declared_shape"] = list(written)
         value = t.value
         if value is not None and len(value) <= MAX_VALUE_ON_EDGE:
             known = values.get(id(value))
@@ -237,15 +246,30 @@ def _add_findings(g: "nx.MultiDiGraph", analysis: "Analysis", keys: list[str]) -
 # -- GraphML ----------------------------------------------------------------------------------------
 
 _SCALARS = (bool, int, float, str)
-# Characters XML 1.0 cannot hold at all, not even as character references: a model's names may
-# have them (names are input), and networkx would write a document no parser reads.
-_XML_INVALID = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+# Characters XML 1.0 cannot hold at all, not even as character references (a model's names may
+# have them: names are input, and networkx would write a document no parser reads), and those an
+# XML parser does not give back as written (a carriage return becomes a line feed, and in an
+# attribute, where GraphML keeps ids, tab and line feed become spaces).
+_XML_UNSAFE = re.compile("[\x00-\x1f\ud800-\udfff\ufffe\uffff]")
+# A string that had to be escaped starts with this private-use character, then holds its JSON
+# text (ASCII, no quotes around it); a string that starts with it is escaped too, so the mark
+# never appears by accident and ``_from_xml_text`` undoes ``_xml_text`` exactly.
+_ESCAPED = "\ue000"
 
 
 def _xml_text(value: object) -> object:
-    """A string with the characters XML cannot hold written as Python escapes (``\\x01``)."""
-    if isinstance(value, str) and _XML_INVALID.search(value):
-        return _XML_INVALID.sub(lambda m: repr(m.group())[1:-1], value)
+    """A string XML can carry and give back unchanged: as it is when it can, else escaped."""
+    if isinstance(value, str) and (_XML_UNSAFE.search(value) or value.startswith(_ESCAPED)):
+        return _ESCAPED + json.dumps(value, ensure_ascii=True)[1:-1]
+    return value
+
+
+def _from_xml_text(value: object) -> object:
+    if isinstance(value, str) and value.startswith(_ESCAPED):
+        try:
+            return json.loads('"' + value[1:] + '"')
+        except ValueError:
+            return value
     return value
 
 
@@ -268,9 +292,9 @@ def graphml_safe(g: "nx.MultiDiGraph") -> "nx.MultiDiGraph":
     names as JSON, e.g. ``{"node": ["findings"], "edge": ["dtype", "shape", "slots", "value"],
     "graph": ["opset"]}``. ``from_graphml`` decodes them.
 
-    The one loss: characters that XML 1.0 cannot hold (control characters other than tab and
-    newline, in a node or tensor name of a hostile model) are written as Python escapes
-    (``\\x01``) in keys and string attributes; JSON text escapes them itself."""
+    Nothing is lost: a key or string attribute holding a character XML cannot carry (a control
+    character in a node or tensor name of a hostile model) is written as ``\\ue000`` and its JSON
+    text, which ``from_graphml`` decodes; JSON-valued attributes escape them themselves."""
     import networkx as nx
 
     node_json = _json_names(a for _, a in g.nodes(data=True))
@@ -303,7 +327,7 @@ def from_graphml(g: "nx.MultiDiGraph") -> "nx.MultiDiGraph":
     out = nx.MultiDiGraph()
 
     def dec(attrs: Mapping[str, object], which: str) -> dict[str, object]:
-        return {k: (json.loads(v) if k in names[which] and isinstance(v, str) else v)
+        return {k: (json.loads(v) if k in names[which] and isinstance(v, str) else _from_xml_text(v))
                 for k, v in attrs.items()}
 
     # (read_graphml adds the GraphML defaults as ``node_default`` / ``edge_default`` dicts)
@@ -311,9 +335,9 @@ def from_graphml(g: "nx.MultiDiGraph") -> "nx.MultiDiGraph":
             if k != JSON_ATTRS_KEY and not (k in ("node_default", "edge_default") and isinstance(v, dict))}
     out.graph.update(dec(kept, "graph"))
     for n, a in g.nodes(data=True):
-        out.add_node(n, **dec(a, "node"))
+        out.add_node(_from_xml_text(n), **dec(a, "node"))
     for u, v, k, a in g.edges(keys=True, data=True):
-        out.add_edge(u, v, key=k, **dec(a, "edge"))
+        out.add_edge(_from_xml_text(u), _from_xml_text(v), key=_from_xml_text(k), **dec(a, "edge"))
     return out
 
 

@@ -12,7 +12,7 @@ from typing import Mapping, Sequence
 from .analysis import analyze
 from .diagnostics import Diagnostic, Severity
 from .dims import Bound
-from .errors import EXIT_FINDINGS, ShapeflowError
+from .errors import EXIT_FINDINGS, LimitExceededError, ShapeflowError, timeout_as_configured
 from .io import LoadedModel
 from .limits import DEFAULT_LIMITS, Limits
 from .passes import OptimizeResult, check_known_ops, preflight, resolve_rules, rewrite_model
@@ -66,8 +66,11 @@ def optimize_model(loaded: LoadedModel, *, rules: Sequence[str] | None = None, s
         raise refused
     # The engine's time limit is what the analysis left of the file's.
     left = replace(limits, timeout=max(limits.timeout - (time.monotonic() - started), 1e-9))
-    return rewrite_model(loaded, chosen, graph=analysis.graph, inference=analysis.inference, strict=strict,
-                         limits=left, progress=progress, explain=explain, full_inference=full_inference)
+    try:
+        return rewrite_model(loaded, chosen, graph=analysis.graph, inference=analysis.inference, strict=strict,
+                             limits=left, progress=progress, explain=explain, full_inference=full_inference)
+    except LimitExceededError as exc:
+        raise timeout_as_configured(exc, limits.timeout) from None  # not what was left of it
 
 
 __all__ = ["OptimizeRefused", "error_rules", "optimize_model", "refusal"]

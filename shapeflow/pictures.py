@@ -8,7 +8,7 @@ a neighbourhood is selected (one axes tensor shared by every Unsqueeze would mak
 neighbour); GraphML keeps those that feed a selected node.
 
 In DOT, edges are labelled with their symbolic shapes (and small known values such as axes and
-shape vectors), Squeeze/Unsqueeze nodes are drawn bold with their normalised axes, and nodes with
+shape vectors; a dim that only the file's declaration states is marked ``~``, as in ``infer``), Squeeze/Unsqueeze nodes are drawn bold with their normalised axes, and nodes with
 findings are filled by their highest severity and list their codes. Subgraphs and function
 bodies are clusters. A picture of more than ``max_draw`` nodes is refused (exit 2) with a pointer
 to ``--around``: a 100k-node drawing is a useless file.
@@ -19,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterable, Sequence
 
+from .declared import marked_dim
 from .errors import UsageError, display_path
 from .netx import KIND_INITIALIZER, KIND_INPUT, KIND_NODE, KIND_OUTPUT, graphml_text, to_networkx
 
@@ -155,15 +156,22 @@ def dim_text(d: object) -> str:
     return "?" if d is None else str(d)
 
 
-def shape_text(shape: object) -> str:
-    """A JSON shape (``[2, "batch", null]``; None for unknown rank) as ``[2, batch, ?]``."""
+def shape_text(shape: object, declared: object = None) -> str:
+    """A JSON shape (``[2, "batch", null]``; None for unknown rank) as ``[2, batch, ?]``; with the
+    file's ``declared`` shape, the dims only it states marked as ``infer`` marks them (``~4``)."""
+    if isinstance(declared, list):
+        if not isinstance(shape, list):
+            return "~[" + ", ".join(dim_text(d) for d in declared) + "]"
+        if len(declared) == len(shape):
+            return "[" + ", ".join(dim_text(d) if d is not None else marked_dim(w)
+                                   for d, w in zip(shape, declared)) + "]"
     if not isinstance(shape, list):
         return "?"
     return "[" + ", ".join(dim_text(d) for d in shape) + "]"
 
 
 def edge_label(attrs: dict[str, object]) -> str:
-    label = shape_text(attrs.get("shape"))
+    label = shape_text(attrs.get("shape"), attrs.get("declared_shape"))
     value = attrs.get("value")
     if isinstance(value, list) and len(value) <= MAX_VALUE_IN_LABEL:
         label += "\n= [" + ", ".join(dim_text(v) for v in value) + "]"

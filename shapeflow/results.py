@@ -30,7 +30,13 @@ class DiagnosticJSON(TypedDict):
     fixable: bool
 
 
-class TensorJSON(TypedDict):
+class _TensorJSONOptional(TypedDict, total=False):
+    # The file's declaration (graph output or value_info) as written, only where it states a dim
+    # that ``shape`` leaves unknown: ints, dim_param texts, null for a dim it leaves empty.
+    declared_shape: list[int | str | None]
+
+
+class TensorJSON(_TensorJSONOptional):
     name: str
     graph: str
     dtype: str | None

@@ -3,31 +3,53 @@ order of findings, and ``lint --add-ignore``.
 
 Markers:
 
-- a node's ``metadata_props`` entry ``shapeflow.ignore`` = ``"SF105,SF11"`` (codes, prefixes or
-  rule names; IR 10 and later have node metadata);
+- a node's ``metadata_props`` entry ``shapeflow.ignore`` = ``"SF105,SF11"`` (IR 10 and later have
+  node metadata);
 - ``shapeflow: ignore[SF105,SF11]`` in a node's ``doc_string`` (any IR);
 - the model's own ``metadata_props`` entry ``shapeflow.ignore``: the whole file.
 
+The grammar of a marker's value, exactly: entries separated by ``,``, blanks around an entry
+ignored, empty entries skipped; an entry is a code (``SF`` and three digits: ``SF105``), a code
+prefix (``SF`` and one or two digits: ``SF1``, ``SF10``) or a rule name as ``shapeflow rules``
+lists it (``squeeze-symbolic-dim``). Upper-case ``SF``, ASCII digits, nothing else: a bare
+``SF``, a lower-case ``sf104`` or a name in another case names no rule (SF008 says so), so the
+file under review cannot hide every rule at once. In a ``doc_string`` the value is what lies
+between ``shapeflow:``, blanks, ``ignore[`` and the next ``]``.
+
+A marker never hides a finding whose code means onnxruntime refuses the model (``Code.refusal``,
+``codes.REFUSAL_CODES``): the model is the input under review, and it cannot vouch for itself
+(SPEC.md section 8). An entry that names only such codes is reported by SF008. ``lint
+--isolated`` reads no marker at all.
+
 The lint driver calls ``apply`` once per file, after the rules (and ``--fix``) have run: it drops
 the suppressed findings, adds an SF008 finding for each marker entry that suppressed nothing, and
-puts the findings in graph order (scope, then node position in its graph; not by name).
+puts the findings in graph order (scope, then node position in its graph; not by name). Finding
+the markers is linear in the size of the model (``doc_markers`` scans each doc string once).
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
+import time
 from dataclasses import dataclass, field
 from typing import Iterator, Mapping, Sequence
 
 from ._onnx import onnx
+from .codes import BY_NAME, REFUSAL_CODES
 from .diagnostics import Diagnostic, Location, Severity
-from .rules import resolve_selector
+from .errors import LimitExceededError
+from .rules import ALL_RULES, REJECTION_RULES
 
 KEY = "shapeflow.ignore"
-_DOC = re.compile(r"shapeflow:\s*ignore\[([^\]]*)\]")
+_DOC_HEAD = "shapeflow:"
+_DOC_OPEN = "ignore["
+_ENTRY = re.compile(r"SF[0-9]{1,3}\Z")  # a code or a code prefix (fullmatch with \Z: no trailing newline)
 UNUSED_CODE = "SF008"
 UNUSED_NAME = "unused-suppression"
+# What no marker hides (SPEC.md section 7): what onnxruntime refuses, and the codes of a file that
+# was not checked at all (SF001, SF002, SF006; such a file never reaches the markers anyway).
+UNSUPPRESSIBLE = REFUSAL_CODES | frozenset(r.code for r in REJECTION_RULES)
 _MARK = KEY.encode()
 _MARK_DOC = b"shapeflow:"
 
@@ -42,16 +64,50 @@ class Marker:
     selectors: tuple[str, ...]
     codes: dict[str, frozenset[str]] = field(default_factory=dict)  # selector -> codes it names
     used: set[str] = field(default_factory=set)  # selectors that suppressed something
+    by_code: dict[str, str] = field(default_factory=dict)  # code -> the first selector naming it
 
     def matching(self, code: str) -> str | None:
-        for s in self.selectors:
-            if code in self.codes[s]:
-                return s
-        return None
+        return self.by_code.get(code)
 
 
 def parse_list(text: str) -> tuple[str, ...]:
     return tuple(p.strip() for p in text.split(",") if p.strip())
+
+
+def marker_codes(entry: str) -> frozenset[str]:
+    """The codes one marker entry names (the grammar of the module docstring); empty when it names
+    no rule. Stricter than ``--select``'s selectors on purpose: the model is untrusted input."""
+    if _ENTRY.match(entry):
+        return frozenset(r.code for r in ALL_RULES if r.code.startswith(entry))
+    code = BY_NAME.get(entry)
+    if code is not None and any(r.code == code.code for r in ALL_RULES):
+        return frozenset((code.code,))
+    return frozenset()
+
+
+def doc_markers(doc: str) -> list[str]:
+    """The values of the ``shapeflow: ignore[...]`` markers of a doc string, in order, found in one
+    pass (a regular expression with a ``[^]]*`` group rescans the rest of the text at each unclosed
+    ``ignore[``: quadratic on a hostile doc string)."""
+    out: list[str] = []
+    n = len(doc)
+    pos = 0
+    while True:
+        k = doc.find(_DOC_HEAD, pos)
+        if k < 0:
+            return out
+        j = k + len(_DOC_HEAD)
+        while j < n and doc[j].isspace():
+            j += 1
+        if not doc.startswith(_DOC_OPEN, j):
+            pos = j  # (no marker starts inside "shapeflow:" or the blanks after it)
+            continue
+        start = j + len(_DOC_OPEN)
+        close = doc.find("]", start)
+        if close < 0:
+            return out  # no later marker can be closed either
+        out.append(doc[start:close])
+        pos = close + 1
 
 
 @dataclass
@@ -126,11 +182,12 @@ def _index(model: onnx.ModelProto, graphs: set[str] | None) -> ScopeIndex:
     return idx
 
 
-def collect_markers(model: onnx.ModelProto, idx: ScopeIndex) -> list[Marker]:
+def collect_markers(model: onnx.ModelProto, idx: ScopeIndex, deadline: Deadline | None = None) -> list[Marker]:
     markers: list[Marker] = []
-    for entry in model.metadata_props:
-        if entry.key == KEY:
-            markers.append(Marker(None, None, None, parse_list(entry.value)))
+    # every model-wide entry in one marker: a finding is then matched against at most two
+    model_wide = [s for entry in model.metadata_props if entry.key == KEY for s in parse_list(entry.value)]
+    if model_wide:
+        markers.append(Marker(None, None, None, tuple(dict.fromkeys(model_wide))))
     has_meta = "metadata_props" in onnx.NodeProto.DESCRIPTOR.fields_by_name
     for graph, positions in idx.position.items():
         body_nodes = idx.bodies[graph].node  # type: ignore[attr-defined]
@@ -142,32 +199,58 @@ def collect_markers(model: onnx.ModelProto, idx: ScopeIndex) -> list[Marker]:
                     if entry.key == KEY:
                         found.extend(parse_list(entry.value))
             if node.doc_string:
-                for match in _DOC.finditer(node.doc_string):
-                    found.extend(parse_list(match.group(1)))
+                for value in doc_markers(node.doc_string):
+                    found.extend(parse_list(value))
             if found:
                 markers.append(Marker(graph, display, node.op_type, tuple(dict.fromkeys(found))))
+            if deadline is not None:
+                deadline.tick()
+    known: dict[str, frozenset[str]] = {}
     for m in markers:
-        m.codes = {s: frozenset(resolve_selector(s)) for s in m.selectors}
+        for s in m.selectors:
+            if s not in known:
+                known[s] = marker_codes(s)
+        m.codes = {s: known[s] for s in m.selectors}
+        for s in m.selectors:
+            for code in m.codes[s]:
+                if code not in UNSUPPRESSIBLE:  # the model cannot vouch for itself (module docstring)
+                    m.by_code.setdefault(code, s)
     return markers
 
 
+class Deadline:
+    """The file's ``--timeout``, checked every few thousand steps of a phase that walks the model."""
+
+    def __init__(self, timeout: float, file: str, started: float | None = None) -> None:
+        self.timeout = timeout
+        self.file = file
+        self.at = (time.monotonic() if started is None else started) + timeout
+        self.steps = 0
+
+    def tick(self) -> None:
+        self.steps += 1
+        if self.steps & 4095 == 0 and time.monotonic() > self.at:
+            raise LimitExceededError("timeout", f"{self.timeout:g} s", "--timeout", file=self.file)
+
+
 def apply(file: str, proto: onnx.ModelProto, raw: bytes, diags: Sequence[Diagnostic],
-          enabled: frozenset[str] | set[str], severity: Mapping[str, Severity]
-          ) -> tuple[list[Diagnostic], dict[tuple[str, str], str]]:
-    """The findings of one file after its in-model suppressions, plus SF008 findings, in graph
-    order; and the anchors (``node_anchor``) of the unnamed nodes they are at, for the baseline's
-    fingerprints (a named node's anchor is its name, which the finding carries)."""
-    has_markers = _MARK in raw or _MARK_DOC in raw  # a byte search skips the walk for most models
+          enabled: frozenset[str] | set[str], severity: Mapping[str, Severity], *, markers: bool = True,
+          deadline: Deadline | None = None) -> tuple[list[Diagnostic], dict[tuple[str, str], str]]:
+    """The findings of one file after its in-model suppressions (none read with ``markers=False``:
+    ``--isolated``), plus SF008 findings, in graph order; and the anchors (``node_anchor``) of the
+    unnamed nodes they are at, for the baseline's fingerprints (a named node's anchor is its name,
+    which the finding carries). ``deadline``: the file's time limit (LimitExceededError)."""
+    has_markers = markers and (_MARK in raw or _MARK_DOC in raw)  # a byte search skips the walk for most models
     if not diags and not has_markers:
         return [], {}
     idx = _index(proto, None if has_markers else {d.location.graph for d in diags})
     kept = list(diags)
     if has_markers:
-        markers = collect_markers(proto, idx)
-        if markers:
-            kept = _filter(kept, markers)
+        written = collect_markers(proto, idx, deadline)
+        if written:
+            kept = _filter(kept, written)
             if UNUSED_CODE in enabled:
-                kept.extend(_unused(markers, enabled, severity, file))
+                kept.extend(_unused(written, enabled, severity, file))
     # Graph order: scope, then the node's position in it (findings without a node first). The
     # list comes sorted by (graph, code, node name, message): a stable sort on the position alone
     # keeps code, then message, order among the findings of one node. One int key per finding.
@@ -228,7 +311,13 @@ def _unused(markers: list[Marker], enabled: frozenset[str] | set[str], severity:
                 where, loc = "model metadata", Location()
             else:
                 where, loc = f"node '{m.node}'", Location(m.graph or "main", m.node, m.op_type)
-            what = "names no rule" if not codes else "suppresses nothing"
+            if not codes:
+                what = "names no rule"
+            elif codes <= UNSUPPRESSIBLE:
+                what = (f"cannot suppress {', '.join(sorted(codes))}: onnxruntime refuses a model with "
+                        "such a finding, and only the command line can hide it")
+            else:
+                what = "suppresses nothing"
             out.append(Diagnostic(UNUSED_CODE, UNUSED_NAME, level, file,
                                   f"suppression '{s}' on {where} {what}",
                                   f"remove '{s}' from the {KEY} marker", False, loc))
@@ -263,7 +352,7 @@ def add_markers(model: onnx.ModelProto, diags: Sequence[Diagnostic]) -> int:
         if node_meta:
             written += _merge_props(node.metadata_props, codes)
         else:
-            present = {c for m in _DOC.finditer(node.doc_string) for c in parse_list(m.group(1))}
+            present = {c for value in doc_markers(node.doc_string) for c in parse_list(value)}
             new = [c for c in codes if c not in present]
             if new:
                 sep = " " if node.doc_string and not node.doc_string.endswith((" ", "\n")) else ""

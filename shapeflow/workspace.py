@@ -35,6 +35,7 @@ def options_for(base: LintOptions, resolved: Resolved) -> LintOptions:
     # one of its symbols (linter.py)
     return replace(base, select=codes if codes else None, ignore=() if codes else ("SF",),
                    severity=resolved.severity, exit_zero=resolved.exit_zero,
+                   settings_exit_zero=resolved.settings_exit_zero,
                    assume=tuple(parse_assumptions(resolved.assume, "assume").items()))
 
 
@@ -73,6 +74,8 @@ def run(paths: Sequence[str], cli: CommandLine, base: LintOptions, *, config: st
         if base.fix:
             raise UsageError("--fix writes models in place: run it without --executor ray")
         import_ray()  # before any work: a missing extra is a usage error
+    if isolated:
+        base = replace(base, markers=False)  # --isolated: neither settings files nor in-model markers
     planned = plan(paths, cli, config=config, isolated=isolated)
     root = base.repo_root or find_repo_root()
     baselines: dict[str, Baseline] = {}  # read before any work: a bad baseline is a usage error (exit 2)
@@ -81,7 +84,7 @@ def run(paths: Sequence[str], cli: CommandLine, base: LintOptions, *, config: st
             if resolved.baseline:
                 path = os.path.abspath(resolved.baseline)
                 if path not in baselines:
-                    baselines[path] = load_baseline(path)
+                    baselines[path] = load_baseline(path, base.limits.max_memory)
     if base.fix:
         cache = None  # --fix writes models: its results are never reused
     serial = executor == "local" and (jobs <= 1 or len(planned) <= 1)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import os
 from typing import Mapping, Sequence
 
 import numpy as np
@@ -99,3 +101,22 @@ def expose_tensors(model: onnx.ModelProto, names: Sequence[str]) -> onnx.ModelPr
             m.graph.output.append(onnx.ValueInfoProto(name=name))
             have.add(name)
     return m
+
+
+def read_cache_entry(path: "os.PathLike[str] | str") -> dict:  # type: ignore[type-arg]
+    """The record of a lint cache entry (shapeflow/cache.py: a MAC line, then the JSON)."""
+    with open(path, "rb") as f:
+        _, _, body = f.read().partition(b"\n")
+    return json.loads(body)  # type: ignore[no-any-return]
+
+
+def write_cache_entry(path: "os.PathLike[str] | str", doc: "dict | bytes") -> None:  # type: ignore[type-arg]
+    """Write ``doc`` (a record, or the raw bytes of one) as an entry this user's shapeflow would
+    trust: signed with the user's key, as the cache signs what it writes."""
+    from shapeflow.cache import LintCache, user_key
+
+    body = doc if isinstance(doc, bytes) else json.dumps(doc).encode()
+    key = os.path.basename(os.fspath(path))[:-len(".json")]
+    mac = LintCache("unused", secret=user_key())._mac(key, body)
+    with open(path, "wb") as f:
+        f.write(mac + b"\n" + body)

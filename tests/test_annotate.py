@@ -1,6 +1,7 @@
-"""``infer -o`` refines what the model declares: unknown declared dims become the inferred ones,
-contradicting declarations are kept (and reported as SF112), scalars are written as rank 0, graph
-outputs are refined only with ``--refine-outputs``."""
+"""``infer -o`` refines what the model declares: unknown declared dims and names the exporter
+invented become the inferred ones, contradicting declarations are kept (and reported as SF112)
+unless ``--fix-declarations``, scalars are written as rank 0, graph outputs are refined only with
+``--refine-outputs``."""
 
 from __future__ import annotations
 
@@ -49,7 +50,7 @@ def dynamo_style_model(wrong: bool = False) -> onnx.ModelProto:
         _vi("r", TensorProto.FLOAT, [None, None, None] if not wrong else [None, 5, None]),
         _vi("t", TensorProto.FLOAT, None),  # no shape at all
         _vi("n", TensorProto.INT64, None),  # a scalar without a shape field: unknown rank to onnx
-        _vi("s", TensorProto.INT64, ["s_len"]),  # a name the exporter made up is kept
+        _vi("s", TensorProto.INT64, ["s_len"]),  # a name the exporter made up: replaced by the proven dim
     ]
     graph = helper.make_graph(nodes, "g", [_vi("x", TensorProto.FLOAT, ["batch", 1, "samples"])],
                               [_vi("y", TensorProto.FLOAT, [None, None, 4])], [w, idx], value_info=value_info)
@@ -81,11 +82,11 @@ def test_unknown_declared_dims_are_filled_and_scalars_are_rank_0(tmp_path: Path)
     assert _dims(vi["r"]) == ["batch", 4, length]
     assert _dims(vi["t"]) == ["batch", length, 4]
     assert _dims(vi["n"]) == []  # rank 0, a present shape without dims
-    assert _dims(vi["s"]) == ["s_len"]  # a declared name stays
+    assert _dims(vi["s"]) == [3]  # an invented name becomes the proven dim (as onnx's inference does)
     assert vi["nf"].type.tensor_type.HasField("shape") and _dims(vi["nf"]) == []  # added, rank 0
     assert _dims(_by_name(m.graph.output)["y"]) == [None, None, 4]  # the signature is the user's
     # c 2, r 3, t 3 (a missing shape gets all its dims), n none (rank 0); nf is a new entry
-    assert "1 value_info entries added, 8 declared dims filled" in r.stderr, r.stderr
+    assert "1 value_info entries added, 8 declared dims filled, 1 invented dim names replaced" in r.stderr, r.stderr
     # the written model is valid, and its declarations hold at run time
     onnx.checker.check_model(m, full_check=True)
     _holds_at_run_time(m)
@@ -115,11 +116,11 @@ def test_annotate_api_counts_and_is_idempotent() -> None:
     loaded = load_model_bytes(dynamo_style_model().SerializeToString(), "m.onnx")
     a = analyze(loaded)
     first = annotate(a.graph, a.inference)
-    assert (first.added, first.filled, first.kept) == (1, 8, 0)
+    assert (first.added, first.filled, first.kept, first.replaced) == (1, 8, 0, 1)
     again = load_model_bytes(loaded.proto.SerializeToString(), "m.onnx")
     b = analyze(again)
     second = annotate(b.graph, b.inference)
-    assert (second.added, second.filled, second.kept) == (0, 0, 0)
+    assert (second.added, second.filled, second.kept, second.replaced) == (0, 0, 0, 0)
 
 
 def _holds_at_run_time(m: onnx.ModelProto) -> None:

@@ -21,12 +21,14 @@ PACKAGE = ROOT / "shapeflow"
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
     # Records, limits, errors, the pure axis algebra, the code table, version tables: no model yet.
     ("base", ("shapeflow._onnx", "shapeflow._schema_data", "shapeflow._schema_sigs", "shapeflow._version",
-              "shapeflow.assume", "shapeflow.axes", "shapeflow.codes", "shapeflow.diagnostics", "shapeflow.dims",
+              "shapeflow.assume", "shapeflow.axes", "shapeflow.codes", "shapeflow.diagnostics", "shapeflow.dimexpr",
+              "shapeflow.dims",
               "shapeflow.errors", "shapeflow.limits", "shapeflow.opsets", "shapeflow.results",
               "shapeflow.schema_table", "shapeflow.signatures")),
     ("io", ("shapeflow.io",)),
     ("graph", ("shapeflow.graph",)),
-    ("inference", ("shapeflow.facts", "shapeflow.tensorinfo", "shapeflow.ops", "shapeflow.inference")),
+    ("inference", ("shapeflow.facts", "shapeflow.tensorinfo", "shapeflow.ops", "shapeflow.inference",
+                   "shapeflow.declared")),
     ("rules", ("shapeflow.rules",)),
     ("passes", ("shapeflow.passes",)),
     # Drivers: one model's analysis, lint over files (config, discovery, suppressions, baselines),
@@ -37,7 +39,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
                  "shapeflow.modeldiff", "shapeflow.rewritediff", "shapeflow.api")),
     ("render", ("shapeflow.render", "shapeflow.report", "shapeflow.pictures", "shapeflow.docs")),
     # The command line, and the package itself, whose lazy attributes are the API.
-    ("cli", ("shapeflow.cli", "shapeflow.__main__", "shapeflow")),
+    ("cli", ("shapeflow.cli", "shapeflow.__main__", "shapeflow._start", "shapeflow")),
 ]
 RANK = {name: k for k, (name, _) in enumerate(LAYERS)}
 

@@ -20,6 +20,7 @@ import onnx
 import pytest
 
 import shapeflow
+from helpers import read_cache_entry, write_cache_entry
 from lint_fixtures import FIXTURES, external_data_model
 from model_builders import bert_like, squeeze_unsqueeze_chain
 from shapeflow import _version
@@ -97,14 +98,15 @@ def test_cached_output_is_byte_identical_in_every_format(corpus: tuple[Path, lis
 
 
 def _plant(cache: Path, marker: str) -> int:
-    """Rewrite every entry's messages to ``marker`` (still valid entries); how many findings."""
+    """Rewrite every entry's messages to ``marker`` (still valid entries, signed with this user's
+    key as shapeflow signs them); how many findings."""
     n = 0
     for e in entries(cache):
-        doc = json.loads(e.read_text())
+        doc = read_cache_entry(e)
         for d in doc["result"]["diagnostics"]:
             d[3] = marker
             n += 1
-        e.write_text(json.dumps(doc))
+        write_cache_entry(e, doc)
     return n
 
 
@@ -185,7 +187,9 @@ DAMAGES = ["truncated", "garbage", "empty", "wrong-version", "wrong-key", "wrong
            "bad-exit-code", "not-an-object"]
 
 
-def _damaged(text: bytes, damage: str) -> bytes:
+def _damaged(entry: bytes, damage: str) -> bytes:
+    """The body of ``entry`` damaged (the caller signs it: the record's own checks are tested)."""
+    text = entry.partition(b"\n")[2]
     doc = json.loads(text)
     doc["result"]["diagnostics"] = [[*d[:3], "PLANTED", *d[4:]] for d in doc["result"]["diagnostics"]]
     if damage == "truncated":
@@ -221,7 +225,7 @@ def test_a_corrupt_or_foreign_entry_is_ignored_and_rewritten(tmp_path: Path) -> 
     originals = {e: e.read_bytes() for e in stored}
     for damage in DAMAGES:
         for e in stored:
-            e.write_bytes(_damaged(originals[e], damage))
+            write_cache_entry(e, _damaged(originals[e], damage))
         assert [_view(_lint_cached(p, options, cache)) for p in paths] == fresh, damage
         # each entry was rewritten with the fresh result, and nothing half-written is left
         assert {e: e.read_bytes() for e in entries(cache)} == originals, damage
@@ -236,7 +240,7 @@ def test_a_corrupt_entry_does_not_change_the_command_output(tmp_path: Path) -> N
     fresh = lint_cli(folder, "--no-cache", *args)
     lint_cli(folder, "--cache-dir", str(cache), *args)
     for k, e in enumerate(entries(cache)):
-        e.write_bytes(_damaged(e.read_bytes(), DAMAGES[k]))
+        write_cache_entry(e, _damaged(e.read_bytes(), DAMAGES[k]))
     same(fresh, lint_cli(folder, "--cache-dir", str(cache), *args))
 
 
@@ -244,6 +248,7 @@ def test_cache_folder_location_tag_and_clean(tmp_path: Path) -> None:
     project = tmp_path / "proj"
     sub = project / "models"
     make_corpus(sub)
+    (project / ".git").mkdir()  # a repository: its settings apply below (outside one, only up to the cwd)
     (project / "pyproject.toml").write_text("[tool.shapeflow]\nignore = ['SF003']\n")
     lint_cli(sub, "-q", "good_chain.onnx")
     cache = project / CACHE_DIR_NAME  # next to the nearest config, not in the current directory
@@ -317,6 +322,7 @@ def test_ray_options_need_the_ray_executor(tmp_path: Path) -> None:
 def test_the_config_can_name_the_cache_folder(tmp_path: Path) -> None:
     project = tmp_path / "proj"
     make_corpus(project / "models")
+    (project / ".git").mkdir()  # a repository: its settings apply below (outside one, only up to the cwd)
     (project / "shapeflow.toml").write_text('cache-dir = "build/lint-cache"\n')
     lint_cli(project / "models", "-q", "good_chain.onnx")
     assert len(entries(project / "build" / "lint-cache")) == 1

@@ -154,7 +154,10 @@ def test_a_task_past_its_time_limit_is_cancelled_and_reported(cluster: str,
     for t, got in zip(tasks, results):
         if t.path.endswith(slow):
             assert got.rejected and got.exit_code == 2
-            assert "time limit (5 s)" in got.diagnostics[0].message
+            # a limit hit (SF006), not "not a loadable ONNX model" (SF001's hint; issue 20)
+            (d,) = got.diagnostics
+            assert d.code == "SF006" and "limit task-timeout exceeded (value 5 s" in d.message
+            assert "--task-timeout" in d.message and "loadable" not in d.hint
         else:
             assert got.to_json() == run_task(t).to_json()
 

@@ -283,9 +283,13 @@ def test_pyproject_found_in_a_parent_but_not_above_the_repository(workdir, capsy
     sub.mkdir(parents=True)
     shutil.copy("axis_errors.onnx", sub / "m.onnx")
     monkeypatch.chdir(sub)
-    assert codes_in(run(capsys, "lint", "m.onnx")[1]) == {"SF105"}  # walks up to workdir
-    (workdir / "repo" / ".git").mkdir()  # now repo/ is a repository: settings above it do not apply
+    # outside a repository the search stops at the current directory: a config above the folder one
+    # works in is not the project's (issue 20: a shapeflow.toml two folders up applied exit-zero)
     assert codes_in(run(capsys, "lint", "m.onnx")[1]) == {"SF101", "SF102", "SF104", "SF105"}
+    monkeypatch.chdir(workdir)
+    assert codes_in(run(capsys, "lint", "repo/models/m.onnx")[1]) == {"SF105"}  # walks up to the cwd
+    (workdir / "repo" / ".git").mkdir()  # now repo/ is a repository: settings above it do not apply
+    assert codes_in(run(capsys, "lint", "repo/models/m.onnx")[1]) == {"SF101", "SF102", "SF104", "SF105"}
 
 
 @pytest.mark.parametrize("body, fragment", [

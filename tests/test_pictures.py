@@ -83,7 +83,7 @@ def check_dot_against_graph(text: str, g: nx.MultiDiGraph) -> pydot.Dot:
     ids = {unquote(n.get_name()): drawn[key] for key, n in nodes.items()}
     edges = d.get_edges()
     keys = set(drawn.values())
-    want = sorted((u, v, display_path(shape_text(a["shape"]))) for u, v, a in g.edges(data=True)
+    want = sorted((u, v, display_path(shape_text(a["shape"], a.get("declared_shape")))) for u, v, a in g.edges(data=True)
                   if u in keys and v in keys)
     got = sorted((ids[e.get_source()], ids[e.get_destination()], dot_unescape(unquote(e.get("label")).split("\\n")[0]))
                  for e in edges)

@@ -12,6 +12,7 @@ from pathlib import Path
 import onnx
 import pytest
 
+from helpers import read_cache_entry, write_cache_entry
 from lint_fixtures import FIXTURES
 from shapeflow.cache import LintCache
 from shapeflow.executors import Task, run_task
@@ -49,10 +50,10 @@ def test_a_well_formed_entry_with_wrong_types_is_a_miss(tmp_path: Path, what: st
     cache = tmp_path / "c"
     assert _view(run_task(Task(str(path), options, LintCache(str(cache))))) == fresh
     (entry,) = sorted(cache.rglob("*.json"))
-    doc = json.loads(entry.read_text())
+    doc = read_cache_entry(entry)
     assert doc["result"]["diagnostics"], "the fixture has a finding"
     damage(doc["result"])  # type: ignore[operator]
-    entry.write_text(json.dumps(doc))
+    write_cache_entry(entry, doc)  # signed as this user's shapeflow signs: the record's checks decide
     assert _view(run_task(Task(str(path), options, LintCache(str(cache))))) == fresh, what
 
 

@@ -77,6 +77,13 @@ def main(argv: list[str] | None = None) -> None:
     """Entry point: maps errors to exit codes and never shows a traceback unless --debug."""
     args = sys.argv[1:] if argv is None else argv
     debug = "--debug" in args or bool(os.environ.get("SHAPEFLOW_DEBUG"))
+    if sys.stdout is None or _closed(1):
+        # Python starts with sys.stdout = None when file descriptor 1 is closed (``>&-``): every
+        # report would vanish while the exit code still spoke. Say so instead, and do nothing.
+        if sys.stderr is not None:
+            click.echo("shapeflow: error: standard output is closed; nowhere to write the report "
+                       "(redirect it, e.g. > /dev/null)", err=True)
+        sys.exit(EXIT_REJECTED)
     try:
         code = cli.main(args=args, prog_name="shapeflow", standalone_mode=False)
     except click.exceptions.Exit as exc:
@@ -126,10 +133,19 @@ def run() -> NoReturn:
     raise AssertionError("main() returned")  # pragma: no cover - main always exits
 
 
+def _closed(fd: int) -> bool:
+    try:
+        os.fstat(fd)
+    except OSError:
+        return True
+    return False
+
+
 def _flushed() -> bool:
     try:
-        sys.stdout.flush()
-        sys.stderr.flush()
+        for stream in (sys.stdout, sys.stderr):
+            if stream is not None:  # (None: the descriptor was closed when Python started)
+                stream.flush()
     except (OSError, ValueError):  # a closed pipe, a full disk: the usual shutdown reports it
         return False
     return True

@@ -7,7 +7,7 @@ import time
 import click
 
 from ..analysis import gc_paused
-from ..annotate import annotate
+from ..annotate import annotate, drop_fixed
 from ..errors import EXIT_CLEAN, EXIT_FINDINGS, UsageError, display_path
 from ..io import STDOUT, check_output_path, load_model, refuse_unsafe_external_data, save_model, write_to_stdout
 from ..pictures import DEFAULT_DEPTH, DEFAULT_MAX_DRAW, FORMATS, PictureOptions, picture
@@ -19,6 +19,28 @@ from .options import (
     assume_option, check_stdout_output, clear_progress, debug_option, dim_option, limit_options, limits_from,
     parse_dims, progress_printer,
 )
+
+
+def split_names(text: str) -> list[str]:
+    """``--around`` items: split at commas; ``\\,`` is a comma of a name and ``\\\\`` a backslash
+    (a node may be called ``a,b``). Any other backslash is kept as it is."""
+    out: list[str] = []
+    current: list[str] = []
+    k = 0
+    while k < len(text):
+        c = text[k]
+        if c == "\\" and k + 1 < len(text) and text[k + 1] in ",\\":
+            current.append(text[k + 1])
+            k += 2
+            continue
+        if c == ",":
+            out.append("".join(current))
+            current = []
+        else:
+            current.append(c)
+        k += 1
+    out.append("".join(current))
+    return out
 
 
 @click.command(epilog="""\b
@@ -37,7 +59,8 @@ Exit codes: 0 no error-level finding, 1 error-level findings, 2 rejected input o
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "dot", "graphml"]), default="text",
               show_default=True, help="dot (Graphviz) and graphml print a picture of the graph instead of the table.")
 @click.option("--around", "around", metavar="NODE[,NODE...]", multiple=True,
-              help="dot/graphml: draw only the neighbourhood of these nodes (names, or keys such as main/sq_3).")
+              help="dot/graphml: draw only the neighbourhood of these nodes (names, or keys such as main/sq_3; "
+                   "repeatable; write a comma in a name as \\, and a backslash as \\\\).")
 @click.option("--depth", type=click.IntRange(min=0), default=DEFAULT_DEPTH, show_default=True,
               help="dot/graphml: tensor hops around --around / --findings nodes.")
 @click.option("--findings", "around_findings", is_flag=True,
@@ -48,7 +71,10 @@ Exit codes: 0 no error-level finding, 1 error-level findings, 2 rejected input o
               help="Write the model with inferred shapes as value_info (refused, exit 2, if its external "
                    "data is unsafe); '-' writes it to stdout (not a terminal) and the report to stderr.")
 @click.option("--refine-outputs", is_flag=True,
-              help="With -o: also fill the unknown dims of the graph outputs' declarations.")
+              help="With -o: also refine the graph outputs' declarations (unknown dims, invented names).")
+@click.option("--fix-declarations", is_flag=True,
+              help="With -o: rewrite declarations that contradict the inferred shapes (SF112) with them "
+                   "(graph outputs only with --refine-outputs; graph inputs never).")
 @click.option("--force", is_flag=True, help="Overwrite OUTPUT if it exists.")
 @click.option("--in-place", is_flag=True, help="Record the shapes in MODEL itself.")
 @click.option("--config", "config_path", type=click.Path(dir_okay=False, exists=True),
@@ -60,7 +86,8 @@ Exit codes: 0 no error-level finding, 1 error-level findings, 2 rejected input o
 @assume_option
 @limit_options
 def infer(model: str, all_tensors: bool, fmt: str, around: tuple[str, ...], depth: int, around_findings: bool,
-          max_draw: int, output: str | None, refine_outputs: bool, force: bool, in_place: bool,
+          max_draw: int, output: str | None, refine_outputs: bool, fix_declarations: bool, force: bool,
+          in_place: bool,
           config_path: str | None, isolated: bool, quiet: bool, dims: tuple[str, ...], assume: tuple[str, ...],
           **kwargs: object) -> int:
     """Infer the shapes of MODEL and report axis errors.
@@ -70,11 +97,13 @@ def infer(model: str, all_tensors: bool, fmt: str, around: tuple[str, ...], dept
     """
     limits = limits_from(kwargs)
     bindings = parse_dims(dims)
-    names = tuple(n.strip() for item in around for n in item.split(",") if n.strip())
+    names = tuple(n.strip() for item in around for n in split_names(item) if n.strip())
     if (names or around_findings) and fmt not in FORMATS:
         raise UsageError("--around and --findings select what a picture shows: use them with --format dot or graphml")
     if around and not names:
         raise UsageError("--around needs at least one node name")
+    if fix_declarations and output is None and not in_place:
+        raise UsageError("--fix-declarations rewrites declarations in the model written: use it with -o OUT or --in-place")
     to_stdout = output == STDOUT
     if to_stdout:
         check_stdout_output(model, in_place)
@@ -103,7 +132,11 @@ def infer(model: str, all_tensors: bool, fmt: str, around: tuple[str, ...], dept
         output = model
     annotated = None
     if output is not None:
-        annotated = annotate(result.graph, result.inference, refine_outputs=refine_outputs)
+        _ = result.declared  # the report shows the file's declarations, read before -o writes its own
+        annotated = annotate(result.graph, result.inference, refine_outputs=refine_outputs,
+                             fix_declarations=fix_declarations)
+        if annotated.fixed:  # the report is of the model written: the rewritten declarations are fixed
+            result.diagnostics = drop_fixed(result.graph, result.inference, result.diagnostics, result.path)
         # the file's bytes are not needed any more: serializing while holding them costs their size
         loaded.raw = b""
         if to_stdout:
@@ -133,9 +166,13 @@ def infer(model: str, all_tensors: bool, fmt: str, around: tuple[str, ...], dept
                    f"{summary_line(counts)} ({nodes:,} node{'' if nodes == 1 else 's'} in {elapsed:.2f} s)"
                    + (f"; assuming {', '.join(assumption_texts(assumptions))}" if assumptions else ""), err=True)
     if annotated is not None and output is not None and not quiet:
-        kept = f", {annotated.kept} contradicting declarations kept (SF112)" if annotated.kept else ""
+        more = f", {annotated.replaced} invented dim names replaced" if annotated.replaced else ""
+        if annotated.fixed:
+            more += f", {annotated.fixed} contradicting declarations rewritten"
+        if annotated.kept:
+            more += f", {annotated.kept} contradicting declarations kept (SF112)"
         click.echo(f"{display_path(output)}: {annotated.added} value_info entries added, "
-                   f"{annotated.filled} declared dims filled{kept}", err=True)
+                   f"{annotated.filled} declared dims filled{more}", err=True)
     if annotated is not None and output is not None and assumptions:
         # the file records shapes, not the ranges they hold in (a model gains no metadata keys)
         click.echo(f"{display_path(output)}: warning: the shapes written hold only where "

@@ -91,7 +91,8 @@ wins; --exit-zero turns 1 into 0 but never hides a rejected file.""")
 @click.option("--no-cache", is_flag=True, help="Neither read nor write the cache.")
 @click.option("--cache-dir", type=click.Path(file_okay=False), metavar="DIR",
               help="The cache folder (default: .shapeflow_cache next to the nearest config file, "
-                   "or in the current directory). 'shapeflow clean' removes it.")
+                   "or in the current directory). Entries count only when this user's shapeflow "
+                   "wrote them (README, Safety). 'shapeflow clean' removes them.")
 @click.option("--config", "config_path", type=click.Path(dir_okay=False, exists=True),
               help="Read the settings from this file (it must have a [tool.shapeflow] table).")
 @click.option("--isolated", is_flag=True, help="Ignore every config file.")
@@ -158,11 +159,11 @@ def command(models: tuple[str, ...], fmt: str, select: tuple[str, ...], extend_s
     options = LintOptions(dims=tuple(bindings.items()), limits=limits, fix=fix, diff=diff, repo_root=find_repo_root())
     workers = jobs or os.cpu_count() or 1
     shown_progress = None if quiet or executor == "ray" else file_progress("linting")
-    from ..cache import LintCache, default_cache_dir
+    from ..cache import LintCache, cache_for
 
     store: LintCache | None = None
     if not no_cache and not fix:
-        store = LintCache(os.path.abspath(cache_dir) if cache_dir else default_cache_dir(config_path, isolated))
+        store = cache_for(cache_dir, config_path, isolated)
     stream = _JsonLines(unordered) if fmt == "jsonl" and not (write_baseline or add_ignore or statistics) else None
     run = workspace.run(list(models), cli, options, config=config_path, isolated=isolated, jobs=workers,
                         use_baseline=not write_baseline, progress=shown_progress.file if shown_progress else None,
@@ -180,7 +181,8 @@ def command(models: tuple[str, ...], fmt: str, select: tuple[str, ...], extend_s
         from .._version import __version__
         from ..baseline import write_baseline as write
 
-        n = write(write_baseline, results, run.root, __version__)
+        read = [s.source for _, s, _ in run.settings if s.source] + ([config_path] if config_path else [])
+        n = write(write_baseline, results, run.root, __version__, inputs=read)
         _notes(results, debug)
         if not quiet:
             click.echo(f"{display_path(write_baseline)}: recorded {n:,} finding{'s' if n != 1 else ''} "
@@ -224,14 +226,16 @@ def _debug() -> bool:
 def _add_ignore(results: list[FileResult], limits: object, *, show_info: bool, quiet: bool, debug: bool) -> int:
     """``--add-ignore``: markers for each file's current findings, written in place."""
     from ..io import load_model, save_model
-    from ..suppress import UNUSED_CODE, add_markers
+    from ..suppress import UNSUPPRESSIBLE, UNUSED_CODE, add_markers
 
     _notes(results, debug)
-    written = files = 0
+    written = files = unmarked = 0
     for r in results:
         if r.rejected or r.error:
             continue
-        wanted = [d for d in shown(r.diagnostics, show_info) if d.code != UNUSED_CODE]
+        # a marker cannot hide what onnxruntime refuses (suppress.py): writing one would change nothing
+        unmarked += sum(1 for d in r.diagnostics if d.code in UNSUPPRESSIBLE)
+        wanted = [d for d in shown(r.diagnostics, show_info) if d.code != UNUSED_CODE and d.code not in UNSUPPRESSIBLE]
         if not wanted:
             continue
         loaded = load_model(r.path, limits)  # type: ignore[arg-type]
@@ -241,8 +245,10 @@ def _add_ignore(results: list[FileResult], limits: object, *, show_info: bool, q
             written += n
             files += 1
     if not quiet:
+        left = (f"; {unmarked:,} finding{'s' if unmarked != 1 else ''} onnxruntime refuses left unmarked "
+                "(a marker cannot hide them)") if unmarked else ""
         click.echo(f"added {written:,} suppression marker{'s' if written != 1 else ''} "
-                   f"to {files:,} file{'s' if files != 1 else ''}", err=True)
+                   f"to {files:,} file{'s' if files != 1 else ''}{left}", err=True)
     return max((r.exit_code for r in results if r.exit_code >= 2), default=0)
 
 

@@ -45,4 +45,4 @@ def command(rule: str | None, fmt: str) -> int:
 
 def _rule_json(rule: type[Rule]) -> dict[str, object]:
     return {"code": rule.code, "name": rule.name, "severity": rule.severity.value, "fixable": rule.fixable,
-            "summary": flat(sections(rule)["summary"]), "doc": rule.doc()}
+            "refusal": rule.refusal, "summary": flat(sections(rule)["summary"]), "doc": rule.doc()}

@@ -10,6 +10,7 @@ import errno
 import os
 import re
 import stat
+import time
 from collections.abc import Iterable
 
 from google.protobuf.message import DecodeError
@@ -17,9 +18,12 @@ from google.protobuf.message import DecodeError
 from .._onnx import onnx
 from ..errors import LimitExceededError, ModelUnreadableError
 from ..limits import DEFAULT_LIMITS, Limits
-from .memory import require_memory
+from .memory import memory_room, require_memory
 from .model import LoadedModel, _file_kind, _is_external, _is_within, _iter_tensors, _q, _tensor_size_problem
-from .wire import _explain_decode_failure, _non_utf8_problem, _utf8_checking_model, preflight
+from .wire import (
+    NODE_COST, PARSE_WORST_PER_BYTE, CostExceeded, _explain_decode_failure, _non_utf8_problem,
+    _utf8_checking_model, parse_cost, preflight,
+)
 
 # Protobuf cannot hold a message of 2 GiB or more; this is also the default --max-bytes.
 PROTOBUF_MAX_BYTES = 2**31 - 1
@@ -51,6 +55,22 @@ def _check_opsets(imports: Iterable[onnx.OperatorSetIdProto], shown: str, where:
             )
 
 
+def _uses_default_domain(graph: onnx.GraphProto | onnx.FunctionProto) -> bool:
+    """Whether a node of ``graph`` (or a function's body) or of a body nested in it is an ai.onnx
+    op (iterative: bodies nest as deep as protobuf allows)."""
+    stack: list[onnx.GraphProto | onnx.FunctionProto] = [graph]
+    while stack:
+        g = stack.pop()
+        for node in g.node:
+            if node.domain in _DEFAULT_DOMAINS:
+                return True
+            for a in node.attribute:
+                if a.HasField("g"):
+                    stack.append(a.g)
+                stack.extend(a.graphs)
+    return False
+
+
 def _check_structure(proto: onnx.ModelProto, shown: str) -> None:
     if not proto.HasField("graph"):
         raise ModelUnreadableError("model has no graph", file=shown)
@@ -59,8 +79,9 @@ def _check_structure(proto: onnx.ModelProto, shown: str) -> None:
     if proto.ir_version <= 0:
         raise ModelUnreadableError(f"invalid ir_version {proto.ir_version}", file=shown)
     default = [op.version for op in proto.opset_import if op.domain in _DEFAULT_DOMAINS]
-    if not default and _uses_default_domain(proto):
-        # (a model of ai.onnx.ml or training operators alone needs no ai.onnx import)
+    if not default and any(_uses_default_domain(body) for body in (proto.graph, *proto.functions)):
+        # A model of ai.onnx.ml (or training) ops alone needs no ai.onnx import: onnx's checker
+        # passes it and onnxruntime runs it.
         raise ModelUnreadableError("no opset_import for ai.onnx", file=shown)
     _check_opsets(proto.opset_import, shown, "")
     # "" and "ai.onnx" name the same domain; two different versions leave the op semantics
@@ -70,20 +91,6 @@ def _check_structure(proto: onnx.ModelProto, shown: str) -> None:
         raise ModelUnreadableError(f"conflicting opset_import versions for ai.onnx ({versions})", file=shown)
     for fn in proto.functions:
         _check_opsets(fn.opset_import, shown, f" in function {_q(fn.domain + '::' + fn.name)}")
-
-
-def _uses_default_domain(proto: onnx.ModelProto) -> bool:
-    """Whether a node of the model (any graph, any function) is an ai.onnx operator."""
-    graph_types = (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS)
-    bodies: list = [proto.graph, *proto.functions]
-    while bodies:
-        for node in bodies.pop().node:
-            if node.domain in _DEFAULT_DOMAINS:
-                return True
-            for attr in node.attribute:
-                if attr.type in graph_types:
-                    bodies.extend([attr.g] if attr.type == onnx.AttributeProto.GRAPH else attr.graphs)
-    return False
 
 
 def _check_tensors(proto: onnx.ModelProto, shown: str) -> bool:
@@ -97,6 +104,30 @@ def _check_tensors(proto: onnx.ModelProto, shown: str) -> bool:
     return external
 
 
+def _require_parse_memory(data: bytes, shown: str, limits: Limits) -> None:
+    """Refuse (SF006 max-memory, exit 2) a file whose parse and node index would not fit in memory,
+    before the parse: a file of many tiny messages costs up to ``PARSE_WORST_PER_BYTE`` times its
+    size to parse, and ``NODE_COST`` per node after. When even that worst case fits, nothing is
+    counted; otherwise the messages are counted on the wire (``wire.parse_cost``), within the
+    file's ``--timeout``."""
+    size = len(data)
+    room, flag = memory_room(limits.max_memory)
+    worst = size * PARSE_WORST_PER_BYTE + min(size // 2, limits.max_nodes) * NODE_COST
+    if worst <= room:
+        return
+    deadline = time.monotonic() + limits.timeout
+
+    def check() -> None:
+        if time.monotonic() > deadline:
+            raise LimitExceededError("timeout", f"{limits.timeout:g} s", Limits.FLAGS["timeout"], file=shown)
+
+    try:
+        parse_cost(data, limits.max_nodes, max(room, 0), check)
+    except CostExceeded as exc:
+        raise LimitExceededError("max-memory", f"{exc.estimate:,} bytes to parse and index, {max(room, 0):,} left",
+                                 flag, file=shown) from None
+
+
 def _parse_checked(data: bytes, shown: str, limits: Limits) -> tuple[onnx.ModelProto, bool]:
     """The parsed and checked model, and whether it has external data (see LoadedModel.external)."""
     size = len(data)
@@ -106,6 +137,7 @@ def _parse_checked(data: bytes, shown: str, limits: Limits) -> tuple[onnx.ModelP
         raise ModelUnreadableError(_size_limit_message(size, limits), file=shown)
     if data.startswith(_LFS_PREFIX):
         raise ModelUnreadableError("git-lfs pointer, run `git lfs pull`", file=shown)
+    _require_parse_memory(data, shown, limits)  # (the checking parse below costs as much as the real one)
     # Every string of an ASCII file is UTF-8; otherwise the checking parse tells (see above).
     not_utf8 = not data.isascii()
     checking = _utf8_checking_model() if not_utf8 else None

@@ -27,6 +27,23 @@ def memory_in_use() -> tuple[int, int]:
     return rss, vsz
 
 
+def memory_room(max_memory: int) -> tuple[int, str]:
+    """(bytes that may still be allocated, the flag that raises the bound): what ``max_memory``
+    leaves on top of what the process holds, or what the address-space limit leaves, the lower."""
+    rss, vsz = memory_in_use()
+    flag = Limits.FLAGS["max_memory"]
+    room = max_memory - rss
+    try:
+        import resource
+
+        soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+    except (ImportError, OSError, ValueError):
+        return room, flag
+    if soft != resource.RLIM_INFINITY and soft - vsz < room:
+        return soft - vsz, f"{flag} and ulimit -v"
+    return room, flag
+
+
 def require_memory(need: int, max_memory: int, shown: str | None) -> None:
     """Raise ``LimitExceededError`` (SF006, exit 2) when ``need`` more bytes would not fit in
     ``max_memory`` on top of what the process holds, or in the address-space limit."""

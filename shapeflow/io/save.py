@@ -97,9 +97,15 @@ def check_output_path(
     swap the node itself out for a regular file, and as root that replaces /dev/null.
     """
     shown = input_path if input_path is not None else out
+    if not out:
+        raise UsageError("the output path is empty (-o ''); name a file, or '-' for stdout", file=shown)
     if input_path is not None and _same_file(input_path, out) and not in_place:
         raise UsageError(f"refusing to overwrite input {_q(input_path)}; use --in-place", file=shown)
     if not os.path.lexists(out):
+        kernel = _kernel_dir(out)
+        if kernel is not None:  # a new name there is refused too: /dev/<typo> is never a file to create
+            raise UsageError(f"output {_q(out)} is in {kernel}, not a regular file (use -o - for stdout)",
+                             file=shown)
         return False
     kind = _special_kind(out)
     if kind is not None:
@@ -115,6 +121,20 @@ def check_output_path(
 _KERNEL_DIRS = ("/dev", "/proc", "/sys")
 
 
+def _kernel_dir(path: str) -> str | None:
+    """The kernel folder ``path`` names a file in (through links of the path or its folders)."""
+    folder = os.path.dirname(os.path.abspath(path))
+    where = [folder, os.path.realpath(folder)]
+    if os.path.islink(path):
+        where.append(os.path.dirname(os.path.join(folder, os.readlink(path))))
+        where.append(os.path.dirname(os.path.realpath(path)))
+    for place in where:
+        for root in _KERNEL_DIRS:
+            if place == root or place.startswith(root + "/"):
+                return root
+    return None
+
+
 def _special_kind(path: str) -> str | None:
     """Why ``path`` (or the file a link there points at) is not a regular file to replace, e.g.
     "a FIFO, not a regular file"; None for a regular file, a dangling link or a path that is gone."""
@@ -124,13 +144,9 @@ def _special_kind(path: str) -> str | None:
         return None
     if not stat.S_ISREG(st.st_mode):
         return f"a {_file_kind(st.st_mode)}, not a regular file"
-    where = [os.path.dirname(os.path.abspath(path))]
-    if os.path.islink(path):
-        where.append(os.path.join(where[0], os.readlink(path)))
-    for place in where:
-        for root in _KERNEL_DIRS:
-            if place == root or place.startswith(root + "/"):
-                return f"in {root}, not a regular file (use -o - for stdout)"
+    kernel = _kernel_dir(path)
+    if kernel is not None:
+        return f"in {kernel}, not a regular file (use -o - for stdout)"
     return None
 
 
@@ -291,6 +307,10 @@ def save_model(
     out_dir = os.path.dirname(out_abs)
 
     overwrite = check_output_path(out, input_path=inp, in_place=in_place, force=force)
+    # In place through a symbolic link: the file the link points at gets the new bytes, and the
+    # link stays (replacing the link by a regular file would leave the real model unchanged).
+    # Data references are checked against the link's folder, where readers resolve them.
+    write_abs = os.path.realpath(out) if in_place and overwrite and os.path.islink(out) else out_abs
 
     proto: onnx.ModelProto | None
     if isinstance(model, onnx.ModelProto):
@@ -337,18 +357,23 @@ def save_model(
 
     size = _byte_size(model, shown) if isinstance(model, onnx.ModelProto) else len(model)
     if isinstance(model, onnx.ModelProto) and size > _max_inline_bytes():
+        if write_abs != out_abs:
+            raise UsageError("model needs external data, which cannot be written in place through a symbolic "
+                             "link (its data file would not be next to the link); write to a file with -o",
+                             file=shown)
         _save_with_external_data(model, out_abs, out, overwrite, mode, shown, max_memory)
         return
 
     payload = bytes(model) if not isinstance(model, onnx.ModelProto) else _serialize(model, max_memory, shown, size)
+    write_dir = os.path.dirname(write_abs)
     tmp = None
     try:
-        tmp = _write_temp(out_dir, os.path.basename(out_abs), mode, payload)
-        _install(tmp, out_abs, overwrite, f"output {_q(out)} exists; use --force", shown)
+        tmp = _write_temp(write_dir, os.path.basename(write_abs), mode, payload)
+        _install(tmp, write_abs, overwrite, f"output {_q(out)} exists; use --force", shown)
         tmp = None
-        _fsync_dir(out_dir)
+        _fsync_dir(write_dir)
     except OSError as exc:
-        raise _write_error(exc, out_dir, shown, out) from None
+        raise _write_error(exc, write_dir, shown, out) from None
     finally:
         if tmp is not None:
             _remove_quietly(tmp)

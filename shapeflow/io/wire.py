@@ -467,3 +467,152 @@ def top_level_unknown_fields(data: bytes) -> list[int] | None:
     except (_Overrun, _Malformed):
         return None
     return sorted(found)
+
+
+# --------------------------------------------------------------------------------------------
+# What the parse will cost: counted on the wire, before the parse
+# --------------------------------------------------------------------------------------------
+
+# Bytes upb allocates per message of each type once parsed (its struct, its slot in the parent's
+# array, the array's growth), measured with ``FromString`` on files of a million empty messages
+# of each type (docs/threat-model.md, "Memory"); other types cost ``_MESSAGE_BASE`` plus
+# ``_PER_FIELD`` per field. Repeated strings cost a view each, repeated scalars 8 bytes each and
+# the arrays' growth, whatever their size on the wire (1 byte for a packed varint).
+MESSAGE_COST = {
+    "onnx.AttributeProto": 200, "onnx.NodeProto": 153, "onnx.TensorProto": 169, "onnx.FunctionProto": 161,
+    "onnx.GraphProto": 127, "onnx.ValueInfoProto": 80, "onnx.TensorShapeProto.Dimension": 64,
+    "onnx.StringStringEntryProto": 64, "onnx.TrainingInfoProto": 61, "onnx.OperatorSetIdProto": 54,
+    "onnx.SparseTensorProto": 54, "onnx.TensorAnnotation": 54, "onnx.TypeProto": 54,
+}
+_MESSAGE_BASE, _PER_FIELD = 48, 8
+STRING_COST = 32
+SCALAR_COST = 16
+# The most any byte of a file can cost to parse: an empty AttributeProto is 2 bytes on the wire.
+PARSE_WORST_PER_BYTE = 101
+# What shapeflow builds per node once the model is parsed (its graph index, the shapes inferred,
+# the rules' tables), measured on chains of 100,000-500,000 nodes: about 1.3 KiB, with room.
+NODE_COST = 1600
+_NODE = "onnx.NodeProto"
+
+# tag (number << 3 | wire type) -> (kind, table of the sub-message, its cost); kind 0 a
+# message, 1 a repeated string or bytes, 2 a packed repeated scalar, 3 an unpacked one
+_Table = dict[int, tuple[int, Any, int]]
+
+
+@functools.cache
+def _cost_table(full_name: str = "onnx.ModelProto") -> _Table:
+    tables: dict[str, _Table] = {}
+
+    def build(desc: Descriptor) -> _Table:
+        found = tables.get(desc.full_name)
+        if found is not None:
+            return found
+        table: _Table = {}
+        tables[desc.full_name] = table
+        for fd in desc.fields:
+            if fd.message_type is not None:
+                sub = fd.message_type
+                cost = MESSAGE_COST.get(sub.full_name, _MESSAGE_BASE + _PER_FIELD * len(sub.fields))
+                table[(fd.number << 3) | 2] = (0, build(sub), cost)
+            elif fd.is_repeated and fd.type in (FieldDescriptor.TYPE_STRING, FieldDescriptor.TYPE_BYTES):
+                table[(fd.number << 3) | 2] = (1, None, STRING_COST)
+            elif fd.is_repeated:
+                table[(fd.number << 3) | 2] = (2, None, SCALAR_COST)
+                table[(fd.number << 3) | _WIRE_OF_TYPE[fd.type]] = (3, None, SCALAR_COST)
+        return table
+
+    desc = onnx.ModelProto.DESCRIPTOR
+    assert desc.full_name == full_name
+    return build(desc)
+
+
+@functools.cache
+def _node_table() -> _Table:
+    """The table NodeProto's fields are read with: nodes are counted by the identity of it."""
+    table = _cost_table()
+    graph = table[(7 << 3) | 2][1]
+    return graph[(1 << 3) | 2][1]
+
+
+class CostExceeded(Exception):
+    """The estimate went past the budget (``parse_cost``'s ``budget``) before the walk ended."""
+
+    def __init__(self, estimate: int) -> None:
+        super().__init__(estimate)
+        self.estimate = estimate
+
+
+def parse_cost(data: bytes, max_nodes: int, budget: int, check: Any = None) -> int:
+    """The memory parsing ``data`` as a ModelProto and indexing its nodes will take, in bytes:
+    the parsed copy of its bytes, each message (``MESSAGE_COST``), repeated string and scalar
+    (``STRING_COST``, ``SCALAR_COST``), and ``NODE_COST`` per node up to ``max_nodes`` (past it
+    the graph is refused before it is indexed). One pass over the wire format, without recursion;
+    raises ``CostExceeded`` as soon as the estimate passes ``budget`` (a file of tiny messages is
+    refused without being walked to its end). ``check()`` is called every 65,536 fields (the
+    time limit). Fields it cannot walk stop the count: the parse then rejects the file."""
+    total = len(data)
+    nodes = 0
+    node_table = _node_table()
+    node_cost = NODE_COST
+    stack: list[tuple[int, int, _Table]] = [(0, len(data), _cost_table())]
+    steps = 0
+    try:
+        while stack:
+            pos, end, table = stack.pop()
+            get = table.get
+            while pos < end:
+                steps += 1
+                if not steps & 0xFFFF:
+                    if total > budget:
+                        raise CostExceeded(total)
+                    if check is not None:
+                        check()
+                b = data[pos]
+                pos += 1
+                if b < 0x80:
+                    tag = b
+                else:
+                    tag, pos = _read_varint(data, pos - 1, end)
+                wire = tag & 7
+                if wire == 2:
+                    b = data[pos]
+                    if b < 0x80:
+                        length = b
+                        pos += 1
+                    else:
+                        length, pos = _read_varint(data, pos, end)
+                    entry = get(tag)
+                    if entry is not None:
+                        kind, sub, cost = entry
+                        if kind == 0:
+                            total += cost
+                            if sub is node_table:
+                                nodes += 1
+                                if nodes <= max_nodes:
+                                    total += node_cost
+                            if length:
+                                stack.append((pos, pos + length, sub))
+                        elif kind == 1:
+                            total += cost
+                        else:  # packed scalars: at most one per byte
+                            total += cost * length
+                    pos += length
+                elif wire == 0:
+                    while data[pos] >= 0x80:
+                        pos += 1
+                    pos += 1
+                    entry = get(tag)
+                    if entry is not None:
+                        total += entry[2]
+                elif wire == 1 or wire == 5:
+                    pos += 8 if wire == 1 else 4
+                    entry = get(tag)
+                    if entry is not None:
+                        total += entry[2]
+                else:
+                    break  # groups or garbage: the parse decides
+    except (IndexError, _Overrun, _Malformed):
+        pass  # a truncated or corrupt file: the parse rejects it
+    if total > budget:
+        raise CostExceeded(total)
+    return total

@@ -12,8 +12,8 @@ from .._onnx import onnx
 
 from ..axes import AxisError, normalize_axes
 from ..dims import (
-    Dim, Shape, dim_add, dim_bounds, dim_compare, dim_exact_div, dim_fmod, dim_max, dim_min, dim_mod,
-    dim_mul, dim_neg, dim_sub, dim_truncdiv, dims_equal,
+    Dim, Shape, dim_add, dim_bounds, dim_compare, dim_exact_div, dim_fmod, dim_is_one, dim_max, dim_min,
+    dim_mod, dim_mul, dim_neg, dim_sub, dim_truncdiv, dims_equal,
 )
 from ..tensorinfo import MAX_VALUE_ELEMS, TensorInfo
 from .base import OpCall, numel, register, same_as_input
@@ -219,6 +219,8 @@ def broadcast_op(call: OpCall) -> list[TensorInfo | None]:
         dtype = BOOL
     else:
         dtype = next((t.dtype for t in ins if t is not None and t.dtype), 0)
+    if call.since < 7 and op in _LEGACY_BROADCAST:
+        return [_legacy_broadcast(call, dtype)]
     if any(t is None for t in ins) or not ins:
         return [TensorInfo(dtype, None)]
     if broadcast_conflict([t.shape for t in ins]):  # type: ignore[union-attr]
@@ -234,6 +236,60 @@ def broadcast_op(call: OpCall) -> list[TensorInfo | None]:
                 vals = [fn(a, b) for a, b in zip(vals, col)]
             value = tuple(vals)
     return [TensorInfo(dtype, out, value)]
+
+
+# Before opset 7 these ops broadcast the old way (``broadcast``/``axis`` attributes, B onto A), and
+# PRelu applied its slope per channel: the output always has A's (X's) shape.
+_LEGACY_BROADCAST = frozenset({"Add", "Sub", "Mul", "Div", "Pow", "And", "Or", "Xor", "Equal", "Less",
+                               "Greater", "PRelu"})
+
+
+def _legacy_broadcast(call: OpCall, dtype: int) -> TensorInfo:
+    """Add-1/6 and its kin (and PRelu-1/6), per the spec of those versions: without ``broadcast``
+    B has A's shape; with ``broadcast=1`` B has one element, or its shape is a contiguous run of
+    A's dims starting at ``axis`` (default: A's last dims). The output has A's shape either way,
+    and where B's shape must match part of A's, B's known dims tell A's there. onnxruntime has no
+    kernels for these versions (it refuses such models); onnx's checker accepts them."""
+    a, b = call.input(0), call.input(1)
+    if a is None or a.shape is None:
+        return TensorInfo(dtype, None)
+    shape = a.shape
+    if b is None or b.shape is None:
+        return TensorInfo(dtype, shape)
+    ra, rb = len(shape), len(b.shape)
+    axis: int | None
+    if call.op_type == "PRelu":
+        axis = 1 if rb == 1 and ra >= 2 else ra - rb  # per channel: a slope [C] lines up with axis 1
+        matched = False  # (a slope of one element is shared: its shape says nothing of X's)
+    elif call.attr_int("broadcast", 0):
+        axis = call.attr_int("axis", ra - rb)
+        # B lines up with A unless it has one element: a dim of B provably != 1 says it has not
+        matched = any(d != 1 if type(d) is int else dim_is_one(d) is False for d in b.shape)
+    else:
+        axis, matched = 0, True  # no broadcasting: B has A's shape
+    if axis is None or axis < 0 or axis + rb > ra or (not call.attr_int("broadcast", 0) and rb != ra
+                                                      and call.op_type != "PRelu"):
+        axis, matched = None, False  # not a form the spec allows (unless B has one element)
+    if matched and axis is not None:
+        filled = list(shape)
+        for k, d in enumerate(b.shape):
+            if filled[axis + k] is None or (type(d) is int and type(filled[axis + k]) is not int):
+                filled[axis + k] = d  # equal wherever the model runs: keep the better known
+        shape = tuple(filled)
+    fn = _value_fn(call, [a, b]) if call.op_type != "PRelu" else None
+    n = numel(shape)
+    if fn is None or a.value is None or b.value is None or n is None or len(a.value) != n:
+        return TensorInfo(dtype, shape)
+    if len(b.value) == 1:
+        col = list(b.value) * n
+    elif axis is not None and tuple(shape[axis:axis + rb]) == b.shape and len(b.value) == numel(b.shape):
+        # B's element for A's flat index i: i's coordinates axis .. axis+rb-1, B's own layout
+        inner = numel(shape[axis + rb:]) or 1  # (an int: every dim of A is known here)
+        count = len(b.value)
+        col = [b.value[(i // inner) % count] for i in range(n)]
+    else:
+        return TensorInfo(dtype, shape)
+    return TensorInfo(dtype, shape, tuple(fn(x, y) for x, y in zip(a.value, col)))
 
 
 @register("Where")

@@ -17,6 +17,14 @@ from ..tensorinfo import TensorInfo
 from .base import OpCall
 from .constants import FLOAT_TYPES, is_external
 
+# Ops whose shape function in onnx is known to disagree with onnxruntime on models it runs: never
+# asked (inference uses a rule of its own, or leaves the outputs unknown). Each entry says why;
+# tests/test_defaults.py shows every disagreement still holds and that the rule in its place is right.
+UNTRUSTED: dict[str, str] = {
+    "STFT": "reads an absent `onesided` as 0 (its default is 1): states frame_length bins where "
+            "onnxruntime gives frame_length // 2 + 1 (ops/signal.py has the rule)",
+}
+
 
 def type_proto(t: TensorInfo, names: dict[str, Dim] | None = None) -> onnx.TypeProto:
     """``t`` as an onnx type: symbols become ``dim_param`` text (recorded in ``names`` so they can

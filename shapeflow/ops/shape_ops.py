@@ -219,7 +219,8 @@ def concat(call: OpCall) -> list[TensorInfo | None]:
         call.doubt()
         return [TensorInfo(dtype, None)]
     try:
-        axis = normalize_axis(call.attr_int("axis", 0) or 0, rank)
+        # axis is required from Concat-4; Concat-1 without it concatenates on axis 1
+        axis = normalize_axis(call.attr_int("axis", 1 if call.since < 4 else 0) or 0, rank)
     except AxisError:
         call.doubt()
         return [None]

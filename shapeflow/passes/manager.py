@@ -30,13 +30,14 @@ from .._onnx import onnx
 from .._version import __version__
 from ..dims import Bound
 from ..results import SCHEMA, OptimizeJSON
-from ..errors import LimitExceededError, ShapeflowError
+from ..errors import LimitExceededError, ShapeflowError, timeout_as_configured
 from ..facts import AxisNode
 from ..graph import INITIALIZER, ModelGraph, build_graph
 from ..inference import Inference, infer
 from ..io import LoadedModel, refuse_unsafe_external_data
 from ..limits import DEFAULT_LIMITS, Limits
 from ..opsets import MAX_KNOWN_OPSET, canonical_domain
+from ..ops.control import zero_trip_nodes
 from .base import (
     ANY_OP,
     AXIS_OPS,
@@ -312,9 +313,13 @@ def _roots(ctx: RoundContext, ops: Collection[str] = AXIS_OPS, latest_first: boo
             if info.outputs and info.outputs[0]:
                 by_scope.setdefault(info.scope, []).append(nid)
     out: list[int] = []
+    # what onnxruntime's static shapes of a zero-trip Loop's scan outputs rest on stays as it is
+    frozen = zero_trip_nodes(graph) if len(graph.scopes) > 1 else frozenset()
     for sid in sorted(by_scope):
         scope = graph.scopes[sid]
         nids = by_scope[sid]
+        if frozen:
+            nids = [n for n in nids if n not in frozen]
         if scope.sorted_in_file:
             nids.sort(reverse=latest_first)  # node ids follow file order within a scope
         else:
@@ -495,6 +500,9 @@ def rewrite_model(loaded: LoadedModel, rules: Sequence[RewriteRule] | Sequence[s
                          graph, inference, blocked, names or NameRegistry(),
                          dict(assumptions if assumptions is not None
                               else inference.assumptions if inference is not None else {}))
+    except LimitExceededError as exc:
+        # each round's inference is given what is left of the budget: say the budget itself
+        raise timeout_as_configured(exc, limits.timeout) from None
     finally:
         if gc_was_enabled:
             gc.enable()

@@ -150,6 +150,7 @@ def _tensor_entries(a: Analysis) -> Iterator[str]:
     ind, inner = "    ", "      "
     shapes: dict[int, str] = {}
     dtypes: dict[int, str] = {}
+    declared = a.declared
     for scope, table in zip(a.graph.scopes, a.inference.tensors):
         head = f",\n{inner}\"graph\": {_json_str(scope.path)},\n{inner}\"dtype\": "
         for name, t in table.items():
@@ -162,8 +163,10 @@ def _tensor_entries(a: Analysis) -> Iterator[str]:
                 shape = shapes.get(id(t.shape))  # type: ignore[assignment]
                 if shape is None:
                     shape = shapes[id(t.shape)] = _json_indented(shape_to_json(t.shape), inner)
+            written = declared.get((scope.id, name)) if declared else None
+            tail = "" if written is None else f",\n{inner}\"declared_shape\": {_json_indented(list(written), inner)}"
             yield (f"{ind}{{\n{inner}\"name\": {_json_str(name)}{head}{dtype},\n"
-                   f"{inner}\"shape\": {shape}\n{ind}}}")
+                   f"{inner}\"shape\": {shape}{tail}\n{ind}}}")
 
 
 def _node_entries(a: Analysis) -> Iterator[str]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Iterable, Sequence
 
 from ..analysis import Analysis, dtype_name
+from ..declared import merged_text
 from ..diagnostics import Diagnostic, Severity
 from ..dims import format_shape
 from ..errors import display_path
@@ -83,19 +84,23 @@ def infer_text(a: Analysis, *, all_tensors: bool = False) -> str:
             text = shape_texts[id(shape)] = format_shape(shape)  # type: ignore[arg-type]
         return text
 
+    # What the file declares where inference proves nothing (``~4``): a few tensors, if any.
+    declared = a.declared
     if all_tensors:
         dtypes: dict[int, str] = {}
         rows = []
         for scope, table in zip(a.graph.scopes, a.inference.tensors):
             path = scope.path
             for name, t in table.items():
+                written = declared.get((scope.id, name)) if declared else None
                 if t is None:
-                    rows.append((path, name, "?", "?"))
+                    rows.append((path, name, "?", "?" if written is None else merged_text(None, written)))
                     continue
                 dtype = dtypes.get(t.dtype)
                 if dtype is None:
                     dtype = dtypes[t.dtype] = dtype_name(t.dtype) or "?"
-                rows.append((path, name, dtype, shape_text(t.shape)))
+                rows.append((path, name, dtype,
+                             shape_text(t.shape) if written is None else merged_text(t.shape, written)))
         blocks.append(_table(["graph", "tensor", "dtype", "shape"], rows))
     nodes = a.inference.axis_nodes
     if nodes:
@@ -103,6 +108,7 @@ def infer_text(a: Analysis, *, all_tensors: bool = False) -> str:
         op_texts: dict[tuple[str, int], str] = {}
         axes_texts: dict[int, str] = {}
         get_shape = shape_texts.get
+        graph_nodes = a.graph.nodes
         for n in nodes:
             names.append(n.node)
             op = op_texts.get((n.op_type, n.since_version))
@@ -123,6 +129,14 @@ def infer_text(a: Analysis, *, all_tensors: bool = False) -> str:
             s = n.output_shape
             text = get_shape(id(s))
             outs.append(text if text is not None else shape_text(s))
+            if declared:
+                sid = graph_nodes[n.nid].scope
+                written = declared.get((sid, n.input))
+                if written is not None:
+                    ins[-1] = merged_text(n.input_shape, written)
+                written = declared.get((sid, n.output))
+                if written is not None:
+                    outs[-1] = merged_text(n.output_shape, written)
         headers = ["node", "op", "input shape", "axes", "output shape"]
         columns = [names, ops, ins, axes, outs]
         if any(n.graph != "main" for n in nodes):

@@ -71,6 +71,7 @@ class Rule:
     name: ClassVar[str]
     severity: ClassVar[Severity]
     fixable: ClassVar[bool] = False
+    refusal: ClassVar[bool] = False  # codes.Code.refusal: onnxruntime refuses a model with this finding
     # The rule judges the Squeeze/Unsqueeze facts alone (``ctx.axis_nodes()``), so it can also
     # judge the facts of a function body run at one call site (``rules/calls.py``).
     per_call: ClassVar[bool] = False
@@ -80,6 +81,7 @@ class Rule:
         if "code" in cls.__dict__:  # (abstract bases such as RewriteHint set none)
             entry = codes.lookup(cls.code)
             cls.name, cls.severity, cls.fixable = entry.name, entry.severity, entry.fixable
+            cls.refusal = entry.refusal
 
     def check(self, ctx: LintContext) -> Iterable[Finding]:  # pragma: no cover - abstract
         raise NotImplementedError

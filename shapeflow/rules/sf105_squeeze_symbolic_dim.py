@@ -2,8 +2,25 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from ..dims import dim_is_one, dim_to_json
+from ..diagnostics import Severity
+from ..dims import Dim, Sym, assuming, current_assumptions, dim_is_one, dim_resolve, dim_to_json
 from .base import Finding, LintContext, Rule, axes_rank, in_range
+
+
+def one_unless_empty(d: Dim) -> list[str] | None:
+    """The symbols of ``d`` when ``d`` is 1 wherever none of them is 0 (``min(1, T)``, the
+    length of ``x[-1:]``), so that the Squeeze fails only on an empty input; else None."""
+    if type(d) is not Sym:
+        return None
+    names = sorted(d.symbols())
+    ranges = dict(current_assumptions())
+    for n in names:
+        lo, hi = ranges.get(n, (None, None))
+        if hi is not None and hi < 1:
+            return None
+        ranges[n] = (max(lo or 0, 1), hi)
+    with assuming(ranges):
+        return names if dim_resolve(d) == 1 else None
 
 
 class SqueezeSymbolicDim(Rule):
@@ -11,7 +28,9 @@ class SqueezeSymbolicDim(Rule):
 
     ## What it does
     Reports squeezed dims whose size is a symbol (``batch``), an expression (``seq + 1``) or unknown,
-    so that nothing proves they are 1.
+    so that nothing proves they are 1. A dim that is 1 unless one of its symbols is 0
+    (``min(1, T)``, the length of ``x[-1:]`` on ``T`` frames, which tf2onnx writes before every
+    LSTM output's Squeeze) fails only on an empty input: that finding says so and is only info.
 
     ## Why is this bad?
     The node runs only while that dim happens to be 1. A model exported with batch 1 and a dynamic
@@ -22,7 +41,8 @@ class SqueezeSymbolicDim(Rule):
 
     ## Fix
     If the dim is always 1, declare it as 1 in the input shape. If not, the graph needs a Reshape or
-    a different axis: the exporter traced a size-1 case.
+    a different axis: the exporter traced a size-1 case. For a dim that fails only when a symbol is
+    0, ``--assume 'T>=1'`` states that inputs are never empty (the finding goes away).
     """
 
     code = "SF105"
@@ -40,5 +60,14 @@ class SqueezeSymbolicDim(Rule):
                 if type(d) is not int and dim_is_one(d) is not False and p not in shown:  # else SF104's
                     shown.add(p)
                     what = f"dim '{dim_to_json(d)}'" if d is not None else "an unknown dim"
+                    empty = one_unless_empty(d)
+                    if empty:
+                        names = " or ".join(empty)
+                        assume = " ".join(f"--assume '{n}>=1'" for n in empty)
+                        yield Finding(self.at(a), f"axis {ax} is {what}, which is 1 unless {names} is 0: "
+                                      f"fails at run time only when {names} is 0 (an empty input)",
+                                      f"if {names} is never 0, {assume} states it (and this goes away)",
+                                      severity=Severity.INFO)
+                        continue
                     yield Finding(self.at(a), f"axis {ax} is {what}: fails at run time unless it is 1",
                                   "declare the dim as 1 if it always is, or squeeze a different axis")

@@ -4,6 +4,7 @@ from typing import Iterator, Sequence
 
 from .._onnx import onnx
 
+from ..declared import DimReader, conflict, written_shape
 from ..diagnostics import Location
 from ..dims import Dim, Shape, format_shape
 from .base import Finding, LintContext, Rule
@@ -40,6 +41,13 @@ def _shape_text(tp: onnx.TypeProto) -> str:
     return "[" + ", ".join(dims) + "]"
 
 
+FIX_VALUE_INFO = "`shapeflow infer MODEL -o OUT --fix-declarations` rewrites the declaration with the inferred shape"
+FIX_OUTPUT = ("`shapeflow infer MODEL -o OUT --fix-declarations --refine-outputs` rewrites the output's "
+              "declaration with the inferred shape")
+FIX_BY_HAND = "correct or delete the declared shape (shapeflow writes no declaration inside a function)"
+FIX_INPUT = "correct the input's declaration or its initializer (shapeflow never edits graph inputs)"
+
+
 class ShapeConflict(Rule):
     """Flags a declared shape (graph input or output, value_info) that contradicts the inferred one.
 
@@ -47,10 +55,16 @@ class ShapeConflict(Rule):
     Compares every declared tensor shape, in the main graph, every subgraph and every model-local
     function, with the shape inference computed: a graph output or a ``value_info`` entry against
     the inferred shape of its tensor, a graph input against the dims of the initializer that gives
-    its default. Only provable contradictions count: different ranks, or a position where both
-    shapes have a known integer and the integers differ. A declared symbol (``batch``, or the
-    ``Reshapelast_hidden_state_dim_2`` names exporters invent) against an integer or another symbol
-    is not a contradiction. Tensors computed from a Squeeze that cannot run (SF104) are skipped.
+    its default. Only provable contradictions count: different ranks; a position where both
+    shapes have a known integer and the integers differ; or a declared expression over the
+    model's input symbols (jax2onnx writes ``-floordiv(-H, 2)``) against an inferred expression
+    over the same symbols, where the two differ at every binding tried (each symbol from 3 to
+    1001; the message names one). Expressions that agree somewhere are not a contradiction: the
+    model may run only there (dynamo declares ``seq`` where inference states ``min(256, seq)``: the
+    model fails past 256). A declared name that is no such expression (``batch`` against ``seq``,
+    or the ``Reshapelast_hidden_state_dim_2`` names exporters invent) is not a contradiction, and
+    neither is an expression against an integer. Tensors computed from a Squeeze that cannot run
+    (SF104) are skipped.
 
     ## Why is this bad?
     Runtimes and converters trust declared shapes: onnxruntime warns or fails when an output's shape
@@ -63,8 +77,9 @@ class ShapeConflict(Rule):
     ``[1, 1, 2]``.
 
     ## Fix
-    Correct or delete the declaration. ``shapeflow infer MODEL -o OUT`` writes the inferred shapes
-    as value_info.
+    ``shapeflow infer MODEL -o OUT --fix-declarations`` rewrites each contradicted ``value_info``
+    with the inferred shape (add ``--refine-outputs`` for a graph output's declaration); graph
+    inputs are the user's to correct.
     """
 
     code = "SF112"
@@ -73,7 +88,7 @@ class ShapeConflict(Rule):
         g = ctx.graph
         inf = ctx.inference
         failing = self._failing_nodes(ctx)
-        hint = "correct or delete the declared shape; `shapeflow infer MODEL -o OUT` writes inferred shapes"
+        reader: DimReader | None = None
         for scope in g.scopes:
             body = scope.proto
             is_graph = isinstance(body, onnx.GraphProto)
@@ -86,7 +101,7 @@ class ShapeConflict(Rule):
                     if contradiction(declared_shape(vi.type), dims):
                         yield Finding(Location(scope.path, tensor=vi.name),
                                       f"graph input '{vi.name}' is declared {_shape_text(vi.type)}, "
-                                      f"its initializer has dims {format_shape(dims)}", hint)
+                                      f"its initializer has dims {format_shape(dims)}", FIX_INPUT)
             declared: list[tuple[str, Sequence[onnx.ValueInfoProto]]] = []
             if is_graph:
                 declared.append(("graph output", body.output))
@@ -94,8 +109,8 @@ class ShapeConflict(Rule):
             for kind, entries in declared:
                 for vi in entries:
                     name = vi.name
-                    shape = declared_shape(vi.type)
-                    if shape is None or not name:
+                    written = written_shape(vi.type)
+                    if written is None or not name:
                         continue
                     where = g.definition(scope.id, name)
                     if where is None:
@@ -104,13 +119,20 @@ class ShapeConflict(Rule):
                     if producer in failing:
                         continue
                     info = inf.lookup(scope.id, name)
-                    if info is None or not contradiction(shape, info.shape):
+                    if info is None or info.shape is None:
+                        continue
+                    if reader is None:
+                        reader = DimReader.of(g)
+                    found = conflict(written, info.shape, reader, inf.ranges)
+                    if found is None:
                         continue
                     loc = ctx.location_of(producer) if producer >= 0 else Location(scope.path)
                     loc = Location(loc.graph, loc.node, loc.op_type, loc.since_version, tensor=name)
                     what = f"graph output '{name}'" if kind == "graph output" else f"value_info for '{name}'"
-                    yield Finding(loc, f"{what} is declared {_shape_text(vi.type)}, inferred {format_shape(info.shape)}",
-                                  hint)
+                    detail = found.describe()
+                    hint = FIX_BY_HAND if not is_graph else FIX_OUTPUT if kind == "graph output" else FIX_VALUE_INFO
+                    yield Finding(loc, f"{what} is declared {_shape_text(vi.type)}, inferred {format_shape(info.shape)}"
+                                  + (f": {detail}" if detail else ""), hint)
 
     @staticmethod
     def _failing_nodes(ctx: LintContext) -> set[int]:

@@ -12,8 +12,9 @@ it (``..``), with a data file that is a symlink out, and in the Hugging Face cac
 * no subprocess is started;
 * lint's cache (README, "Fleets") is the one exception, and only inside its folder
   (``.shapeflow_cache`` in the model's folder here): entries are read there, and written as temp
-  files created with O_EXCL, then renamed onto the entry. With ``--no-cache`` lint opens only the
-  model, as the other commands do.
+  files created with O_EXCL, then renamed onto the entry; and the user's cache key, in its own
+  folder (``$XDG_CACHE_HOME/shapeflow``, never the model's), read or created there. With
+  ``--no-cache`` lint opens only the model, as the other commands do.
 """
 
 from __future__ import annotations
@@ -125,11 +126,19 @@ def _in(path: str, folder: str | None) -> bool:
     return folder is not None and os.path.abspath(path).startswith(folder + os.sep)
 
 
+def _key_folder() -> str:
+    """Where lint keeps the user's cache key (shapeflow/cache.py, key_path): the test runs' own."""
+    from shapeflow.cache import key_path
+
+    return os.path.dirname(key_path() or "/nonexistent/key")
+
+
 def violations(events: list, model: Path, data_files: list[Path], wrote: bool,
                cache: str | None = None) -> list[str]:
     """What the audit log shows shapeflow doing that it must not (empty when all is well).
     ``cache``: lint's cache folder, where entries may be read and atomically written."""
     folder = os.path.abspath(model.parent)
+    key_folder = _key_folder() if cache is not None else None
     cache_temps: set[str] = set()
     out = os.path.join(folder, "out.onnx")
     forbidden = {os.path.realpath(p) for p in data_files} | {os.path.abspath(p) for p in data_files}
@@ -145,6 +154,12 @@ def violations(events: list, model: Path, data_files: list[Path], wrote: bool,
             absolute = os.path.abspath(os.path.join(folder, path))
             if absolute in forbidden or os.path.realpath(absolute) in forbidden:
                 found.append(f"opened external data {path}")
+            elif _in(absolute, key_folder):
+                pass  # the user's cache key (read, or created once with O_EXCL and linked into place)
+            elif absolute == cache and isinstance(flags, int) and flags & os.O_DIRECTORY:
+                pass  # the cache folder itself, opened to open what is in it
+            elif absolute == folder and cache is not None and isinstance(flags, int) and flags & os.O_DIRECTORY:
+                pass  # the folder the cache folder is opened from, without following links
             elif _in(absolute, cache):
                 if _writes(mode, flags):
                     if not (isinstance(flags, int) and flags & os.O_EXCL) and not (
@@ -169,16 +184,22 @@ def violations(events: list, model: Path, data_files: list[Path], wrote: bool,
             src, dst = (os.path.abspath(os.path.join(folder, x)) for x in ev[1:3])
             if src in cache_temps and _in(dst, cache) and dst.endswith(".json"):
                 continue  # a cache entry, written whole then renamed into place
+            if kind == "os.link" and _in(src, key_folder) and _in(dst, key_folder):
+                continue  # the user's cache key, created once
             if src not in temps or dst != out:
                 found.append(f"{kind} {src} -> {dst}")
         elif kind == "os.remove":
-            if os.path.abspath(os.path.join(folder, ev[1])) not in temps:
+            removed = os.path.abspath(os.path.join(folder, ev[1]))
+            if removed not in temps and not _in(removed, key_folder):
                 found.append(f"removed {ev[1]}")
         elif kind == "os.chmod":
             if not isinstance(ev[1], int) and os.path.abspath(ev[1]) not in temps:
                 found.append(f"chmod {ev[1]}")
         elif kind == "os.mkdir" and (_in(ev[1], cache) or (cache is not None and os.path.abspath(ev[1]) == cache)):
             pass  # the cache folder and its subfolders
+        elif kind == "os.mkdir" and key_folder is not None and \
+                (_in(ev[1], key_folder) or key_folder.startswith(os.path.abspath(ev[1]))):
+            pass  # the folder of the user's cache key
         elif kind in ("os.truncate", "os.symlink", "os.rmdir", "os.mkdir", "os.utime", "os.chown",
                       "shutil.copyfile", "shutil.rmtree"):
             found.append(f"unexpected {kind} {ev[1:]}")
