@@ -25,8 +25,10 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper, parser
 
+from lint_fixtures import FIXTURES, Fixture
 from shapeflow import codes, signatures
 from shapeflow.api import lint
+from shapeflow.cli import main as cli_main
 from shapeflow.rules.sf004_unknown_operator import _STILL_LOADED
 from shapeflow.rules.sf005_unsupported_version import ONNXRUNTIME_DOMAINS
 from shapeflow.rules.sf014_invalid_attribute_value import _STRINGS
@@ -583,3 +585,49 @@ def test_every_load_time_code_is_a_refusal() -> None:
     for code in ("SF005", "SF011", "SF012", "SF013", "SF014", "SF015", "SF016", "SF017", "SF018"):
         entry = codes.lookup(code)
         assert entry.refusal and entry.severity.value == "error", code
+
+
+# -- nothing a pull request writes hides a load-time refusal (issue 20, points 2 and 8) ---------------
+
+LOAD_TIME = [f for f in FIXTURES if f.code in ("SF005", "SF011", "SF012", "SF013", "SF014", "SF015", "SF016",
+                                                "SF017", "SF018")]
+
+
+def test_every_load_time_code_has_a_fixture() -> None:
+    assert sorted(f.code for f in LOAD_TIME) == ["SF005", "SF011", "SF012", "SF013", "SF014", "SF015", "SF016",
+                                                 "SF017", "SF018"]
+
+
+@pytest.mark.parametrize("fx", LOAD_TIME, ids=[f.code for f in LOAD_TIME])
+def test_markers_settings_and_baseline_cannot_hide_a_load_time_refusal(
+        fx: Fixture, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """The fixture's model marked to ignore its code every way a marker can say it, in a repository
+    whose config ignores, lowers and exit-zeroes it and whose baseline records it: still exit 1.
+    The command line may hide it."""
+    assert ort_refusal(fx.model()) is not None
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)
+    monkeypatch.chdir(repo)
+    name = codes.lookup(fx.code).name
+
+    def lint_cli(*args: str) -> tuple[int, str]:
+        with pytest.raises(SystemExit) as exc:
+            cli_main(["lint", "--show-info", *args])
+        return int(exc.value.code or 0), capsys.readouterr().out
+
+    onnx.save(fx.model(), "m.onnx")
+    code, out = lint_cli("--write-baseline", "baseline.json", "m.onnx")
+    assert code == 0 and fx.code in Path("baseline.json").read_text(), out
+    m = fx.model()
+    marker = f"SF,SF0,{fx.code[:4]},{fx.code},{name}"
+    entry = m.metadata_props.add()
+    entry.key, entry.value = "shapeflow.ignore", marker
+    for node in m.graph.node:
+        node.doc_string = f"shapeflow: ignore[{marker}]"
+    onnx.save(m, "m.onnx")
+    Path("shapeflow.toml").write_text(
+        f'ignore = ["{fx.code}"]\nseverity = {{ {fx.code} = "info" }}\nexit-zero = true\n'
+        f'per-file-ignores = {{ "*.onnx" = ["{name}"] }}\nbaseline = "baseline.json"\n')
+    code, out = lint_cli("m.onnx")
+    assert code == 1 and f"error {fx.code}" in out, out
+    assert lint_cli("--ignore", fx.code, "m.onnx")[0] == 0
