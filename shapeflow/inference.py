@@ -30,11 +30,13 @@ from .limits import DEFAULT_LIMITS, Limits
 from .ops import REGISTRY, control, fallback
 from .ops.base import OpCall
 from .ops.constants import tensor_info_from_proto
+from .ops.evaluated import keeps_value
 from .ops.numeric import canonical_value
 from .signatures import DTYPES, input_type_error, signature
 from .tensorinfo import TensorInfo
 
 Progress = Callable[[int, int], None]
+TensorProto = onnx.TensorProto
 
 # Time and progress are checked every this many nodes: cheap, and often enough for a 120 s limit.
 _CHECK_EVERY = 2048
@@ -43,6 +45,23 @@ MAX_CALL_DEPTH = 16
 # A Loop/Scan body whose carried inputs are still widened after this many rounds keeps only their
 # element types (one more run).
 _MAX_WIDENINGS = 2
+
+
+def _runtime_input(owner: str, k: int, vi: onnx.ValueInfoProto, declared: TensorInfo) -> TensorInfo:
+    """Input ``k`` of a body of an ``owner`` node as the runtime feeds it, not as declared: the
+    runtime provides it, and onnxruntime does not hold it to its declaration (issue 21).
+
+    A Loop's iteration number is an int64 of shape [] when the body declares it as a scalar and
+    [1] when it declares any other rank (that is what onnxruntime feeds, whatever the declared
+    dims); its condition is the Loop's own condition input in the first iteration and the body's
+    condition output in the others. Carried values may change shape from one iteration to the
+    next, and so may a Scan's state; a Scan's slices are whatever the scanned inputs hold. For
+    all of these only the element type is known, and no value."""
+    if owner == "Loop" and k == 0:
+        tt = vi.type.tensor_type
+        shape = None if not tt.HasField("shape") else () if not tt.shape.dim else (1,)
+        return TensorInfo(TensorProto.INT64, shape)
+    return TensorInfo(declared.dtype, None)
 
 
 @dataclass
@@ -78,6 +97,13 @@ class Inference:
     # refuses) or from one: their shapes are what the node meant, which no runtime computes, so a
     # doubt about a node that reads them is not asked (it would blame the reader).
     tainted: set[str] = field(default_factory=set, repr=False)
+    # Graph inputs that share a dim name were given symbols of their own (``independent``, what
+    # the rewrites rely on): (input, dim name) -> the symbol's name (shared_dim_names).
+    independent: bool = False
+    copies: Mapping[tuple[str, str], str] = field(default_factory=dict)
+    # (independent) the broadcasts of two dims inference cannot tell apart, by name (broadcast_join)
+    joins: dict[frozenset, Sym] = field(default_factory=dict, repr=False)
+    join_names: dict[str, frozenset] = field(default_factory=dict, repr=False)
 
     def domain(self) -> ContextManager[None]:
         """The block in which dims are judged as inference judged them (its ranges in force):
@@ -103,6 +129,27 @@ class Inference:
     def shape_of(self, name: str, scope_id: int = 0) -> Shape:
         t = self.lookup(scope_id, name)
         return None if t is None else t.shape
+
+    def broadcast_join(self, a: Dim, b: Dim) -> Dim:
+        """The broadcast of dims ``a`` and ``b`` when broadcast_dim cannot say which it is, as a
+        symbol of its own, ``bcast(batch, batch@mask)``: wherever the model runs the two are equal
+        or one of them is 1, so the result is a function of the two, the same at every node that
+        broadcasts them, and any dim (a symbol's domain). With independent graph inputs
+        (``infer``'s ``independent``) a mask's ``batch@mask`` against a ``batch`` stays one dim that
+        a Shape reads back and a Reshape target compares with, as it was under the shared name."""
+        key = frozenset((a, b))
+        found = self.joins.get(key)
+        if found is None:
+            x, y = sorted((str(a), str(b)))
+            name = f"bcast({x}, {y})"
+            taken = self.join_names
+            if not taken:
+                taken.update((n, frozenset()) for n in declared_symbols(self.graph))
+            while name in taken:  # (a declared name, or another pair with the same text)
+                name += "'"
+            taken[name] = key
+            found = self.joins[key] = Sym.symbol(name)
+        return found
 
     # -- used by rules -----------------------------------------------------------------------------
     def record(self, call: OpCall, fact: object) -> None:
@@ -131,22 +178,70 @@ class Inference:
 
 def infer(graph: ModelGraph, bindings: Mapping[str, int] | None = None,
           limits: Limits = DEFAULT_LIMITS, progress: Progress | None = None,
-          assumptions: Mapping[str, Bound] | None = None) -> Inference:
+          assumptions: Mapping[str, Bound] | None = None, independent: bool = False) -> Inference:
     """Infer every tensor of ``graph``. ``bindings`` substitutes symbols (``{"batch": 1}``);
-    ``assumptions`` are the ranges the user stated (``{"seq": (3, None)}``, ``--assume seq>=3``)."""
+    ``assumptions`` are the ranges the user stated (``{"seq": (3, None)}``, ``--assume seq>=3``).
+
+    By default a dim name is one size on every graph input that declares it (ONNX's contract:
+    what the model says about its inputs). onnxruntime does not check that: two inputs declared
+    ``[batch]`` may be fed 2 and 3 elements, and a model that broadcasts them runs. With
+    ``independent`` each graph input after the first that declares a name gets a symbol of its
+    own for it (``batch@mask``; ``copies``), so that what inference states holds for every input
+    onnxruntime accepts: the rewrites rely on that (SPEC.md section 4). Bindings and assumptions
+    on a name hold for each of its symbols."""
     user = dict(assumptions or {})
-    result = _run(graph, bindings, limits, progress, user, user)
-    if result.ranges != user:
+    copies = shared_dim_names(graph) if independent else {}
+    start = user
+    if copies:
+        start = dict(user)
+        for (_, name), copy in copies.items():
+            if name in user:
+                start[copy] = user[name]
+        if bindings:
+            bindings = {**bindings, **{copy: bindings[name] for (_, name), copy in copies.items() if name in bindings}}
+    result = _run(graph, bindings, limits, progress, user, start, independent, copies)
+    if result.ranges != start:
         # The run proved facts (a -1 Reshape makes seq >= 1 wherever the model runs). Nodes
         # before the one that proved them did not know them: one more run starts from them.
-        result = _run(graph, bindings, limits, progress, user, result.ranges)
+        result = _run(graph, bindings, limits, progress, user, result.ranges, independent, copies)
     return result
 
 
+def shared_dim_names(graph: ModelGraph) -> dict[tuple[str, str], str]:
+    """(graph input, dim name) -> a symbol name of its own, for each graph input after the first
+    that declares a name: ``batch`` on ``input_ids`` and ``attention_mask`` is ``batch`` and
+    ``batch@attention_mask``. Empty when no two graph inputs share a name (the common case)."""
+    body = graph.model.graph
+    first: dict[str, str] = {}
+    later: list[tuple[str, str]] = []
+    declared = declared_symbols(graph)
+    for vi in body.input:
+        if vi.type.WhichOneof("value") != "tensor_type" or not vi.type.tensor_type.HasField("shape"):
+            continue
+        for d in vi.type.tensor_type.shape.dim:
+            if d.WhichOneof("value") != "dim_param" or not d.dim_param:
+                continue
+            name = d.dim_param
+            owner = first.setdefault(name, vi.name)
+            if owner != vi.name and (vi.name, name) not in later:
+                later.append((vi.name, name))
+    copies: dict[tuple[str, str], str] = {}
+    for input_name, name in later:
+        copy = f"{name}@{input_name}"
+        while copy in declared:  # (a model that declares such a name itself)
+            copy += "'"
+        declared.add(copy)
+        copies[(input_name, name)] = copy
+    return copies
+
+
 def _run(graph: ModelGraph, bindings: Mapping[str, int] | None, limits: Limits, progress: Progress | None,
-         user: dict[str, Bound], start: Mapping[str, Bound]) -> Inference:
+         user: dict[str, Bound], start: Mapping[str, Bound], independent: bool = False,
+         copies: Mapping[tuple[str, str], str] | None = None) -> Inference:
     result = Inference(graph, dict(bindings or {}), limits)
     result.assumptions = user
+    result.independent = independent
+    result.copies = dict(copies or {})
     result.tensors = [dict() for _ in graph.scopes]
     runner = _Runner(result, progress)
     with assuming(start):
@@ -274,10 +369,15 @@ class _Runner:
                     except Exception:  # a rule must never turn a strange model into a crash: unknown
                         outs = None
                     if outs:
-                        for t in outs:
+                        for k, t in enumerate(outs):
                             if t is not None:
                                 value = t.value
                                 if value is not None:
+                                    if info.domain or not keeps_value(info.op_type, ins, t):
+                                        # not an (op, type) the value table lists (ops/evaluated.py):
+                                        # a new record, the rule may have handed back an input's
+                                        outs[k] = TensorInfo(t.dtype, t.shape)
+                                        continue
                                     # _check_value, inline: values are short, mostly ints
                                     for v in value:
                                         if type(v) is Sym and v.size() > max_expr:
@@ -504,14 +604,12 @@ class _Runner:
         body = scope.proto
         bindings = self.r.bindings
         if isinstance(body, onnx.GraphProto):
-            # A Loop body's carried inputs (after the iteration number and the condition) may
-            # change shape from one iteration to the next, and onnxruntime does not hold them to
-            # their declaration: only their element type is known.
-            carried = 2 if self._is_loop_body(scope) else len(body.input)
+            owner = self._owner_op(scope)
+            copies = self.r.copies if scope.id == 0 else None
             for k, vi in enumerate(body.input):
-                info = self._from_type(vi.type, bindings, vi.name)
-                if k >= carried and info is not None:
-                    info = TensorInfo(info.dtype, None)
+                info = self._from_type(vi.type, bindings, vi.name, copies)
+                if owner is not None and info is not None:
+                    info = _runtime_input(owner, k, vi, info)
                 if args is not None and k < len(args) and args[k] is not None:
                     info = args[k]  # what the owner feeds (a Loop's or Scan's, ops/control.py)
                 table[vi.name] = info
@@ -530,14 +628,17 @@ class _Runner:
             for k, name in enumerate(scope.inputs):
                 table[name] = args[k] if args is not None and k < len(args) else None
 
-    def _is_loop_body(self, scope: Scope) -> bool:
+    def _owner_op(self, scope: Scope) -> str | None:
+        """The op type of the node whose body ``scope`` is (None for the main graph); a custom
+        domain's op is named with its domain."""
         owner = scope.owner
         if owner is None:
-            return False
+            return None
         info = self.g.nodes[owner]
-        return info.op_type == "Loop" and info.domain == ""
+        return info.op_type if info.domain == "" else f"{info.domain}::{info.op_type}"
 
-    def _from_type(self, tp: onnx.TypeProto, bindings: Mapping[str, int], name: str) -> TensorInfo | None:
+    def _from_type(self, tp: onnx.TypeProto, bindings: Mapping[str, int], name: str,
+                   copies: Mapping[tuple[str, str], str] | None = None) -> TensorInfo | None:
         if tp.WhichOneof("value") != "tensor_type":
             return None
         tt = tp.tensor_type
@@ -552,7 +653,7 @@ class _Runner:
             if which == "dim_value":
                 shape.append(int(d.dim_value) if d.dim_value >= 0 else None)
             elif which == "dim_param" and d.dim_param:
-                s: Dim = Sym.symbol(d.dim_param)
+                s: Dim = Sym.symbol(copies.get((name, d.dim_param), d.dim_param) if copies else d.dim_param)
                 shape.append(substitute(s, bindings) if bindings else s)
             else:
                 shape.append(None)
