@@ -34,7 +34,7 @@ from .assume import assumption_texts
 from .codes import REFUSAL_CODES
 from .config import severity_table
 from .dims import Bound
-from .limits import DEFAULT_LIMITS, Limits
+from .limits import DEFAULT_LIMITS, Limits, file_deadline
 from .rules import LintContext, Rule, rejection_diagnostic, select_rules
 from . import suppress
 from .results import FileResultJSON
@@ -100,7 +100,8 @@ class _Linter:
         not the caller's). Findings always name ``path``."""
         result = FileResult(path)
         try:
-            self._lint(path, result, data, source)
+            with file_deadline(self.options.limits.timeout):  # --timeout is per file, every phase in it
+                self._lint(path, result, data, source)
         except ShapeflowError as exc:
             result.diagnostics = [rejection_diagnostic(exc, path)] if exc.code or isinstance(exc, LimitExceededError) else []
             result.rejected = bool(result.diagnostics)
