@@ -9,6 +9,7 @@ a write, and small holes in ``--files-from``. Hostile files live in private temp
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -20,7 +21,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from test_trust import ROOT, _empty_nodes, measured, run
+from test_trust import ROOT, _empty_nodes, measured, run, sf104_model
 from shapeflow.io.wire import NODE_COST, SCOPE_COST, parse_cost
 
 
@@ -228,5 +229,48 @@ def test_the_time_limit_covers_indexing_and_the_rules(tmp_path: Path, capsys: py
     (tmp_path / "bodies.onnx").write_bytes(bodies_model(50_000))
     code, out, err = run(capsys, "lint", "--no-cache", "--timeout", "0.3", str(tmp_path / "bodies.onnx"))
     assert code == 2 and "SF006" in out and "timeout" in out, out + err
+
+
+# -- 3. markers: what a model may say about itself is bounded ------------------------------------------
+
+def _with_marker(value: str) -> onnx.ModelProto:
+    m = sf104_model()
+    entry = m.metadata_props.add()
+    entry.key, entry.value = "shapeflow.ignore", value
+    return m
+
+
+def test_a_marker_of_many_names_costs_a_few_findings(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """An 8 MB marker of a million made-up names cost 1 GB and 52 s (with --timeout 3): one SF008
+    finding per name. Now the first 16 and one that counts the rest; what the marker names that
+    is a rule still works, wherever it is in the list."""
+    names = ",".join(f"x{i:06d}" for i in range(200_000))
+    onnx.save(_with_marker(names + ",SF104"), str(tmp_path / "m.onnx"))
+    code, out, err = run(capsys, "lint", "--no-cache", "--format", "json", str(tmp_path / "m.onnx"))
+    doc = json.loads(out)
+    codes = [d["code"] for d in doc["diagnostics"]]
+    assert code == 0 and "SF104" not in codes, err  # suppressed by the entry after the junk
+    assert codes == ["SF008"] * 17, codes
+    assert any("199,984 more entries" in d["message"] for d in doc["diagnostics"]), doc["diagnostics"]
+
+
+def test_unused_suppressions_are_listed_up_to_a_bound(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Each of 1,500 nodes marked for a rule that finds nothing there: 1,000 SF008 findings and one
+    more that counts the rest (a marker of every code and name on every node multiplied the
+    findings by the markers' bytes)."""
+    from onnx import TensorProto, helper
+
+    nodes = [helper.make_node("Relu", [f"t{i}"], [f"t{i + 1}"], name=f"r{i}", doc_string="shapeflow: ignore[SF104]")
+             for i in range(1_500)]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("t0", TensorProto.FLOAT, [2])],
+                              [helper.make_tensor_value_info("t1500", TensorProto.FLOAT, [2])])
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 8
+    onnx.save(m, str(tmp_path / "m.onnx"))
+    code, out, _ = run(capsys, "lint", "--no-cache", "--format", "json", str(tmp_path / "m.onnx"))
+    found = json.loads(out)["diagnostics"]
+    assert code == 0 and len(found) == 1_001 and {d["code"] for d in found} == {"SF008"}
+    summary = [d for d in found if "more suppression entries" in d["message"]]
+    assert len(summary) == 1 and summary[0]["message"].startswith("500 more"), summary
 
 
