@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import tracemalloc
@@ -309,5 +310,35 @@ def test_settings_exclude_cannot_hide_a_model_onnxruntime_refuses(tmp_path: Path
     (repo / "shapeflow.toml").write_text('exclude = ["bad.onnx"]\nignore = ["SF104"]\n')
     code, out, err = run(capsys, "lint", "--no-cache", ".")
     assert code == 1 and "SF009" in out, out + err
+
+
+# -- 5. signals in the middle of a write ----------------------------------------------------------------
+
+_SIGNALLED = """
+import os, signal, sys
+real = os.fsync
+def fsync(fd):  # the signal arrives while the temporary file is being written
+    os.kill(os.getpid(), getattr(signal, sys.argv[1]))
+    return real(fd)
+os.fsync = fsync
+from shapeflow.cli import main
+main(sys.argv[2:])
+"""
+
+
+@pytest.mark.parametrize("signame", ["SIGINT", "SIGTERM"])
+@pytest.mark.parametrize("written", ["baseline", "model"])
+def test_a_signal_during_a_write_leaves_no_temporary_file(tmp_path: Path, signame: str, written: str) -> None:
+    """Ctrl-C during --write-baseline, and SIGTERM during any write (its default action ends the
+    process where it is), left ``.out.onnx.XXXX.tmp`` beside the target."""
+    onnx.save(sf104_model(), str(tmp_path / "m.onnx"))
+    args = ["lint", "--no-cache", "m.onnx", "--write-baseline", "out.json"] if written == "baseline" \
+        else ["infer", "m.onnx", "-o", "out.onnx"]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run([sys.executable, "-c", _SIGNALLED, signame, *args], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 128 + getattr(signal, signame) and "Traceback" not in done.stderr, \
+        (done.returncode, done.stderr)
+    assert sorted(os.listdir(tmp_path)) == ["m.onnx"]
 
 
