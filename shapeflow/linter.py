@@ -109,6 +109,16 @@ class _Linter:
             result.exit_code = exc.exit_code
             result.changed = False
             result.diff = ""
+        except MemoryError:
+            # an allocation failed (``ulimit -v``, or what the --max-memory checks did not foresee):
+            # a limit this file hit, not a bug; the others are still linted
+            limit = LimitExceededError("max-memory", "out of memory", Limits.FLAGS["max_memory"], file=path)
+            result.diagnostics = [rejection_diagnostic(limit, path)]
+            result.rejected = True
+            result.error = None
+            result.exit_code = limit.exit_code
+            result.changed = False
+            result.diff = ""
         except Exception as exc:  # a bug: report it for this file and go on with the others
             self._internal(result, exc)
         return result

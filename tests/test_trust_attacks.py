@@ -342,3 +342,41 @@ def test_a_signal_during_a_write_leaves_no_temporary_file(tmp_path: Path, signam
     assert sorted(os.listdir(tmp_path)) == ["m.onnx"]
 
 
+# -- 6. the run's own inputs ---------------------------------------------------------------------------
+
+def test_a_nul_byte_in_files_from_is_a_usage_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    """It ended in exit 3 ("internal error: ValueError: embedded null byte")."""
+    monkeypatch.chdir(_repo(tmp_path))
+    Path("list.txt").write_bytes(b"sf104.onnx\nsf\x00104.onnx\n")
+    code, out, err = run(capsys, "lint", "--files-from", "list.txt")
+    assert code == 2 and out == "" and "line 2" in one_line(err) and "NUL" in err, err
+
+
+def test_write_baseline_never_replaces_the_files_from_list(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.chdir(_repo(tmp_path))
+    Path("list.txt").write_text("sf104.onnx\n")
+    code, _, err = run(capsys, "lint", "--files-from", "list.txt", "--write-baseline", "list.txt")
+    assert code == 2 and "list.txt" in one_line(err), err
+    assert Path("list.txt").read_text() == "sf104.onnx\n"
+
+
+def test_running_out_of_memory_in_one_file_is_a_limit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    """A MemoryError while linting a file was reported as "internal error" (exit 3): an allocation
+    that fails is a limit the file hit (SF006, exit 2), and the other files are still linted."""
+    from shapeflow import linter
+
+    monkeypatch.chdir(_repo(tmp_path))
+    real = linter.analyze
+
+    def analyze(loaded, **kw):  # type: ignore[no-untyped-def]
+        if loaded.path.endswith("bad.onnx"):
+            raise MemoryError
+        return real(loaded, **kw)
+
+    monkeypatch.setattr(linter, "analyze", analyze)
+    code, out, err = run(capsys, "lint", "--no-cache", "bad.onnx", "sf104.onnx")
+    assert code == 2 and "internal error" not in out + err, out + err
+    assert "bad.onnx: error SF006" in out and "max-memory" in out and "sf104.onnx" in out and "SF104" in out, out
