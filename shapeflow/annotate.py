@@ -19,7 +19,10 @@ exporter declares almost every tensor, often with unknown dims), has that declar
   rank 0 and not as an unknown rank.
 
 Graph inputs are the user's; graph outputs are refined the same way only when asked
-(``refine_outputs``), as the signature is the user's too.
+(``refine_outputs``), as the signature is the user's too. The body of a Loop with scan outputs, and
+what computes the outer tensors it reads, are left alone (``ops.control.zero_trip_nodes``):
+onnxruntime shapes those outputs after zero iterations from its own inference of the body, which
+recorded shapes would change.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from .diagnostics import Diagnostic
 from .dims import Bound, Dim
 from .graph import ModelGraph
 from .inference import Inference
+from .ops.control import zero_trip_nodes
 from .ops.fallback import type_proto
 from .rules import LintContext
 from .rules.sf112_shape_conflict import ShapeConflict
@@ -131,6 +135,9 @@ def annotate(graph: ModelGraph, inference: Inference, refine_outputs: bool = Fal
     refined declarations, as the module docstring says."""
     added = filled = kept = replaced = fixed = 0
     reader = DimReader.of(graph)
+    # (onnxruntime shapes a Loop's scan outputs after zero iterations from its own inference of
+    # the body, which recorded shapes would change: what it rests on is left as it is)
+    frozen = zero_trip_nodes(graph)
     for scope, table in zip(graph.scopes, inference.tensors):
         body = scope.proto
         if scope.kind != "graph" or not isinstance(body, onnx.GraphProto):
@@ -143,6 +150,8 @@ def annotate(graph: ModelGraph, inference: Inference, refine_outputs: bool = Fal
             if vi.name not in declared:
                 declared[vi.name] = vi
         for nid in scope.order:
+            if nid in frozen:
+                continue
             for name in graph.nodes[nid].proto.output:
                 t = table.get(name)
                 if not name or t is None or not (t.dtype or t.shape is not None):

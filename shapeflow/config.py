@@ -3,7 +3,7 @@
 Keys (all optional), in ``[tool.shapeflow]`` of a ``pyproject.toml``, or at the top level (or in a
 ``[tool.shapeflow]`` table) of a ``shapeflow.toml``::
 
-    select = ["SF1", "SF2"]          # code prefixes or rule names; default: every rule
+    select = ["SF0", "SF1"]          # code prefixes or rule names; default: every rule
     extend-select = ["SF203"]        # added to select (or to the default)
     ignore = ["SF110"]
     extend-ignore = ["SF106"]
@@ -128,6 +128,10 @@ class Resolved:
     source: str | None
     # exit-zero came from the settings file, not the command line: refusal-level errors still fail
     settings_exit_zero: bool = False
+    # Codes a select or extend-select (config or command line) names, by code, prefix or name,
+    # rather than the default "every rule": an info finding of such a code is reported like an
+    # error or a warning (machine formats, --fix), not only counted.
+    named: frozenset[str] = frozenset()
 
 
 # -- finding and reading files -------------------------------------------------------------------------
@@ -438,9 +442,12 @@ def resolve(settings: Settings, cli: CommandLine, path: str) -> Resolved:
                 codes -= _codes(selectors)
     # A settings file cannot turn off what makes onnxruntime refuse the model (module docstring).
     codes |= {r.code for r in ALL_RULES if r.code in REFUSAL_CODES}
+    named = _codes(settings.select or ()) | _codes(settings.extend_select)
     if cli.select is not None:
         codes = _codes(cli.select)
+        named = _codes(cli.select)
     codes |= _codes(cli.extend_select)
+    named |= _codes(cli.extend_select)
     codes -= _codes(cli.ignore) | _codes(cli.extend_ignore)
     severity = (*settings.severity.items(), *cli.severity.items())
     if settings.severity:
@@ -459,6 +466,7 @@ def resolve(settings: Settings, cli: CommandLine, path: str) -> Resolved:
         assume=cli.assume or settings.assume,
         source=settings.source,
         settings_exit_zero=settings_exit_zero,
+        named=frozenset(named & codes),
     )
 
 

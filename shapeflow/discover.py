@@ -4,8 +4,10 @@ A directory is searched recursively; what its config's ``exclude`` names is skip
 version-control and virtual-environment folders (``DEFAULT_EXCLUDE``). Inside a git repository
 the files git ignores (``.gitignore``, ``.git/info/exclude``, the global excludes) are skipped too:
 the list comes from ``git ls-files --cached --others --exclude-standard``. A file named on the
-command line is always used, as ruff and mypy do: pre-commit passes exactly the staged files; so
-is a directory named ``*.onnx`` (reported as not a regular file, SF001).
+command line is used as named (so is a directory named ``*.onnx``, reported as not a regular
+file, SF001), unless ``force_exclude`` (``--force-exclude``, as ruff's): then ``exclude`` and the
+default excluded folders apply to it too. pre-commit names every staged file (every tracked one
+with ``--all-files``), so its hooks pass ``--force-exclude`` to check the files ``lint .`` checks.
 """
 
 from __future__ import annotations
@@ -56,12 +58,16 @@ def _walk(directory: str, settings: Settings) -> list[str]:
     return found
 
 
-def model_files(args: Sequence[str], settings_for: Callable[[str], Settings], *, use_git: bool = True) -> list[str]:
+def model_files(args: Sequence[str], settings_for: Callable[[str], Settings], *, use_git: bool = True,
+                force_exclude: bool = False) -> list[str]:
     """The model files named by ``args``, in order, each once. Directories are expanded (sorted);
-    a path that does not exist is kept (the command reports it as unreadable). Raises UsageError
-    (exit 2, one line) when nothing is left: a glob that matched nothing must not pass CI."""
+    a path that does not exist is kept (the command reports it as unreadable). With
+    ``force_exclude``, a named file that ``exclude`` covers is dropped too. Raises UsageError
+    (exit 2, one line) when no model file was found at all: a glob that matched nothing must not
+    pass CI; files found and all excluded give an empty list."""
     out: list[str] = []
     seen: set[str] = set()
+    dropped = 0
 
     def add(p: str) -> None:
         key = os.path.normcase(os.path.abspath(p))
@@ -72,7 +78,10 @@ def model_files(args: Sequence[str], settings_for: Callable[[str], Settings], *,
     for arg in args:
         # a directory named like a model is taken as meant for one: reported as not a file (SF001)
         if not os.path.isdir(arg) or arg.rstrip("/" + os.sep).endswith(SUFFIX):
-            add(arg)
+            if force_exclude and _excluded(os.path.normpath(arg), settings_for(arg)):
+                dropped += 1
+            else:
+                add(arg)
             continue
         settings = settings_for(os.path.join(arg, "x" + SUFFIX))
         listing = _git_listing(arg) if use_git else None
@@ -85,7 +94,7 @@ def model_files(args: Sequence[str], settings_for: Callable[[str], Settings], *,
             shown = os.path.normpath(p)
             if not _excluded(shown, settings):
                 add(shown)
-    if not out:
+    if not out and not dropped:
         named = " ".join(args) if args else ""
         raise UsageError(f"no model files found in {named}" if named else
                          "no model files given (name .onnx files or directories)")

@@ -27,18 +27,40 @@ from .errors import LimitExceededError
 from .facts import AxisNode, CallFacts
 from .graph import ModelGraph, NodeInfo, Scope
 from .limits import DEFAULT_LIMITS, Limits, deadline
-from .ops import REGISTRY, fallback
+from .ops import REGISTRY, control, fallback
 from .ops.base import OpCall
 from .ops.constants import tensor_info_from_proto
+from .ops.evaluated import keeps_value
 from .ops.numeric import canonical_value
 from .tensorinfo import TensorInfo
 
 Progress = Callable[[int, int], None]
+TensorProto = onnx.TensorProto
 
 # Time and progress are checked every this many nodes: cheap, and often enough for a 120 s limit.
 _CHECK_EVERY = 2048
 # Function calls nested deeper than this are opaque (outputs unknown): no recursion over depth.
 MAX_CALL_DEPTH = 16
+# A Loop/Scan body whose carried inputs are still widened after this many rounds keeps only their
+# element types (one more run).
+_MAX_WIDENINGS = 2
+
+
+def _runtime_input(owner: str, k: int, vi: onnx.ValueInfoProto, declared: TensorInfo) -> TensorInfo:
+    """Input ``k`` of a body of an ``owner`` node as the runtime feeds it, not as declared: the
+    runtime provides it, and onnxruntime does not hold it to its declaration (issue 21).
+
+    A Loop's iteration number is an int64 of shape [] when the body declares it as a scalar and
+    [1] when it declares any other rank (that is what onnxruntime feeds, whatever the declared
+    dims); its condition is the Loop's own condition input in the first iteration and the body's
+    condition output in the others. Carried values may change shape from one iteration to the
+    next, and so may a Scan's state; a Scan's slices are whatever the scanned inputs hold. For
+    all of these only the element type is known, and no value."""
+    if owner == "Loop" and k == 0:
+        tt = vi.type.tensor_type
+        shape = None if not tt.HasField("shape") else () if not tt.shape.dim else (1,)
+        return TensorInfo(TensorProto.INT64, shape)
+    return TensorInfo(declared.dtype, None)
 
 
 @dataclass
@@ -64,6 +86,13 @@ class Inference:
     # (a symbol >= 1 where the model fails otherwise): the domain its results hold in.
     assumptions: Mapping[str, Bound] = field(default_factory=dict)
     ranges: Mapping[str, Bound] = field(default_factory=dict)
+    # Graph inputs that share a dim name were given symbols of their own (``independent``, what
+    # the rewrites rely on): (input, dim name) -> the symbol's name (shared_dim_names).
+    independent: bool = False
+    copies: Mapping[tuple[str, str], str] = field(default_factory=dict)
+    # (independent) the broadcasts of two dims inference cannot tell apart, by name (broadcast_join)
+    joins: dict[frozenset, Sym] = field(default_factory=dict, repr=False)
+    join_names: dict[str, frozenset] = field(default_factory=dict, repr=False)
 
     def domain(self) -> ContextManager[None]:
         """The block in which dims are judged as inference judged them (its ranges in force):
@@ -90,6 +119,27 @@ class Inference:
         t = self.lookup(scope_id, name)
         return None if t is None else t.shape
 
+    def broadcast_join(self, a: Dim, b: Dim) -> Dim:
+        """The broadcast of dims ``a`` and ``b`` when broadcast_dim cannot say which it is, as a
+        symbol of its own, ``bcast(batch, batch@mask)``: wherever the model runs the two are equal
+        or one of them is 1, so the result is a function of the two, the same at every node that
+        broadcasts them, and any dim (a symbol's domain). With independent graph inputs
+        (``infer``'s ``independent``) a mask's ``batch@mask`` against a ``batch`` stays one dim that
+        a Shape reads back and a Reshape target compares with, as it was under the shared name."""
+        key = frozenset((a, b))
+        found = self.joins.get(key)
+        if found is None:
+            x, y = sorted((str(a), str(b)))
+            name = f"bcast({x}, {y})"
+            taken = self.join_names
+            if not taken:
+                taken.update((n, frozenset()) for n in declared_symbols(self.graph))
+            while name in taken:  # (a declared name, or another pair with the same text)
+                name += "'"
+            taken[name] = key
+            found = self.joins[key] = Sym.symbol(name)
+        return found
+
     # -- used by rules -----------------------------------------------------------------------------
     def record(self, call: OpCall, fact: object) -> None:
         if isinstance(fact, AxisNode):
@@ -101,22 +151,70 @@ class Inference:
 
 def infer(graph: ModelGraph, bindings: Mapping[str, int] | None = None,
           limits: Limits = DEFAULT_LIMITS, progress: Progress | None = None,
-          assumptions: Mapping[str, Bound] | None = None) -> Inference:
+          assumptions: Mapping[str, Bound] | None = None, independent: bool = False) -> Inference:
     """Infer every tensor of ``graph``. ``bindings`` substitutes symbols (``{"batch": 1}``);
-    ``assumptions`` are the ranges the user stated (``{"seq": (3, None)}``, ``--assume seq>=3``)."""
+    ``assumptions`` are the ranges the user stated (``{"seq": (3, None)}``, ``--assume seq>=3``).
+
+    By default a dim name is one size on every graph input that declares it (ONNX's contract:
+    what the model says about its inputs). onnxruntime does not check that: two inputs declared
+    ``[batch]`` may be fed 2 and 3 elements, and a model that broadcasts them runs. With
+    ``independent`` each graph input after the first that declares a name gets a symbol of its
+    own for it (``batch@mask``; ``copies``), so that what inference states holds for every input
+    onnxruntime accepts: the rewrites rely on that (SPEC.md section 4). Bindings and assumptions
+    on a name hold for each of its symbols."""
     user = dict(assumptions or {})
-    result = _run(graph, bindings, limits, progress, user, user)
-    if result.ranges != user:
+    copies = shared_dim_names(graph) if independent else {}
+    start = user
+    if copies:
+        start = dict(user)
+        for (_, name), copy in copies.items():
+            if name in user:
+                start[copy] = user[name]
+        if bindings:
+            bindings = {**bindings, **{copy: bindings[name] for (_, name), copy in copies.items() if name in bindings}}
+    result = _run(graph, bindings, limits, progress, user, start, independent, copies)
+    if result.ranges != start:
         # The run proved facts (a -1 Reshape makes seq >= 1 wherever the model runs). Nodes
         # before the one that proved them did not know them: one more run starts from them.
-        result = _run(graph, bindings, limits, progress, user, result.ranges)
+        result = _run(graph, bindings, limits, progress, user, result.ranges, independent, copies)
     return result
 
 
+def shared_dim_names(graph: ModelGraph) -> dict[tuple[str, str], str]:
+    """(graph input, dim name) -> a symbol name of its own, for each graph input after the first
+    that declares a name: ``batch`` on ``input_ids`` and ``attention_mask`` is ``batch`` and
+    ``batch@attention_mask``. Empty when no two graph inputs share a name (the common case)."""
+    body = graph.model.graph
+    first: dict[str, str] = {}
+    later: list[tuple[str, str]] = []
+    declared = declared_symbols(graph)
+    for vi in body.input:
+        if vi.type.WhichOneof("value") != "tensor_type" or not vi.type.tensor_type.HasField("shape"):
+            continue
+        for d in vi.type.tensor_type.shape.dim:
+            if d.WhichOneof("value") != "dim_param" or not d.dim_param:
+                continue
+            name = d.dim_param
+            owner = first.setdefault(name, vi.name)
+            if owner != vi.name and (vi.name, name) not in later:
+                later.append((vi.name, name))
+    copies: dict[tuple[str, str], str] = {}
+    for input_name, name in later:
+        copy = f"{name}@{input_name}"
+        while copy in declared:  # (a model that declares such a name itself)
+            copy += "'"
+        declared.add(copy)
+        copies[(input_name, name)] = copy
+    return copies
+
+
 def _run(graph: ModelGraph, bindings: Mapping[str, int] | None, limits: Limits, progress: Progress | None,
-         user: dict[str, Bound], start: Mapping[str, Bound]) -> Inference:
+         user: dict[str, Bound], start: Mapping[str, Bound], independent: bool = False,
+         copies: Mapping[tuple[str, str], str] | None = None) -> Inference:
     result = Inference(graph, dict(bindings or {}), limits)
     result.assumptions = user
+    result.independent = independent
+    result.copies = dict(copies or {})
     result.tensors = [dict() for _ in graph.scopes]
     runner = _Runner(result, progress)
     with assuming(start):
@@ -174,6 +272,8 @@ class _Runner:
         self.calls: dict[tuple, list[TensorInfo | None] | None] = {}
         self.call_budget = min(result.limits.max_nodes, max(4 * len(self.g.nodes), 100_000))
         self.in_function = [self.g.in_function(sc.id) for sc in self.g.scopes]
+        # Loop/Scan bodies inferred again after a widening: at most this many body nodes in all
+        self.loop_budget = max(4 * len(self.g.nodes), 100_000)
         self.descendants: dict[int, list[int]] = {}
 
     def _rule_for(self, domain: str, op_type: str) -> object:
@@ -206,13 +306,6 @@ class _Runner:
         max_expr = self.max_expr
         for nid in scope.order:
             info = nodes[nid]
-            if info.subscopes:
-                for sub in info.subscopes:
-                    self.run_scope(g.scopes[sub])
-                    body = g.scopes[sub]
-                    r.subgraph_out.setdefault(nid, {})[body.attr or ""] = [
-                        r.tensors[sub].get(o) if o in r.tensors[sub] else lookup(sub, o) for o in body.outputs
-                    ]
             ins: list[TensorInfo | None] = []
             for name in info.inputs:
                 if not name:
@@ -221,6 +314,8 @@ class _Runner:
                     ins.append(table[name])
                 else:
                     ins.append(lookup(sid, name))
+            if info.subscopes:
+                self._run_bodies(nid, info, ins)
             outs: list[TensorInfo | None] | None = None
             since = info.since_version
             if since is not None:  # else a custom domain, an unknown op, or a function call
@@ -246,10 +341,15 @@ class _Runner:
                     except Exception:  # a rule must never turn a strange model into a crash: unknown
                         outs = None
                     if outs:
-                        for t in outs:
+                        for k, t in enumerate(outs):
                             if t is not None:
                                 value = t.value
                                 if value is not None:
+                                    if info.domain or not keeps_value(info.op_type, ins, t):
+                                        # not an (op, type) the value table lists (ops/evaluated.py):
+                                        # a new record, the rule may have handed back an input's
+                                        outs[k] = TensorInfo(t.dtype, t.shape)
+                                        continue
                                     # _check_value, inline: values are short, mostly ints
                                     for v in value:
                                         if type(v) is Sym and v.size() > max_expr:
@@ -291,6 +391,80 @@ class _Runner:
             self.done += 1
             if self.done % _CHECK_EVERY == 0:
                 self._tick()
+
+    # -- If/Loop/Scan bodies ------------------------------------------------------------------------
+    def _run_bodies(self, nid: int, info: NodeInfo, ins: list[TensorInfo | None]) -> None:
+        """Infer the bodies of node ``nid`` (its inputs ``ins`` known by now) and keep their outputs
+        for the node's rule (ops/control.py)."""
+        g, r = self.g, self.r
+        for sub in info.subscopes:
+            body = g.scopes[sub]
+            if info.op_type in ("Loop", "Scan") and info.domain == "" and isinstance(body.proto, onnx.GraphProto):
+                self._run_loop_body(info, body, ins)
+            else:
+                self.run_scope(body)
+            r.subgraph_out.setdefault(nid, {})[body.attr or ""] = self._body_outputs(body)
+
+    def _body_outputs(self, body: Scope) -> list[TensorInfo | None]:
+        table = self.r.tensors[body.id]
+        return [table.get(o) if o in table else self.r.lookup(body.id, o) for o in body.outputs]
+
+    def _run_loop_body(self, info: NodeInfo, body: Scope, ins: list[TensorInfo | None]) -> None:
+        """A Loop's or Scan's body, inferred with the values its carried inputs take in *every*
+        iteration: first the node's initial values; where the body's output for one is not an
+        instance of what it was given, that input is widened (control.widen) and the body inferred
+        again; after a few rounds, or past the re-run budget, carried inputs keep only their
+        element type (which covers any output). Only the last run's tables and facts are kept."""
+        declared = [vi.type.tensor_type.elem_type if vi.type.WhichOneof("value") == "tensor_type" else None
+                    for vi in body.proto.input]
+        try:
+            seeds, pairs = control.body_seeds(info.op_type, info.since_version or 0, info.peek(), ins, declared)
+        except LimitExceededError:
+            raise
+        except Exception:  # a malformed node: its body's inputs keep their element types, no crash
+            seeds = [TensorInfo(d, None) if d is not None and (k >= 2 or info.op_type != "Loop") else None
+                     for k, d in enumerate(declared)]
+            pairs = []
+        r = self.r
+        scopes = self._descendants(body.id)
+        mark = (len(r.axis_nodes), len(r.call_facts), len(self.calls))
+        cost = sum(len(self.g.scopes[i].order) for i in scopes)
+        rounds = 0
+        while True:
+            self.run_scope(body, seeds)
+            outs = self._body_outputs(body)
+            moved: list[tuple[int, TensorInfo, TensorInfo | None]] = []
+            for i, o in pairs:
+                seed, out = seeds[i], outs[o] if o < len(outs) else None
+                if seed is not None and not control.covers(seed, out):
+                    moved.append((i, seed, out))
+            if not moved:
+                return
+            if rounds < _MAX_WIDENINGS and self.loop_budget >= cost:
+                for i, seed, out in moved:
+                    seeds[i] = control.widen(seed, out)
+            else:
+                for i, _ in pairs:
+                    t = seeds[i]
+                    seeds[i] = None if t is None else TensorInfo(t.dtype, None)
+            rounds += 1
+            self.loop_budget -= cost
+            self._forget(scopes, mark)
+
+    def _forget(self, scopes: list[int], mark: tuple[int, int, int]) -> None:
+        """Drop what an earlier run of the bodies ``scopes`` left: their tables, the facts they
+        recorded (after ``mark``), the function calls they made and the axes their tensors were
+        read as."""
+        r = self.r
+        for i in scopes:
+            r.tensors[i] = {}
+        del r.axis_nodes[mark[0]:]
+        del r.call_facts[mark[1]:]
+        for key in list(self.calls)[mark[2]:]:
+            del self.calls[key]
+        inner = set(scopes)
+        for key in [k for k in r.memo if len(k) > 1 and k[0] == "axes" and k[1] in inner]:
+            del r.memo[key]
 
     # -- model-local functions ---------------------------------------------------------------------
     def _call(self, fsid: int, caller: int, info: "NodeInfo",
@@ -380,18 +554,19 @@ class _Runner:
               args: list[TensorInfo | None] | None = None) -> None:
         """Graph inputs from their declared types (the one declaration we trust), initializers
         from their dims and, when small, their values; a function's inputs from ``args`` (a call
-        site's) or unknown."""
+        site's) or unknown; a body input from ``args`` where it has an entry (what its Loop or
+        Scan feeds it)."""
         body = scope.proto
         bindings = self.r.bindings
         if isinstance(body, onnx.GraphProto):
-            # A Loop body's carried inputs (after the iteration number and the condition) may
-            # change shape from one iteration to the next, and onnxruntime does not hold them to
-            # their declaration: only their element type is known.
-            carried = 2 if self._is_loop_body(scope) else len(body.input)
+            owner = self._owner_op(scope)
+            copies = self.r.copies if scope.id == 0 else None
             for k, vi in enumerate(body.input):
-                info = self._from_type(vi.type, bindings, vi.name)
-                if k >= carried and info is not None:
-                    info = TensorInfo(info.dtype, None)
+                info = self._from_type(vi.type, bindings, vi.name, copies)
+                if owner is not None and info is not None:
+                    info = _runtime_input(owner, k, vi, info)
+                if args is not None and k < len(args) and args[k] is not None:
+                    info = args[k]  # what the owner feeds (a Loop's or Scan's, ops/control.py)
                 table[vi.name] = info
             # From IR 4 an initializer that is also a graph input is only a default: a caller may
             # feed another value (onnxruntime then checks it against the declared type alone).
@@ -408,14 +583,17 @@ class _Runner:
             for k, name in enumerate(scope.inputs):
                 table[name] = args[k] if args is not None and k < len(args) else None
 
-    def _is_loop_body(self, scope: Scope) -> bool:
+    def _owner_op(self, scope: Scope) -> str | None:
+        """The op type of the node whose body ``scope`` is (None for the main graph); a custom
+        domain's op is named with its domain."""
         owner = scope.owner
         if owner is None:
-            return False
+            return None
         info = self.g.nodes[owner]
-        return info.op_type == "Loop" and info.domain == ""
+        return info.op_type if info.domain == "" else f"{info.domain}::{info.op_type}"
 
-    def _from_type(self, tp: onnx.TypeProto, bindings: Mapping[str, int], name: str) -> TensorInfo | None:
+    def _from_type(self, tp: onnx.TypeProto, bindings: Mapping[str, int], name: str,
+                   copies: Mapping[tuple[str, str], str] | None = None) -> TensorInfo | None:
         if tp.WhichOneof("value") != "tensor_type":
             return None
         tt = tp.tensor_type
@@ -430,7 +608,7 @@ class _Runner:
             if which == "dim_value":
                 shape.append(int(d.dim_value) if d.dim_value >= 0 else None)
             elif which == "dim_param" and d.dim_param:
-                s: Dim = Sym.symbol(d.dim_param)
+                s: Dim = Sym.symbol(copies.get((name, d.dim_param), d.dim_param) if copies else d.dim_param)
                 shape.append(substitute(s, bindings) if bindings else s)
             else:
                 shape.append(None)

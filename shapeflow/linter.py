@@ -2,9 +2,11 @@
 committed next to code.
 
 One file: load -> analyse (inference and the selected rules, once) -> severity overrides. With
-``--fix``, the rewrite engine (``shapeflow.passes``) runs on that analysis: first the repairs of the
-selected fixable error rules (SF104), then, when no error-level finding is left, the rewrites of the
-selected SF2xx codes (what ``optimize`` would do); the fixed model is analysed once more, and the
+``--fix``, the rewrite engine (``shapeflow.passes``) runs on that analysis, for what the run reports
+and nothing else (errors and warnings; info codes only when shown or named; never a finding
+suppressed in the model or listed in the baseline): first the repairs (SF104), then, when no
+error-level finding is left, the reported SF2xx rewrites (what ``optimize`` would do, in part or
+in full); the fixed model is analysed once more, and the
 fix is dropped if that shows an error-level finding that was not there before. Many files: every one is processed, in
 parallel processes with ``jobs > 1``, and the results come back in input order. Everything a
 worker returns is plain picklable data.
@@ -21,9 +23,9 @@ import os
 import traceback
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
-from ._onnx import onnx  # (onnx.printer, for --diff, imports onnx when asked for)
+from ._onnx import onnx
 from .analysis import Analysis, analyze, error_findings
 from .diagnostics import Diagnostic, Severity
 from .errors import EXIT_CLEAN, EXIT_FINDINGS, EXIT_INTERNAL, LimitExceededError, ShapeflowError, display_path
@@ -35,9 +37,12 @@ from .codes import REFUSAL_CODES
 from .config import severity_table
 from .dims import Bound
 from .limits import DEFAULT_LIMITS, Limits, file_deadline
-from .rules import LintContext, Rule, rejection_diagnostic, select_rules
+from .rules import LintContext, Rule, rejection_diagnostic, resolve_selector, select_rules
 from . import suppress
 from .results import FileResultJSON
+
+if TYPE_CHECKING:
+    from .baseline import Baseline
 
 
 @dataclass(frozen=True)
@@ -57,6 +62,13 @@ class LintOptions:
     # exit_zero came from a settings file: an error whose code means onnxruntime refuses the model
     # still fails the file (codes.REFUSAL_CODES; docs/threat-model.md)
     settings_exit_zero: bool = False
+    # What is reported (and so what --fix may change): errors and warnings, info findings of the
+    # codes the settings name explicitly (config.Resolved.named), every info finding with show_info.
+    # None: the codes ``select`` names (a caller of lint_file selects by naming codes).
+    show_info: bool = False
+    named: tuple[str, ...] | None = None
+    # --fix leaves alone what the baseline lists (its findings are not reported); None: no baseline
+    baseline: str | None = None
     # inference progress on a terminal (serial runs only: a callable does not cross processes)
     progress: Callable[[int, int], None] | None = field(default=None, compare=False)
 
@@ -77,6 +89,15 @@ class FileResult:
     assumptions: tuple[str, ...] = ()  # the --assume ranges in force for this file, as text
     # the model names external data: its result depends on files beside it (not cached, cache.py)
     external: bool = False
+    # info codes reported like errors and warnings (named by the settings; set by workspace.run)
+    named: tuple[str, ...] = ()
+
+    def reported(self, show_info: bool = False) -> list[Diagnostic]:
+        """The findings a run reports: errors and warnings, and the info findings of the codes the
+        settings name (or all of them with ``show_info``); other info findings are only counted."""
+        if show_info:
+            return list(self.diagnostics)
+        return [d for d in self.diagnostics if d.severity is not Severity.INFO or d.code in self.named]
 
     def to_json(self) -> FileResultJSON:
         return {"path": self.path, "exit_code": self.exit_code, "rejected": self.rejected, "error": self.error,
@@ -92,6 +113,9 @@ class _Linter:
         self.codes = {r.code for r in self.rules}
         self.severity = severity_table(options.severity)
         self.dims = dict(options.dims)
+        self.named = frozenset(options.named if options.named is not None
+                               else (code for s in options.select or () for code in resolve_selector(s)))
+        self._baseline: Baseline | None = None  # read when --fix first needs it
 
     # -- one file --------------------------------------------------------------------------------
     def run(self, path: str, data: bytes | None = None, source: str | None = None) -> FileResult:
@@ -144,9 +168,12 @@ class _Linter:
         result.assumptions = tuple(assumption_texts(analysis.inference.assumptions))
         diags = self._finish(analysis.diagnostics)
         if opts.fix:
-            # A finding suppressed in the model is not the user's to fix: its node is left alone.
-            visible, _ = suppress.apply(path, loaded.proto, loaded.raw, diags, self.codes, self.severity,
-                                        markers=opts.markers, deadline=deadline)
+            # A finding suppressed in the model or listed in the baseline is not reported, so it is
+            # not the user's to fix: its node is left alone.
+            visible, anchors = suppress.apply(path, loaded.proto, loaded.raw, diags, self.codes, self.severity,
+                                              markers=opts.markers, deadline=deadline)
+            if opts.baseline is not None:
+                visible = self._not_baselined(path, visible, anchors)
             shown = {(d.code, d.location.graph, d.location.node) for d in visible}
             blocked = frozenset((d.location.graph, d.location.node) for d in diags
                                 if d.fixable and d.location.node is not None
@@ -161,6 +188,21 @@ class _Linter:
         if opts.exit_zero and not (opts.settings_exit_zero and refusal_errors(diags)):
             code = EXIT_CLEAN
         result.exit_code = code
+
+    def _reported(self, code: str) -> bool:
+        """Whether findings of ``code`` are reported (so that --fix may act on them)."""
+        if self.options.show_info or code in self.named:
+            return True
+        from .codes import lookup
+
+        return self.severity.get(code, lookup(code).severity) is not Severity.INFO
+
+    def _not_baselined(self, path: str, diags: list[Diagnostic], anchors: dict[tuple[str, str], str]) -> list[Diagnostic]:
+        from .baseline import load_baseline, unlisted  # (baseline.py reads FileResult from here)
+
+        if self._baseline is None:
+            self._baseline = load_baseline(self.options.baseline)  # type: ignore[arg-type]
+        return unlisted(path, diags, anchors, self._baseline, self.options.repo_root or find_repo_root())
 
     def read(self, path: str) -> bytes:
         """The file's bytes, read with every check of ``load_model``; raises ShapeflowError."""
@@ -184,17 +226,21 @@ class _Linter:
     def _fix(self, loaded: LoadedModel, analysis: Analysis, diags: list[Diagnostic],
              result: FileResult, blocked: frozenset[tuple[str, str]] = frozenset()) -> list[Diagnostic]:
         from .passes import Pass, rules_for_codes, run_passes  # here: plain lint never rewrites
+        from .rewritediff import summarized_text  # (weights as digests: a diff never dumps them)
 
         opts = self.options
-        fixable_before = sum(1 for d in diags if d.fixable)
+        # Only the fixes of reported findings: errors and warnings, info (SF2xx) when shown or
+        # named. A hook that reports nothing changes nothing.
+        reportable = {code for code in self.codes if self._reported(code)}
+        fixable_before = sum(1 for d in diags if d.fixable and d.code in reportable)
         if not fixable_before:
             return diags
         found = {d.code for d in diags if d.fixable and (d.location.graph, d.location.node) not in blocked}
-        repairs = rules_for_codes(found & self.codes, repairs=True)
-        # Every selected rewrite, not only those with findings now: one rewrite can open the way
+        repairs = rules_for_codes(found & reportable, repairs=True)
+        # Every reported rewrite, not only those with findings now: one rewrite can open the way
         # for another (a cancel, then a merge), and optimize would do that one too.
-        rewrites = rules_for_codes(self.codes)
-        before_text = onnx.printer.to_text(loaded.proto) if opts.diff else ""
+        rewrites = rules_for_codes(reportable)
+        before_text = summarized_text(loaded.proto) if opts.diff else ""
         graph: ModelGraph | None = analysis.graph
         inference: Inference | None = analysis.inference
         # Every error of the model, selected or not: optimize would refuse the model for any of them.
@@ -216,7 +262,7 @@ class _Linter:
             if done.changed:
                 changed = True
                 graph = inference = None  # the engine indexes the repaired model itself
-        if rewrites and (changed or any(d.fixable and d.code.startswith("SF2")
+        if rewrites and (changed or any(d.fixable and d.code.startswith("SF2") and d.code in reportable
                                         and (d.location.graph, d.location.node) not in blocked for d in diags)):
             if errors:
                 # optimize refuses a model with error-level findings; the findings stay reported,
@@ -245,10 +291,10 @@ class _Linter:
                 result.notes.append(f"fix not applied: it would introduce {d.code} {d.name}{where}: {d.message}")
             return diags
         result.changed = True
-        result.fixed = max(0, fixable_before - sum(1 for d in after if d.fixable))
+        result.fixed = max(0, fixable_before - sum(1 for d in after if d.fixable and d.code in reportable))
         if opts.diff:
             result.diff = _ended("".join(difflib.unified_diff(
-                before_text.splitlines(keepends=True), onnx.printer.to_text(fixed.proto).splitlines(keepends=True),
+                before_text.splitlines(keepends=True), summarized_text(fixed.proto).splitlines(keepends=True),
                 fromfile=f"{display_path(loaded.path)} (before)",
                 tofile=f"{display_path(loaded.path)} (after --fix)")))
         else:

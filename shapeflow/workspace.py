@@ -28,7 +28,7 @@ class RunResult:
     root: str | None = None
 
 
-def options_for(base: LintOptions, resolved: Resolved) -> LintOptions:
+def options_for(base: LintOptions, resolved: Resolved, use_baseline: bool = True) -> LintOptions:
     """``base`` with the rules and switches of one file's settings."""
     codes = tuple(sorted(resolved.codes))
     # `assume` ("seq>=3", from the command line or the config): each file uses those that name
@@ -36,14 +36,19 @@ def options_for(base: LintOptions, resolved: Resolved) -> LintOptions:
     return replace(base, select=codes if codes else None, ignore=() if codes else ("SF",),
                    severity=resolved.severity, exit_zero=resolved.exit_zero,
                    settings_exit_zero=resolved.settings_exit_zero,
-                   assume=tuple(parse_assumptions(resolved.assume, "assume").items()))
+                   assume=tuple(parse_assumptions(resolved.assume, "assume").items()),
+                   named=tuple(sorted(resolved.named)),
+                   # --fix leaves what the baseline lists alone (only a fix reads it there)
+                   baseline=(os.path.abspath(resolved.baseline) if base.fix and use_baseline and resolved.baseline
+                             else None))
 
 
 def plan(paths: Sequence[str], cli: CommandLine, *, config: str | None = None, isolated: bool = False,
-         use_git: bool = True) -> list[tuple[str, Settings, Resolved]]:
-    """(file, its settings, resolved) for every model file ``paths`` name."""
+         use_git: bool = True, force_exclude: bool = False) -> list[tuple[str, Settings, Resolved]]:
+    """(file, its settings, resolved) for every model file ``paths`` name (``force_exclude``:
+    ``exclude`` applies to files named too; ``discover.model_files``)."""
     cache = ConfigCache(config, isolated)
-    files = model_files(list(paths), cache.for_path, use_git=use_git)
+    files = model_files(list(paths), cache.for_path, use_git=use_git, force_exclude=force_exclude)
     out = []
     for f in files:
         settings = cache.for_path(f)
@@ -57,7 +62,7 @@ def run(paths: Sequence[str], cli: CommandLine, base: LintOptions, *, config: st
         phase_progress: Callable[[int, int], None] | None = None,
         cache: LintCache | None = None, executor: str = "local", ray_address: str | None = None,
         task_timeout: float | None = None,
-        on_result: Callable[[int, FileResult], None] | None = None) -> RunResult:
+        on_result: Callable[[int, FileResult], None] | None = None, force_exclude: bool = False) -> RunResult:
     """Lint every model file ``paths`` name under its own settings. ``progress(done, total, path)``
     is called before each file when given, and ``phase_progress(done, total)`` during each file's
     inference (serial runs only: a parallel run has no order).
@@ -76,7 +81,7 @@ def run(paths: Sequence[str], cli: CommandLine, base: LintOptions, *, config: st
         import_ray()  # before any work: a missing extra is a usage error
     if isolated:
         base = replace(base, markers=False)  # --isolated: neither settings files nor in-model markers
-    planned = plan(paths, cli, config=config, isolated=isolated)
+    planned = plan(paths, cli, config=config, isolated=isolated, force_exclude=force_exclude)
     root = base.repo_root or find_repo_root()
     baselines: dict[str, Baseline] = {}  # read before any work: a bad baseline is a usage error (exit 2)
     if use_baseline:
@@ -93,7 +98,7 @@ def run(paths: Sequence[str], cli: CommandLine, base: LintOptions, *, config: st
     for path, _, resolved in planned:
         options = by_resolved.get(resolved)
         if options is None:
-            options = by_resolved[resolved] = options_for(base, resolved)
+            options = by_resolved[resolved] = options_for(base, resolved, use_baseline)
             if serial and progress is not None:
                 options = by_resolved[resolved] = replace(options, progress=phase_progress)
         tasks.append(Task(path, options, cache))
@@ -102,6 +107,7 @@ def run(paths: Sequence[str], cli: CommandLine, base: LintOptions, *, config: st
 
     def done(k: int, r: FileResult) -> None:
         nonlocal hidden
+        r.named = tasks[k].options.named or ()  # (not part of a cached result: the settings' own)
         baseline = planned[k][2].baseline if use_baseline else None
         if baseline:
             # entries are keyed by file: one file at a time hides what the whole run would

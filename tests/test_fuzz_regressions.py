@@ -195,7 +195,7 @@ def test_shape_value_squared_twelve_times_is_stopped(tmp_path: Path) -> None:
     r = run_all("infer", squared_sum(12).SerializeToString(), tmp_path)
     # (since issue 9 the value leaves int64 after a few squarings and is unknown before the
     # expression limit is reached; tests/contract/test_limits.py covers both ways it stops)
-    assert r.returncode == 0 and r.elapsed < 10
+    assert r.returncode == 0  # (a hang is its timeout; its time against a small model: bench_budgets.py)
 
 
 # -- fuzz_bytes (CI, session 2): an Unsqueeze carrying a graph attribute, in a mergeable chain ---------

@@ -12,11 +12,9 @@ from __future__ import annotations
 import json
 import os
 import re
-import resource
 import stat
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import onnx
@@ -663,25 +661,36 @@ def _empty_nodes(n: int) -> bytes:
     return b"\x08\x08" + b"\x42\x02\x10\x0d" + b"\x3a" + varint(len(graph)) + graph
 
 
+# A forked child's ru_maxrss starts at its parent's resident size (Linux records the old mm's
+# high-water mark at exec), so a child of a large pytest process would report pytest's memory.
+# A small launcher process spawns the command and reports the grandchild's own peak.
+_LAUNCHER = """
+import os, resource, subprocess, sys, time
+max_as, deadline, report = int(sys.argv[1]), time.monotonic() + 300, sys.argv[2]
+def limit():
+    resource.setrlimit(resource.RLIMIT_AS, (max_as, max_as))
+proc = subprocess.Popen(sys.argv[3:], stdout=sys.stdout, stderr=subprocess.STDOUT, preexec_fn=limit)
+while True:
+    pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+    if pid:
+        break
+    if time.monotonic() > deadline:
+        proc.kill()
+    time.sleep(0.05)
+with open(report, "w") as f:
+    f.write(f"{os.waitstatus_to_exitcode(status)} {usage.ru_maxrss * 1024}")
+"""
+
+
 def measured(cwd: Path, args: list[str], max_as: int) -> tuple[int, str, int]:
     """(exit code, stdout and stderr, peak RSS in bytes) of ``shapeflow ARGS`` under ``ulimit -v max_as``."""
-    def limit() -> None:
-        resource.setrlimit(resource.RLIMIT_AS, (max_as, max_as))
-
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    deadline = time.monotonic() + 300
     with open(cwd / "out.txt", "wb") as out:
-        proc = subprocess.Popen([sys.executable, "-m", "shapeflow", *args], cwd=cwd, env=env,
-                                stdout=out, stderr=subprocess.STDOUT, preexec_fn=limit)
-        while True:
-            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
-            if pid:
-                break
-            if time.monotonic() > deadline:
-                proc.kill()
-            time.sleep(0.05)
-        proc.returncode = os.waitstatus_to_exitcode(status)
-    return proc.returncode, (cwd / "out.txt").read_text(), usage.ru_maxrss * 1024
+        subprocess.run([sys.executable, "-c", _LAUNCHER, str(max_as), str(cwd / "report.txt"),
+                        sys.executable, "-m", "shapeflow", *args],
+                       cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT, timeout=400, check=True)
+    code, peak = (int(v) for v in (cwd / "report.txt").read_text().split())
+    return code, (cwd / "out.txt").read_text(), peak
 
 
 def test_many_tiny_messages_are_refused_before_the_parse(tmp_path: Path) -> None:

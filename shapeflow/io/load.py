@@ -260,7 +260,7 @@ def _read_url(url: str, limits: Limits) -> bytes:
     try:
         import fsspec  # type: ignore[import-untyped, import-not-found, unused-ignore]
     except ImportError:
-        raise ModelUnreadableError("a URL needs fsspec (pip install 'shapeflow[ray]')", file=url) from None
+        raise ModelUnreadableError("a URL needs fsspec (pip install fsspec)", file=url) from None
     try:
         fs, where = fsspec.core.url_to_fs(url)
         info = fs.info(where)

@@ -18,8 +18,8 @@ from ..dims import (
 from ..tensorinfo import MAX_VALUE_ELEMS, TensorInfo
 from .base import OpCall, numel, register, same_as_input
 from .constants import FLOAT_TYPES
-from .numeric import cast_element
-from .shape_ops import broadcast_shapes
+from .numeric import DOUBLE, INT_RANGES, canonical_element, cast_element, float_holds
+from .shape_ops import broadcast_join, broadcast_shapes
 
 TensorProto = onnx.TensorProto
 
@@ -122,10 +122,36 @@ def cast(call: OpCall) -> list[TensorInfo | None]:
 
 # -- broadcasting binary / variadic ops ---------------------------------------------------------
 
-def _pow(a: Dim, b: Dim) -> Dim:
-    if type(a) is int and type(b) is int and 0 <= b <= 64:
-        return a**b
-    return None
+def _pow_in(dtype: int) -> Callable[[Dim, Dim], Dim]:
+    """Pow as onnxruntime computes it in ``dtype``: through ``double`` (``std::pow``), or by
+    multiplying when the exponent is a scalar 2 or 3. Both give the exact power where it is a
+    number the type holds and, for an integer type, ``double`` holds too; anything else (an
+    overflow: ``3**39`` in int64, ``3**20`` in int32) depends on the path: unknown. A float
+    power that the type cannot hold is dropped by canonical_value afterwards."""
+    bounds = INT_RANGES.get(dtype)
+
+    def power(a: Dim, b: Dim) -> Dim:
+        if type(a) is not int or type(b) is not int or not 0 <= b <= 64:
+            return None
+        r = a**b
+        if bounds is not None and not (bounds[0] <= r <= bounds[1] and float_holds(DOUBLE, r)):
+            return None
+        return r
+
+    return power
+
+
+def _int_div(dtype: int) -> Callable[[Dim, Dim], Dim]:
+    """int Div toward zero; ``INT_MIN / -1`` in int32 and int64 traps onnxruntime's scalar path
+    (SIGFPE) and wraps in its vectorized one: unknown."""
+    lowest = INT_RANGES[dtype][0] if dtype in (TensorProto.INT32, TensorProto.INT64) else None
+
+    def div(a: Dim, b: Dim) -> Dim:
+        if lowest is not None and a == lowest and b == -1:
+            return None
+        return dim_truncdiv(a, b)
+
+    return div
 
 
 # Comparisons decided from the bounds of a - b: (true when, false when) on (lo, hi).
@@ -165,7 +191,7 @@ def _logic(fn: Callable[[bool, bool], bool]) -> Callable[[Dim, Dim], Dim]:
 
 
 _VALUE_OPS: dict[str, Callable[[Dim, Dim], Dim]] = {
-    "Add": dim_add, "Sub": dim_sub, "Mul": dim_mul, "Pow": _pow,
+    "Add": dim_add, "Sub": dim_sub, "Mul": dim_mul,
     "Max": dim_max, "Min": dim_min, "Sum": dim_add,
     "Equal": _equal, "Less": _cmp("Less"), "Greater": _cmp("Greater"),
     "LessOrEqual": _cmp("LessOrEqual"), "GreaterOrEqual": _cmp("GreaterOrEqual"),
@@ -200,17 +226,23 @@ def _broadcast_values(infos: list[TensorInfo], out: Shape) -> list[list[Dim]] | 
 def _value_fn(call: OpCall, ins: list[TensorInfo]) -> Callable[[Dim, Dim], Dim] | None:
     """The element function of a broadcasting op, by its element type and attributes."""
     op = call.op_type
-    is_float = ins[0].dtype in FLOAT_TYPES
+    dtype = ins[0].dtype
+    is_float = dtype in FLOAT_TYPES
     if op == "Div":
         # float Div keeps only quotients that are integers for every binding; int Div truncates
-        return dim_exact_div if is_float else dim_truncdiv
+        return dim_exact_div if is_float else _int_div(dtype)
     if op == "Mod":
-        # fmod=1 (required for floats) takes the dividend's sign, fmod=0 the divisor's
-        return dim_fmod if is_float or call.attr_int("fmod", 0) else dim_mod
+        # fmod=1 takes the dividend's sign, fmod=0 the divisor's; onnxruntime refuses a float
+        # Mod with fmod=0
+        if call.attr_int("fmod", 0):
+            return dim_fmod
+        return None if is_float else dim_mod
+    if op == "Pow":
+        return _pow_in(dtype)
     return _VALUE_OPS.get(op)
 
 
-@register(*_VALUE_OPS, "Div", "Mod", "PRelu", "BitShift", "Mean", "BitwiseAnd", "BitwiseOr", "BitwiseXor")
+@register(*_VALUE_OPS, "Div", "Mod", "Pow", "PRelu", "BitShift", "Mean", "BitwiseAnd", "BitwiseOr", "BitwiseXor")
 def broadcast_op(call: OpCall) -> list[TensorInfo | None]:
     op = call.op_type
     ins = call.inputs
@@ -223,15 +255,22 @@ def broadcast_op(call: OpCall) -> list[TensorInfo | None]:
         return [_legacy_broadcast(call, dtype)]
     if any(t is None for t in ins) or not ins:
         return [TensorInfo(dtype, None)]
-    out = broadcast_shapes([t.shape for t in ins])  # type: ignore[union-attr]
+    out = broadcast_shapes([t.shape for t in ins], broadcast_join(call))  # type: ignore[union-attr]
     value = None
     fn = _value_fn(call, ins)  # type: ignore[arg-type]
     if fn is not None and out is not None:
         cols = _broadcast_values(ins, out)  # type: ignore[arg-type]
         if cols is not None:
             vals = cols[0]
-            for col in cols[1:]:
-                vals = [fn(a, b) for a, b in zip(vals, col)]
+            if len(cols) > 2 and dtype in FLOAT_TYPES:
+                # Sum of 3 or more: onnxruntime adds one input at a time, rounding each sum to
+                # the type (float32 Sum(2**24, 1, 1) is 2**24): a partial sum the type does not
+                # hold exactly leaves the element unknown
+                for col in cols[1:]:
+                    vals = [canonical_element(dtype, fn(a, b)) for a, b in zip(vals, col)]
+            else:
+                for col in cols[1:]:
+                    vals = [fn(a, b) for a, b in zip(vals, col)]
             value = tuple(vals)
     return [TensorInfo(dtype, out, value)]
 
@@ -296,7 +335,7 @@ def where(call: OpCall) -> list[TensorInfo | None]:
     dtype = call.dtype(1) or call.dtype(2)
     if len(ins) < 3 or any(t is None for t in ins):
         return [TensorInfo(dtype, None)]
-    out = broadcast_shapes([t.shape for t in ins])  # type: ignore[union-attr]
+    out = broadcast_shapes([t.shape for t in ins], broadcast_join(call))  # type: ignore[union-attr]
     value = None
     if out is not None:
         cols = _broadcast_values(ins, out)  # type: ignore[arg-type]
@@ -325,7 +364,7 @@ def matmul(call: OpCall) -> list[TensorInfo | None]:
         sa = [1, *sa]
     if squeeze_b:
         sb = sb + [1]
-    batch = broadcast_shapes([tuple(sa[:-2]), tuple(sb[:-2])])
+    batch = broadcast_shapes([tuple(sa[:-2]), tuple(sb[:-2])], broadcast_join(call))
     if batch is None:
         return [TensorInfo(dtype, None)]
     out = list(batch) + ([] if squeeze_a else [sa[-2]]) + ([] if squeeze_b else [sb[-1]])

@@ -1,7 +1,11 @@
 """Standard ops without a rule of our own: ask onnx's per-node shape inference.
 
-Symbols cross the boundary as ``dim_param`` strings and are mapped back to the same expressions,
-so ``seq + 1`` in gives ``seq + 1`` out. Known small integer values go in as constant inputs.
+Symbolic dims cross the boundary as ``dim_param`` names of our own, one per distinct expression
+(``sf0``, ``sf1``...), and are mapped back to the same expressions, so ``seq + 1`` in gives
+``seq + 1`` out. The text of a dim is never what goes across: onnx compares dim_params by their
+text, and a graph input's dim declared ``"c + 1"`` (an opaque name) must not meet a computed
+``c + 1``. A dim_param onnx hands back that is not one of ours is unknown. Known small integer
+values go in as constant inputs.
 """
 
 from __future__ import annotations
@@ -22,9 +26,24 @@ UNTRUSTED: dict[str, str] = {
 }
 
 
-def type_proto(t: TensorInfo, names: dict[str, Dim] | None = None) -> onnx.TypeProto:
-    """``t`` as an onnx type: symbols become ``dim_param`` text (recorded in ``names`` so they can
-    be mapped back), unknown dims are left empty."""
+class Atoms:
+    """The dim_param names given to symbolic dims on their way to onnx, and the way back."""
+
+    def __init__(self) -> None:
+        self.names: dict[str, Dim] = {}
+        self._given: dict[Sym, str] = {}
+
+    def name(self, d: Sym) -> str:
+        found = self._given.get(d)
+        if found is None:
+            found = self._given[d] = f"sf{len(self._given)}"
+            self.names[found] = d
+        return found
+
+
+def type_proto(t: TensorInfo, atoms: Atoms | None = None) -> onnx.TypeProto:
+    """``t`` as an onnx type: symbols become ``dim_param``s (their text, or with ``atoms`` names
+    that map back to them), unknown dims are left empty."""
     tp = onnx.TypeProto()
     tt = tp.tensor_type
     tt.elem_type = t.dtype
@@ -35,10 +54,7 @@ def type_proto(t: TensorInfo, names: dict[str, Dim] | None = None) -> onnx.TypeP
             if type(d) is int:
                 dim.dim_value = d
             elif d is not None:
-                text = str(d)
-                if names is not None:
-                    names[text] = d
-                dim.dim_param = text
+                dim.dim_param = atoms.name(d) if atoms is not None else str(d)  # type: ignore[arg-type]
     return tp
 
 
@@ -54,7 +70,7 @@ def _from_type(tp: onnx.TypeProto, names: dict[str, Dim]) -> TensorInfo | None:
         if which == "dim_value":
             dims.append(int(d.dim_value))
         elif which == "dim_param":
-            dims.append(names.get(d.dim_param) or Sym.symbol(d.dim_param))
+            dims.append(names.get(d.dim_param))  # (one onnx made up itself: unknown)
         else:
             dims.append(None)
     return TensorInfo(tt.elem_type, tuple(dims))
@@ -68,13 +84,13 @@ def infer_with_onnx(call: OpCall) -> list[TensorInfo | None]:
     sch = schema("", node.op_type, call.since)
     if sch is None:
         return [None] * n_out
-    names: dict[str, Dim] = {}
+    atoms = Atoms()
     types: dict[str, onnx.TypeProto] = {}
     data: dict[str, onnx.TensorProto] = {}
     for name, t in zip(node.input, call.inputs):
         if not name or t is None:
             continue
-        types[name] = type_proto(t, names)
+        types[name] = type_proto(t, atoms)
         if t.value is not None and t.shape is not None and all(type(v) is int for v in t.value):
             if all(type(d) is int for d in t.shape) and t.dtype not in FLOAT_TYPES:
                 try:
@@ -90,7 +106,7 @@ def infer_with_onnx(call: OpCall) -> list[TensorInfo | None]:
         outs = onnx.shape_inference.infer_node_outputs(sch, node, types, data, opset_imports=imports)
     except Exception:  # onnx refuses what it cannot infer; for us that is "unknown"
         return [None] * n_out
-    result = [_from_type(outs[o], names) if o in outs else None for o in node.output]
+    result = [_from_type(outs[o], atoms.names) if o in outs else None for o in node.output]
     if any(t is not None and t.shape is not None and any(type(d) is not int for d in t.shape)
            for t in call.inputs):
         _distrust_numbers_from_symbols(result, sch, node, call.inputs, types, data, imports)

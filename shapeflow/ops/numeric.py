@@ -39,6 +39,7 @@ FLOAT_FORMATS: dict[int, tuple[int, int]] = {
 
 BOOL = TensorProto.BOOL
 INT64 = TensorProto.INT64
+DOUBLE = TensorProto.DOUBLE
 # An end at either of these means "to the end" in onnxruntime's Slice (and, for a negative step,
 # "to the beginning": the spec would clamp it to dim - 1 instead; onnxruntime is what runs).
 SLICE_TO_END = frozenset({2**31 - 1, 2**63 - 1})

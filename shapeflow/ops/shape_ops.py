@@ -7,7 +7,7 @@ that exporters write end in symbolic shapes such as ``[batch, seq, 4, 16]``.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from .._onnx import onnx
 
@@ -18,7 +18,7 @@ from ..dims import (
 )
 from ..tensorinfo import MAX_VALUE_ELEMS, TensorInfo
 from .base import OpCall, make_value, numel, register
-from .numeric import SLICE_TO_END, slice_range
+from .numeric import FLOAT_FORMATS, SLICE_TO_END, canonical_element, slice_range
 
 TensorProto = onnx.TensorProto
 
@@ -409,8 +409,9 @@ def _zero_forces_copy(in_shape: Shape, out: list[Dim], k: int) -> bool:
     return dims_equal(_product(list(in_shape)), _product(out)) is True
 
 
-def broadcast_shapes(shapes: list[Shape]) -> Shape:
-    """Multidirectional (numpy) broadcasting of several shapes."""
+def broadcast_shapes(shapes: list[Shape], join: Callable[[Dim, Dim], Dim] | None = None) -> Shape:
+    """Multidirectional (numpy) broadcasting of several shapes. ``join`` names the broadcast of two
+    dims that broadcast_dim cannot tell (Inference.broadcast_join; None leaves it unknown)."""
     if any(s is None for s in shapes):
         return None
     rank = max(len(s) for s in shapes)  # type: ignore[arg-type]
@@ -420,9 +421,21 @@ def broadcast_shapes(shapes: list[Shape]) -> Shape:
         for s in shapes:
             off = k - (rank - len(s))  # type: ignore[arg-type]
             if off >= 0:
-                d = broadcast_dim(d, s[off])  # type: ignore[index]
+                e = s[off]  # type: ignore[index]
+                r = broadcast_dim(d, e)
+                if r is None and join is not None and d is not None and e is not None:
+                    r = join(d, e)
+                d = r
         out.append(d)
     return tuple(out)
+
+
+def broadcast_join(call: OpCall) -> Callable[[Dim, Dim], Dim] | None:
+    """The namer of unknown broadcasts for ``call``'s inference: only where graph inputs have
+    symbols of their own (inference.infer, independent), where it keeps ``x + y`` of a mask
+    ``[batch@mask]`` and a ``[batch]`` one dim that Shape reads back."""
+    engine = call.engine
+    return engine.broadcast_join if engine.independent else None
 
 
 @register("Expand")
@@ -435,7 +448,7 @@ def expand(call: OpCall) -> list[TensorInfo | None]:
         if data is not None and data.shape is not None and s is not None and type(s[0]) is int:
             return [TensorInfo(dtype, broadcast_shapes([data.shape, (None,) * s[0]]))]
         return [TensorInfo(dtype, None)]
-    out = broadcast_shapes([data.shape if data else None, tuple(v)])
+    out = broadcast_shapes([data.shape if data else None, tuple(v)], broadcast_join(call))
     value = None
     if data is not None and data.value is not None and len(data.value) == 1 and out is not None:
         n = numel(out)
@@ -467,7 +480,12 @@ def constant_of_shape(call: OpCall) -> list[TensorInfo | None]:
 
 @register("Range")
 def range_(call: OpCall) -> list[TensorInfo | None]:
-    """Length ``max(ceil((limit - start) / delta), 0)``: onnxruntime never gives a negative one."""
+    """Length ``max(ceil((limit - start) / delta), 0)``: onnxruntime never gives a negative one.
+
+    In a float type onnxruntime works the length out in double and builds the elements by adding
+    delta to the previous one, rounding each sum to the type (checked by brute force): the length
+    is stated where double holds ``limit - start`` exactly, and the elements up to the first sum
+    the type does not hold (float32 2**24, 2**24 + 1, ... is 2**24, 2**24, ...)."""
     dtype = call.dtype(0)
     start, limit, delta = (call.value(i) for i in range(3))
     if start is None or limit is None or delta is None:
@@ -475,17 +493,40 @@ def range_(call: OpCall) -> list[TensorInfo | None]:
     s, lim, d = start[0], limit[0], delta[0]
     if type(d) is not int or d == 0:
         return [TensorInfo(dtype, (None,))]
+    is_float = dtype in FLOAT_FORMATS
     if type(s) is int and type(lim) is int:
+        if is_float and abs(lim - s) > 2**53:
+            # (beyond 2**53 double rounds the difference, and the quotient past an integer)
+            return [TensorInfo(dtype, (None,))]
         n = max(-((s - lim) // d), 0)  # ceil((lim - s) / d)
-        vals = tuple(range(s, lim, d)) if n <= MAX_VALUE_ELEMS else None
+        vals: tuple[Dim, ...] | None = tuple(range(s, lim, d)) if n <= MAX_VALUE_ELEMS else None
+        if vals is not None and is_float:
+            vals = _accumulated(dtype, vals)
         return [TensorInfo(dtype, (n,), vals)]
     span = dim_sub(lim, s) if d > 0 else dim_sub(s, lim)
+    if is_float:
+        lo, hi = dim_bounds(span)
+        if lo is None or hi is None or max(-lo, hi) > 2**53:
+            return [TensorInfo(dtype, (None,))]
     step = d if d > 0 else -d
     n_sym = dim_max(dim_floordiv(dim_add(span, step - 1), step), 0)
     value = None
     if type(n_sym) is int and n_sym <= MAX_VALUE_ELEMS:
         value = tuple(dim_add(s, i * d) for i in range(n_sym))
+        if is_float:
+            value = _accumulated(dtype, value)
     return [TensorInfo(dtype, (n_sym,), value)]
+
+
+def _accumulated(dtype: int, values: tuple[Dim, ...]) -> tuple[Dim, ...]:
+    """The elements of a float Range up to the first one the type does not hold exactly (each is
+    the previous plus delta, rounded: after a rounding they are no longer start + i*delta)."""
+    out: list[Dim] = []
+    for v in values:
+        if canonical_element(dtype, v) is None:
+            return tuple(out) + (None,) * (len(values) - len(out))
+        out.append(v)
+    return tuple(out)
 
 
 @register("Transpose")

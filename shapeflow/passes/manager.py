@@ -33,10 +33,11 @@ from ..results import SCHEMA, OptimizeJSON
 from ..errors import LimitExceededError, ShapeflowError, timeout_as_configured
 from ..facts import AxisNode
 from ..graph import INITIALIZER, ModelGraph, build_graph
-from ..inference import Inference, infer
+from ..inference import Inference, infer, shared_dim_names
 from ..io import LoadedModel, refuse_unsafe_external_data
 from ..limits import DEFAULT_LIMITS, Limits
 from ..opsets import MAX_KNOWN_OPSET, canonical_domain
+from ..ops.control import zero_trip_nodes
 from .base import (
     ANY_OP,
     AXIS_OPS,
@@ -312,9 +313,13 @@ def _roots(ctx: RoundContext, ops: Collection[str] = AXIS_OPS, latest_first: boo
             if info.outputs and info.outputs[0]:
                 by_scope.setdefault(info.scope, []).append(nid)
     out: list[int] = []
+    # what onnxruntime's static shapes of a zero-trip Loop's scan outputs rest on stays as it is
+    frozen = zero_trip_nodes(graph) if len(graph.scopes) > 1 else frozenset()
     for sid in sorted(by_scope):
         scope = graph.scopes[sid]
         nids = by_scope[sid]
+        if frozen:
+            nids = [n for n in nids if n not in frozen]
         if scope.sorted_in_file:
             nids.sort(reverse=latest_first)  # node ids follow file order within a scope
         else:
@@ -579,9 +584,13 @@ def _fixpoint(loaded: LoadedModel, dispatch: _Dispatch, strict: bool, limits: Li
         if rounds == 1 and given_graph is not None and given_inference is not None:
             graph, inference = given_graph, given_inference  # the caller's analysis: not redone
             given_graph = given_inference = None
+            if not inference.independent and shared_dim_names(graph):
+                # Graph inputs share dim names: the rewrites rely only on what holds when each is
+                # fed its own sizes, as onnxruntime allows (inference.infer, independent)
+                inference = infer(graph, None, round_limits, progress, assumptions, independent=True)
         elif rounds == 1 or carried is None:
             graph = build_graph(loaded, round_limits)
-            inference = infer(graph, None, round_limits, progress, assumptions)
+            inference = infer(graph, None, round_limits, progress, assumptions, independent=True)
         else:
             graph = build_graph(loaded, round_limits)
             inference = carry_inference(graph, carried[0], carried[1])

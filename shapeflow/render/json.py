@@ -54,12 +54,15 @@ def infer_json_chunks(a: Analysis) -> Iterator[str]:
     yield "\n}"
 
 
-def lint_json(n_files: int, diags: Sequence[Diagnostic]) -> LintJSON:
-    """The ``lint --format json`` object of SPEC.md section 3."""
-    c = count_by_severity(diags)
+def lint_json(n_files: int, diags: Sequence[Diagnostic], counted: Sequence[Diagnostic] | None = None) -> LintJSON:
+    """The ``lint --format json`` object of SPEC.md section 3: the reported findings ``diags``,
+    and the summary of every finding ``counted`` (default: ``diags``)."""
+    c = count_by_severity(diags if counted is None else counted)
+    listed = count_by_severity(diags)["info"]
     return {"shapeflow_version": __version__, "schema": SCHEMA, "files": n_files,
             "diagnostics": [d.to_json() for d in diags],
-            "summary": {"error": c["error"], "warning": c["warning"], "info": c["info"]}}
+            "summary": {"error": c["error"], "warning": c["warning"], "info": c["info"]},
+            "info_not_shown": c["info"] - listed}
 
 
 def optimize_json(model: str, output: str | None, before: Mapping[str, int], after: Mapping[str, int],

@@ -108,17 +108,16 @@ def test_shape_value_blowup_is_stopped_fast(cmd: str, tmp_path: Path) -> None:
     require(cmd)
     src = write(squared_sum(12), tmp_path / "m.onnx")
     extra = ["-o", str(tmp_path / "out.onnx")] if cmd in ("infer", "optimize") else []
-    r = run_cli([cmd, src, *extra], cwd=tmp_path, timeout=30)
+    # (a hang guard; how fast it stops, against a one-node model, is a budget of benchmarks/bench_budgets.py)
+    r = run_cli([cmd, src, *extra], cwd=tmp_path, timeout=120)
     assert not r.timed_out, r.describe()
     assert r.returncode in (0, 1), r.describe()  # no limit hit: the blown-up value is unknown
-    assert r.elapsed < 10, r.describe()
     small = ["--assume", "a<=1", "--assume", "b<=1"]  # (a + b)^k <= 2^k: fits int64 for a while
     r = run_cli([cmd, src, *small, *extra, "--max-expr-size", "20", *(["--force"] if extra else [])],
-                cwd=tmp_path, timeout=30)
+                cwd=tmp_path, timeout=120)
     assert not r.timed_out, r.describe()
     assert r.returncode == 2, r.describe()
     assert find_line(r, ["limit max-expr-size exceeded (value", "); raise with --max-expr-size"]), r.describe()
-    assert r.elapsed < 10, r.describe()
 
 
 def test_limit_flags_are_documented_in_help() -> None:
