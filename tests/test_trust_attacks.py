@@ -247,7 +247,7 @@ def test_a_marker_of_many_names_costs_a_few_findings(tmp_path: Path, capsys: pyt
     is a rule still works, wherever it is in the list."""
     names = ",".join(f"x{i:06d}" for i in range(200_000))
     onnx.save(_with_marker(names + ",SF104"), str(tmp_path / "m.onnx"))
-    code, out, err = run(capsys, "lint", "--no-cache", "--format", "json", str(tmp_path / "m.onnx"))
+    code, out, err = run(capsys, "lint", "--no-cache", "--show-info", "--format", "json", str(tmp_path / "m.onnx"))
     doc = json.loads(out)
     codes = [d["code"] for d in doc["diagnostics"]]
     assert code == 0 and "SF104" not in codes, err  # suppressed by the entry after the junk
@@ -268,7 +268,7 @@ def test_unused_suppressions_are_listed_up_to_a_bound(tmp_path: Path, capsys: py
     m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
     m.ir_version = 8
     onnx.save(m, str(tmp_path / "m.onnx"))
-    code, out, _ = run(capsys, "lint", "--no-cache", "--format", "json", str(tmp_path / "m.onnx"))
+    code, out, _ = run(capsys, "lint", "--no-cache", "--show-info", "--format", "json", str(tmp_path / "m.onnx"))
     found = json.loads(out)["diagnostics"]
     assert code == 0 and len(found) == 1_001 and {d["code"] for d in found} == {"SF008"}
     summary = [d for d in found if "more suppression entries" in d["message"]]
