@@ -380,3 +380,65 @@ def test_running_out_of_memory_in_one_file_is_a_limit(tmp_path: Path, monkeypatc
     code, out, err = run(capsys, "lint", "--no-cache", "bad.onnx", "sf104.onnx")
     assert code == 2 and "internal error" not in out + err, out + err
     assert "bad.onnx: error SF006" in out and "max-memory" in out and "sf104.onnx" in out and "SF104" in out, out
+
+
+# -- 7. the rewrite candidates lint lists are inside the time limit, and linear --------------------------
+
+def _duplicates_into_one_concat(n: int) -> onnx.ModelProto:
+    """``n`` identical Relu nodes of one input, all read by one Concat: every Relu but the first is
+    a merge-duplicates candidate, and each asks whether the Concat reads its output directly."""
+    from onnx import TensorProto, helper
+
+    nodes = [helper.make_node("Relu", ["x"], [f"t{i}"], name=f"r{i}") for i in range(n)]
+    nodes.append(helper.make_node("Concat", [f"t{i}" for i in range(n)], ["y"], name="cat", axis=0))
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 8
+    return m
+
+
+def _indexed(model: onnx.ModelProto):  # type: ignore[no-untyped-def]
+    from shapeflow.graph import build_graph
+    from shapeflow.inference import infer
+    from shapeflow.io import load_model_bytes
+
+    graph = build_graph(load_model_bytes(model.SerializeToString(), "m.onnx"))
+    return graph, infer(graph)
+
+
+def test_the_candidate_search_checks_the_time_limit() -> None:
+    """lint checked the clock between rules, and the search for rewrite candidates is one of them:
+    a Concat of 40,000 duplicate Relus ran 166 s under the default --timeout of 120 s."""
+    from shapeflow.errors import LimitExceededError
+    from shapeflow.limits import file_deadline
+    from shapeflow.passes.manager import find_candidates
+
+    graph, inference = _indexed(_duplicates_into_one_concat(300))
+    assert len(find_candidates(graph, inference)) == 299
+    with file_deadline(-1.0), pytest.raises(LimitExceededError, match="timeout"):
+        find_candidates(graph, inference)
+
+
+class _CountedList(tuple):  # type: ignore[type-arg]
+    """A node's inputs (a tuple) that count the scans for a name."""
+
+    scans = 0
+
+    def __contains__(self, item: object) -> bool:
+        _CountedList.scans += 1
+        return super().__contains__(item)
+
+
+def test_the_candidate_search_reads_a_wide_node_s_inputs_once() -> None:
+    """Each duplicate asked ``name in concat.inputs``, a scan of the Concat's 40,000 names: quadratic
+    (166 s for 40,000 duplicates, 9.5 s once the inputs are a set)."""
+    from shapeflow.passes.manager import find_candidates
+
+    n = 2_000
+    graph, inference = _indexed(_duplicates_into_one_concat(n))
+    cat = next(info for info in graph.nodes if info.op_type == "Concat")
+    cat.inputs = _CountedList(cat.inputs)
+    _CountedList.scans = 0
+    assert len(find_candidates(graph, inference)) == n - 1
+    assert _CountedList.scans < 10, _CountedList.scans
