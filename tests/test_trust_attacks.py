@@ -4,7 +4,8 @@ Each test is an attack that worked on the code the issue was closed with: a file
 before the parse did not see (an unknown group in front of the messages, the bodies of subgraphs
 and functions, the count's own bookkeeping), phases of a file that ``--timeout`` did not reach,
 a marker of a million names, a settings file of eighty thousand globs, signals in the middle of
-a write, and small holes in ``--files-from``. Hostile files live in private temporary folders only.
+a write, small holes in ``--files-from``, and a rewrite-candidate search that was quadratic and
+outside the time limit. Hostile files live in private temporary folders only.
 """
 
 from __future__ import annotations
