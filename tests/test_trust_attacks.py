@@ -53,6 +53,7 @@ def group(number: int, payload: bytes = b"") -> bytes:
 
 
 HEAD = b"\x08\x08" + ld(8, b"\x10\x0d")  # ir_version 8, opset_import {"": 13}
+FLOAT = ld(2, ld(1, b"\x08\x01"))  # a ValueInfoProto's type: a float tensor of unknown shape
 
 
 def model_bytes(graph: bytes, before_graph: bytes = b"") -> bytes:
@@ -64,13 +65,14 @@ def bodies_model(n: int) -> bytes:
     on the wire, each a scope to index (about 2 KiB)."""
     attr = ld(1, b"g") + tag(20, 0) + varint(10) + ld(11, b"") * n  # name, type GRAPHS, graphs
     node = ld(1, b"x") + ld(2, b"z") + ld(4, b"Foo") + ld(7, b"custom") + ld(5, attr)
-    graph = ld(1, node) + ld(11, ld(1, b"x")) + ld(12, ld(1, b"z"))
+    graph = ld(1, node) + ld(11, ld(1, b"x") + FLOAT) + ld(12, ld(1, b"z") + FLOAT)
     return HEAD + ld(8, ld(1, b"custom") + b"\x10\x01") + ld(7, graph)
 
 
 def functions_model(n: int) -> bytes:
     """``n`` empty model-local functions (named f0, f1, ...) and a one-node main graph."""
-    graph = ld(1, ld(1, b"x") + ld(2, b"y") + ld(4, b"Identity")) + ld(11, ld(1, b"x")) + ld(12, ld(1, b"y"))
+    graph = (ld(1, ld(1, b"x") + ld(2, b"y") + ld(4, b"Identity")) + ld(11, ld(1, b"x") + FLOAT)
+             + ld(12, ld(1, b"y") + FLOAT))
     functions = b"".join(ld(25, ld(1, b"f%d" % i) + ld(10, b"local")) for i in range(n))
     return HEAD + functions + ld(7, graph)
 
