@@ -26,7 +26,7 @@ from .dims import Bound, Dim, Shape, Sym, assuming, current_assumptions, substit
 from .errors import LimitExceededError
 from .facts import AxisNode, CallFacts
 from .graph import ModelGraph, NodeInfo, Scope
-from .limits import DEFAULT_LIMITS, Limits
+from .limits import DEFAULT_LIMITS, Limits, deadline
 from .ops import REGISTRY, control, fallback
 from .ops.base import OpCall
 from .ops.constants import tensor_info_from_proto
@@ -280,7 +280,8 @@ class _Runner:
         self.progress = progress
         self.done = 0
         self.total = len(self.g.nodes)
-        self.deadline = time.monotonic() + result.limits.timeout
+        self.bodies = 0  # scopes run: a model of many empty bodies has few nodes to count time by
+        self.deadline = deadline(result.limits)
         self.max_rank = result.limits.max_rank
         self.max_expr = result.limits.max_expr_size
         # domain -> op_type -> shape rule (None: outputs unknown), resolved once per op type
@@ -317,6 +318,9 @@ class _Runner:
         # The loop body runs once per node of the model: the common case (one output, a rule that
         # answers) is kept free of calls that are not the rule itself.
         r, g = self.r, self.g
+        self.bodies += 1
+        if not self.bodies & 0xFF:
+            self._tick()
         table = r.tensors[scope.id]
         self._seed(scope, table, args)
         in_function = self.in_function[scope.id]
