@@ -8,6 +8,7 @@ states with what the runtime computes. Goldens are onnxruntime's outputs.
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 import tempfile
 from collections.abc import Iterator, Mapping
@@ -111,3 +112,35 @@ def test_dim_just_past_the_cap_wraps(runner: shapearith.Runner) -> None:
     assert [int(v) for v in outputs(runner, m, feeds)[0]] == [0, 0]
     assert stated(m, "y") is None
     assert_same_outputs(runner, m, feeds)
+
+
+# -- infer -o: a computed dim written with the text of an input's opaque dim name ------------------
+
+def test_infer_o_never_writes_an_input_dim_name_for_another_dim(runner: shapearith.Runner, tmp_path: Path) -> None:
+    """``x`` declares the opaque name ``"N + 1"``; ``z = Concat(y, [1])`` is the computed N + 1.
+    Written as the same dim_param, onnxruntime takes them for one size: its planner reuses z's
+    buffer for ``relu(x)``, and the annotated model fails where the original runs (x of 2, y of
+    50). The computed dim must be left unknown (or named apart), the input's kept."""
+    m = model("""
+      z = Concat<axis=0>(y, one)
+      w = Relu(z)
+      w2 = Relu(w)
+      v = Relu(x)
+      v2 = Relu(v)
+      s1 = ReduceSum<keepdims=0>(w2)
+      s2 = ReduceSum<keepdims=0>(v2)
+      u = Add(s1, s2)
+    """, inputs='float["N + 1"] x, float[N] y', outputs="float u", inits="float[1] one = {1.0}")
+    src, out = tmp_path / "m.onnx", tmp_path / "o.onnx"
+    onnx.save(m, str(src))
+    r = subprocess.run([sys.executable, "-m", "shapeflow", "infer", str(src), "-o", str(out)],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    written = onnx.load(str(out))
+    dims = {vi.name: [d.dim_param or d.dim_value for d in vi.type.tensor_type.shape.dim] for vi in written.graph.value_info}
+    assert dims["v"] == ["N + 1"]  # x's own dim, by its name
+    assert dims["z"] != ["N + 1"]
+    for nx, ny in ((2, 50), (0, 3), (50, 2), (3, 2)):
+        feeds = {"x": np.arange(nx, dtype=np.float32), "y": np.arange(ny, dtype=np.float32)}
+        want = outputs(runner, m, feeds)
+        assert [a.tobytes() for a in outputs(runner, written, feeds)] == [a.tobytes() for a in want]
