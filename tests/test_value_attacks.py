@@ -144,3 +144,28 @@ def test_infer_o_never_writes_an_input_dim_name_for_another_dim(runner: shapeari
         feeds = {"x": np.arange(nx, dtype=np.float32), "y": np.arange(ny, dtype=np.float32)}
         want = outputs(runner, m, feeds)
         assert [a.tobytes() for a in outputs(runner, written, feeds)] == [a.tobytes() for a in want]
+
+
+# -- one input that repeats a dim name on two axes ---------------------------------------------------
+
+def test_a_name_repeated_on_one_input_is_not_one_size_for_optimize(runner: shapearith.Runner) -> None:
+    """``x: [N, N]``: onnxruntime runs it on a [2, 3] input, where dim 1 - dim 0 is 1. The
+    shared-name premise (optimize relies only on what holds when each declaration of a name is
+    fed its own size) covered two inputs that share a name, not one input that repeats it:
+    optimize folded the difference to 0. infer and lint keep the ONNX contract."""
+    m = model("""
+      s = Shape(x)
+      a = Gather<axis=0>(s, i0)
+      b = Gather<axis=0>(s, i1)
+      d = Sub(b, a)
+      r = Abs(d)
+    """, inputs="float[N, N] x", outputs="int64[1] r", inits="int64[1] i0 = {0}, int64[1] i1 = {1}")
+    for shape in ((2, 3), (3, 1), (0, 2), (2, 2)):
+        feeds = {"x": np.ones(shape, np.float32)}
+        assert outputs(runner, m, feeds)[0].tolist() == [abs(shape[1] - shape[0])]
+        assert_same_outputs(runner, m, feeds)
+    assert stated(m, "r") == (0,)  # the contract: one name, one size
+    g = build_graph(load_model_bytes(m.SerializeToString(), "m.onnx"))
+    t = infer(g, independent=True).tensors[0]
+    assert str(t["b"].value[0]) == "N@x:1"
+    assert t["r"].value is None or type(t["r"].value[0]) is not int
