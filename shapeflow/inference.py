@@ -32,6 +32,7 @@ from .ops.base import OpCall
 from .ops.constants import tensor_info_from_proto
 from .ops.evaluated import keeps_value
 from .ops.numeric import canonical_value
+from .signatures import DTYPES, input_type_error, signature
 from .tensorinfo import TensorInfo
 
 # A dim declared again (shared_dim_names): (graph input, dim name), or with the axis for a name an
@@ -90,6 +91,16 @@ class Inference:
     # (a symbol >= 1 where the model fails otherwise): the domain its results hold in.
     assumptions: Mapping[str, Bound] = field(default_factory=dict)
     ranges: Mapping[str, Bound] = field(default_factory=dict)
+    # node id -> why onnx's shape inference of the node fails, as onnxruntime runs it when it
+    # loads the model (asked only of nodes whose inputs a shape rule doubted: ``doubt``)
+    load_errors: dict[int, str] = field(default_factory=dict)
+    # function body node id -> (the input type error a call's run meets there, that call's node
+    # id): onnxruntime checks a function's nodes with each call's types (SF013)
+    call_type_errors: dict[int, tuple[str, int]] = field(default_factory=dict)
+    # Tensors computed by a node that fails (a Squeeze of a dim known != 1, a node onnxruntime
+    # refuses) or from one: their shapes are what the node meant, which no runtime computes, so a
+    # doubt about a node that reads them is not asked (it would blame the reader).
+    tainted: set[str] = field(default_factory=set, repr=False)
     # Graph inputs that share a dim name were given symbols of their own (``independent``, what
     # the rewrites rely on): (input, dim name[, axis]) -> the symbol's name (shared_dim_names).
     independent: bool = False
@@ -151,6 +162,22 @@ class Inference:
 
     def subgraph_outputs(self, nid: int, attr: str) -> list[TensorInfo | None] | None:
         return self.subgraph_out.get(nid, {}).get(attr)
+
+    def doubt(self, call: OpCall) -> None:
+        """Ask onnx's inference of ``call``'s node whether onnxruntime refuses it (once per node)."""
+        tainted = self.tainted
+        if tainted and any(name in tainted for name in call.input_names):
+            return  # downstream of a failure: the inputs are not what onnxruntime would see
+        if call.nid not in self.load_errors:
+            why = fallback.load_time_error(call)
+            if why is not None:
+                self.load_errors[call.nid] = why
+        if call.nid in self.load_errors:
+            self.taint(call)
+
+    def taint(self, call: OpCall) -> None:
+        """``call``'s node fails: its outputs (and what is computed from them) are tainted."""
+        self.tainted.update(name for name in call.output_names if name)
 
 
 def infer(graph: ModelGraph, bindings: Mapping[str, int] | None = None,
@@ -277,6 +304,7 @@ class _Runner:
         # are opaque rather than an error: a few times the model's own size (exporters' calls of
         # one function mostly share a signature), so nested calls cannot multiply the work.
         self.env: dict[str, onnx.AttributeProto] | None = None
+        self.callers: list[int] = []  # the call nodes whose bodies are running, outermost first
         self.depth = 0
         self.calls: dict[tuple, list[TensorInfo | None] | None] = {}
         self.call_budget = min(result.limits.max_nodes, max(4 * len(self.g.nodes), 100_000))
@@ -310,6 +338,8 @@ class _Runner:
         rule_for = self._rule_for
         shapes = self.shapes
         max_expr = self.max_expr
+        at_call = in_function and bool(self.callers)  # a body run with one call's inputs
+        tainted = r.tainted  # (one set for the run, filled in place)
         for nid in scope.order:
             info = nodes[nid]
             ins: list[TensorInfo | None] = []
@@ -324,6 +354,8 @@ class _Runner:
                 self._run_bodies(nid, info, ins)
             outs: list[TensorInfo | None] | None = None
             since = info.since_version
+            if at_call and since is not None:
+                self._check_call_types(nid, info, ins)
             if since is not None:  # else a custom domain, an unknown op, or a function call
                 by_op = rules.get(info.domain)
                 rule = by_op.get(info.op_type, _MISSING) if by_op is not None else _MISSING
@@ -368,6 +400,8 @@ class _Runner:
                 if fsid is not None:
                     outs = self._call(fsid, nid, info, ins)
             outputs = info.outputs
+            if tainted and any(name in tainted for name in info.inputs):
+                tainted.update(name for name in outputs if name)
             if len(outputs) == 1:
                 t = outs[0] if outs else None
                 name = outputs[0]
@@ -504,11 +538,13 @@ class _Runner:
         for i in scopes:
             r.tensors[i] = {}
         self.depth += 1
+        self.callers.append(caller)
         try:
             self.run_scope(body, list(ins[:len(body.inputs)]))
             table = r.tensors[fsid]
             outs: list[TensorInfo | None] | None = [table.get(o) for o in body.outputs]
         finally:
+            self.callers.pop()
             self.depth -= 1
             r.memo, r.axis_nodes, self.env = saved
             for i, t in zip(scopes, saved_tables):
@@ -521,6 +557,19 @@ class _Runner:
         if facts:
             r.call_facts.append(CallFacts(caller, fsid, tuple(facts)))
         return outs
+
+    def _check_call_types(self, nid: int, info: "NodeInfo", ins: list[TensorInfo | None]) -> None:
+        """Record the first input type error of a function body's node at this call's types."""
+        errors = self.r.call_type_errors
+        if nid in errors:
+            return
+        sig = signature(info.domain, info.op_type, info.since_version)
+        if sig is None:
+            return
+        dtypes = [t.dtype if t is not None and t.dtype in DTYPES else 0 for t in ins]
+        problem = input_type_error(sig, dtypes) if any(dtypes) else None
+        if problem is not None:
+            errors[nid] = (problem[1], self.callers[0])
 
     def _descendants(self, fsid: int) -> list[int]:
         """Scope ``fsid`` and every body nested in it."""

@@ -55,10 +55,10 @@ def _check_opsets(imports: Iterable[onnx.OperatorSetIdProto], shown: str, where:
             )
 
 
-def _uses_default_domain(graph: onnx.GraphProto) -> bool:
-    """Whether a node of ``graph`` or of a body nested in it is an ai.onnx op (iterative: bodies
-    nest as deep as protobuf allows)."""
-    stack = [graph]
+def _uses_default_domain(graph: onnx.GraphProto | onnx.FunctionProto) -> bool:
+    """Whether a node of ``graph`` (or a function's body) or of a body nested in it is an ai.onnx
+    op (iterative: bodies nest as deep as protobuf allows)."""
+    stack: list[onnx.GraphProto | onnx.FunctionProto] = [graph]
     while stack:
         g = stack.pop()
         for node in g.node:
@@ -79,7 +79,7 @@ def _check_structure(proto: onnx.ModelProto, shown: str) -> None:
     if proto.ir_version <= 0:
         raise ModelUnreadableError(f"invalid ir_version {proto.ir_version}", file=shown)
     default = [op.version for op in proto.opset_import if op.domain in _DEFAULT_DOMAINS]
-    if not default and _uses_default_domain(proto.graph):
+    if not default and any(_uses_default_domain(body) for body in (proto.graph, *proto.functions)):
         # A model of ai.onnx.ml (or training) ops alone needs no ai.onnx import: onnx's checker
         # passes it and onnxruntime runs it.
         raise ModelUnreadableError("no opset_import for ai.onnx", file=shown)

@@ -19,7 +19,7 @@ from ..tensorinfo import MAX_VALUE_ELEMS, TensorInfo
 from .base import OpCall, numel, register, same_as_input
 from .constants import FLOAT_TYPES
 from .numeric import DOUBLE, INT_RANGES, canonical_element, cast_element, float_holds
-from .shape_ops import broadcast_join, broadcast_shapes
+from .shape_ops import broadcast_conflict, broadcast_join, broadcast_shapes
 
 TensorProto = onnx.TensorProto
 
@@ -255,6 +255,8 @@ def broadcast_op(call: OpCall) -> list[TensorInfo | None]:
         return [_legacy_broadcast(call, dtype)]
     if any(t is None for t in ins) or not ins:
         return [TensorInfo(dtype, None)]
+    if broadcast_conflict([t.shape for t in ins]):  # type: ignore[union-attr]
+        call.doubt()
     out = broadcast_shapes([t.shape for t in ins], broadcast_join(call))  # type: ignore[union-attr]
     value = None
     fn = _value_fn(call, ins)  # type: ignore[arg-type]
@@ -335,6 +337,8 @@ def where(call: OpCall) -> list[TensorInfo | None]:
     dtype = call.dtype(1) or call.dtype(2)
     if len(ins) < 3 or any(t is None for t in ins):
         return [TensorInfo(dtype, None)]
+    if broadcast_conflict([t.shape for t in ins]):  # type: ignore[union-attr]
+        call.doubt()
     out = broadcast_shapes([t.shape for t in ins], broadcast_join(call))  # type: ignore[union-attr]
     value = None
     if out is not None:
@@ -364,6 +368,10 @@ def matmul(call: OpCall) -> list[TensorInfo | None]:
         sa = [1, *sa]
     if squeeze_b:
         sb = sb + [1]
+    inner = (sa[-1], sb[-2])
+    if (type(inner[0]) is int and type(inner[1]) is int and inner[0] != inner[1]) or \
+            broadcast_conflict([tuple(sa[:-2]), tuple(sb[:-2])]):
+        call.doubt()
     batch = broadcast_shapes([tuple(sa[:-2]), tuple(sb[:-2])], broadcast_join(call))
     if batch is None:
         return [TensorInfo(dtype, None)]
@@ -377,8 +385,13 @@ def gemm(call: OpCall) -> list[TensorInfo | None]:
     dtype = a.dtype if a else 0
     if a is None or b is None or a.rank != 2 or b.rank != 2:
         return [TensorInfo(dtype, (None, None))]
-    m = a.shape[1] if call.attr_int("transA", 0) else a.shape[0]  # type: ignore[index]
-    n = b.shape[0] if call.attr_int("transB", 0) else b.shape[1]  # type: ignore[index]
+    trans_a, trans_b = call.attr_int("transA", 0), call.attr_int("transB", 0)
+    m = a.shape[1] if trans_a else a.shape[0]  # type: ignore[index]
+    n = b.shape[0] if trans_b else b.shape[1]  # type: ignore[index]
+    k_a = a.shape[0] if trans_a else a.shape[1]  # type: ignore[index]
+    k_b = b.shape[1] if trans_b else b.shape[0]  # type: ignore[index]
+    if type(k_a) is int and type(k_b) is int and k_a != k_b:
+        call.doubt()
     return [TensorInfo(dtype, (m, n))]
 
 
@@ -409,6 +422,7 @@ def reduce(call: OpCall) -> list[TensorInfo | None]:
     try:
         norm = normalize_axes(axes, rank) if axes else tuple(range(rank))
     except AxisError:
+        call.doubt()
         return [None]
     if keep:
         out = tuple(1 if k in norm else d for k, d in enumerate(t.shape))
@@ -426,6 +440,7 @@ def arg_reduce(call: OpCall) -> list[TensorInfo | None]:
     try:
         (axis,) = normalize_axes([call.attr_int("axis", 0) or 0], rank)
     except (AxisError, ValueError):
+        call.doubt()
         return [None]
     if call.attr_int("keepdims", 1):
         out = tuple(1 if k == axis else d for k, d in enumerate(t.shape))

@@ -62,6 +62,7 @@ def gather(call: OpCall) -> list[TensorInfo | None]:
     try:
         axis = normalize_axis(call.attr_int("axis", 0) or 0, rank)
     except AxisError:
+        call.doubt()
         return [None]
     out_shape = data.shape[:axis] + idx.shape + data.shape[axis + 1:]
     value = None
@@ -180,10 +181,13 @@ def slice_(call: OpCall) -> list[TensorInfo | None]:
     try:
         norm_axes = [normalize_axis(a, rank) for a in axes]
     except AxisError:
+        call.doubt()
         return [None]
     spec: dict[int, tuple[Dim, Dim, int]] = {}
     for a, s, e, st in zip(norm_axes, starts, ends, steps):
         if type(st) is not int or st == 0:
+            if st == 0:
+                call.doubt()
             return [None]
         out[a] = _slice_len(data.shape[a], s, e, st)
         spec[a] = (s, e, st)
@@ -211,11 +215,17 @@ def concat(call: OpCall) -> list[TensorInfo | None]:
         rank = known[0].rank if known else None
         return [TensorInfo(dtype, None if rank is None else (None,) * rank)]
     rank = len(known[0].shape)  # type: ignore[arg-type]
+    if any(len(t.shape) != rank for t in known):  # type: ignore[arg-type]
+        call.doubt()
+        return [TensorInfo(dtype, None)]
     try:
         # axis is required from Concat-4; Concat-1 without it concatenates on axis 1
         axis = normalize_axis(call.attr_int("axis", 1 if call.since < 4 else 0) or 0, rank)
     except AxisError:
+        call.doubt()
         return [None]
+    if _static_conflict(known, axis):
+        call.doubt()
     out: list[Dim] = []
     for k in range(rank):
         if k == axis:
@@ -240,6 +250,15 @@ def concat(call: OpCall) -> list[TensorInfo | None]:
                 break
         value = tuple(vals) if vals and len(vals) <= MAX_VALUE_ELEMS else None
     return [TensorInfo(dtype, tuple(out), value)]
+
+
+def _static_conflict(inputs: list[TensorInfo], axis: int) -> bool:
+    """Whether two inputs of a Concat have different known dims off the axis (onnx's shape
+    inference refuses them even where one input is empty)."""
+    for k in range(len(inputs[0].shape)):  # type: ignore[arg-type]
+        if k != axis and len({t.shape[k] for t in inputs if type(t.shape[k]) is int}) > 1:  # type: ignore[index]
+            return True
+    return False
 
 
 def _nonempty(shape: Shape) -> bool:
@@ -354,16 +373,20 @@ def reshape(call: OpCall) -> list[TensorInfo | None]:
     out: list[Dim] = []
     minus_at = -1
     doubtful: list[int] = []  # symbolic targets that might be 0 (and then copy the input's dim)
+    if allowzero and -1 in target and 0 in target:
+        call.doubt()  # onnxruntime cannot infer a -1 beside a literal 0 that stays 0
     for k, t in enumerate(target):
         if type(t) is int:
             if t == 0 and not allowzero:
                 out.append(in_shape[k] if in_shape is not None and k < len(in_shape) else None)
             elif t == -1:
                 if minus_at >= 0:
+                    call.doubt()
                     return [TensorInfo(dtype, None)]
                 minus_at = k
                 out.append(None)
             elif t < 0:
+                call.doubt()
                 return [TensorInfo(dtype, None)]
             else:
                 out.append(t)
@@ -430,6 +453,19 @@ def broadcast_shapes(shapes: list[Shape], join: Callable[[Dim, Dim], Dim] | None
     return tuple(out)
 
 
+def broadcast_conflict(shapes: list[Shape]) -> bool:
+    """Whether known dims of ``shapes`` cannot broadcast (two ints, neither 1, that differ)."""
+    known = [s for s in shapes if s is not None]
+    if len(known) < 2:
+        return False
+    rank = max(len(s) for s in known)
+    for k in range(1, rank + 1):
+        ints = {s[-k] for s in known if len(s) >= k and type(s[-k]) is int and s[-k] != 1}
+        if len(ints) > 1:
+            return True
+    return False
+
+
 def broadcast_join(call: OpCall) -> Callable[[Dim, Dim], Dim] | None:
     """The namer of unknown broadcasts for ``call``'s inference: only where graph inputs have
     symbols of their own (inference.infer, independent), where it keeps ``x + y`` of a mask
@@ -448,6 +484,8 @@ def expand(call: OpCall) -> list[TensorInfo | None]:
         if data is not None and data.shape is not None and s is not None and type(s[0]) is int:
             return [TensorInfo(dtype, broadcast_shapes([data.shape, (None,) * s[0]]))]
         return [TensorInfo(dtype, None)]
+    if broadcast_conflict([data.shape if data else None, tuple(v)]):
+        call.doubt()
     out = broadcast_shapes([data.shape if data else None, tuple(v)], broadcast_join(call))
     value = None
     if data is not None and data.value is not None and len(data.value) == 1 and out is not None:
@@ -539,6 +577,7 @@ def transpose(call: OpCall) -> list[TensorInfo | None]:
     if perm is None:
         perm = list(range(rank - 1, -1, -1))
     if sorted(perm) != list(range(rank)):
+        call.doubt()
         return [None]
     out = tuple(data.shape[p] for p in perm)
     value = None
@@ -576,6 +615,7 @@ def flatten(call: OpCall) -> list[TensorInfo | None]:
     if axis < 0:
         axis += rank
     if not 0 <= axis <= rank:
+        call.doubt()
         return [None]
     return [TensorInfo(data.dtype, (_product(list(data.shape[:axis])), _product(list(data.shape[axis:]))))]
 
