@@ -8,6 +8,7 @@ lint driver's hub: it runs the judging rules, then asks the rewrite engine for i
 from __future__ import annotations
 
 import gc
+import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Collection, Iterator, Mapping, Sequence
@@ -22,7 +23,8 @@ from .assume import alias_bindings, check_assumptions, check_proven, resolve_pre
 from .inference import Inference, Progress, declared_symbols, infer, shared_dim_names
 from .declared import Written, declared_unproven
 from .io import LoadedModel
-from .limits import DEFAULT_LIMITS, Limits
+from .errors import LimitExceededError
+from .limits import DEFAULT_LIMITS, Limits, deadline
 from .opsets import opset_map
 from .rules import LintContext, Rule, select_rules
 from .rules.calls import at_call_sites
@@ -325,7 +327,11 @@ def _judge(loaded: LoadedModel, graph: ModelGraph, inference: Inference,
     diags: list[Diagnostic] = []
     reported: dict[str, list[Diagnostic]] = {}
     chosen = rules if rules is not None else select_rules(ignore=["SF2"])
+    limits = inference.limits
+    at = deadline(limits)  # each rule walks the model once: the time limit holds to within one of them
     for rule in chosen:
+        if time.monotonic() > at:
+            raise LimitExceededError("timeout", f"{limits.timeout:g} s", "--timeout", file=loaded.path)
         if rule.code in CODES and CANDIDATES not in ctx.cache:  # (the SF2xx rules come last)
             wanted = frozenset(r.code for r in chosen if r.code in CODES)
             ctx.cache[CANDIDATES] = rewrite_candidates(ctx, reported, wanted)

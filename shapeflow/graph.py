@@ -18,6 +18,7 @@ Everything here walks with explicit stacks and loops: a 200,000-node chain must 
 
 from __future__ import annotations
 
+import time
 from collections import deque
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Iterator, Union
@@ -26,7 +27,7 @@ from ._onnx import onnx
 
 from .errors import GraphInvalidError, LimitExceededError
 from .io import LoadedModel
-from .limits import DEFAULT_LIMITS, Limits
+from .limits import DEFAULT_LIMITS, Limits, deadline
 from .opsets import canonical_domain, opset_map, since_version
 
 if TYPE_CHECKING:
@@ -242,10 +243,15 @@ def build_graph(loaded: LoadedModel, limits: Limits = DEFAULT_LIMITS) -> ModelGr
     pending: deque[tuple[Body, str, str, int | None, int | None, dict[str, int]]] = deque(
         [(model.graph, "main", "graph", None, None, model_opsets)]
     )
+    if len(model.functions) > limits.max_nodes:  # each body is a unit of --max-nodes (_index_scope)
+        raise LimitExceededError("max-nodes", count_nodes(model), "--max-nodes", file=g.path)
     for fn in model.functions:
         fn_opsets = opset_map(fn.opset_import) or model_opsets
         pending.append((fn, f"{fn.domain}::{fn.name}", "function", None, None, fn_opsets))
+    at = deadline(limits)
     while pending:
+        if not len(g.scopes) & 0xFF and time.monotonic() > at:  # (a body costs ~50 nodes' time to index)
+            raise LimitExceededError("timeout", f"{limits.timeout:g} s", "--timeout", file=g.path)
         body, path, kind, parent, owner, opsets = pending.popleft()
         scope = Scope(len(g.scopes), path, kind, body, parent, owner, opsets)
         if owner is not None:
@@ -300,7 +306,10 @@ def _index_scope(g: ModelGraph, scope: Scope, limits: Limits, pending: deque) ->
     add_node = nodes.append
     sid = scope.id
     base = len(nodes)  # node ids of one scope are consecutive: nid == base + index
-    room = limits.max_nodes - base
+    # --max-nodes counts the bodies of subgraphs and functions too (those indexed and those
+    # waiting): an empty body costs more to index than a node (wire.SCOPE_COST), and is 2 bytes
+    # on the wire. A node's index must stay below ``room``; each body found lowers it.
+    room = limits.max_nodes - base - (len(g.scopes) - 1) - len(pending)
     node_list = body.node
     # One schema lookup per op type, not per node: domain -> op_type -> (domain, since, op_type).
     # Keeping the first op_type string also shares one str among all nodes of that type.
@@ -348,9 +357,15 @@ def _index_scope(g: ModelGraph, scope: Scope, limits: Limits, pending: deque) ->
             for attr in attrs:
                 kind = attr.type
                 if kind == graph_attr:
+                    room -= 1
+                    if index >= room:
+                        raise LimitExceededError("max-nodes", count_nodes(g.model), "--max-nodes", file=file)
                     pending.append((attr.g, f"{scope.path}/{g.display(nid)}.{attr.name}", "graph",
                                     sid, nid, opsets))
                 elif kind == graphs_attr:
+                    room -= len(attr.graphs)
+                    if index >= room:
+                        raise LimitExceededError("max-nodes", count_nodes(g.model), "--max-nodes", file=file)
                     for k, sub in enumerate(attr.graphs):
                         pending.append((sub, f"{scope.path}/{g.display(nid)}.{attr.name}[{k}]",
                                         "graph", sid, nid, opsets))
@@ -368,9 +383,10 @@ def _index_scope(g: ModelGraph, scope: Scope, limits: Limits, pending: deque) ->
 
 
 def count_nodes(model: onnx.ModelProto) -> int:
-    """Nodes in every graph, subgraph and model-local function (the --max-nodes count), with an
-    explicit stack: only called once the limit is hit, to report the value."""
-    total = 0
+    """Nodes in every graph, subgraph and model-local function, plus the bodies of those subgraphs
+    and functions (the --max-nodes count), with an explicit stack: only called once the limit is
+    hit, to report the value."""
+    total = len(model.functions)
     stack: list = [model.graph, *model.functions]
     graph_attr, graphs_attr = onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS
     while stack:
@@ -380,8 +396,10 @@ def count_nodes(model: onnx.ModelProto) -> int:
             for attr in node.attribute:
                 if attr.type == graph_attr:
                     stack.append(attr.g)
+                    total += 1
                 elif attr.type == graphs_attr:
                     stack.extend(attr.graphs)
+                    total += len(attr.graphs)
     return total
 
 

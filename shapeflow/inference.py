@@ -26,7 +26,7 @@ from .dims import Bound, Dim, Shape, Sym, assuming, current_assumptions, substit
 from .errors import LimitExceededError
 from .facts import AxisNode, CallFacts
 from .graph import ModelGraph, NodeInfo, Scope
-from .limits import DEFAULT_LIMITS, Limits
+from .limits import DEFAULT_LIMITS, Limits, deadline
 from .ops import REGISTRY, control, fallback
 from .ops.base import OpCall
 from .ops.constants import tensor_info_from_proto
@@ -34,6 +34,10 @@ from .ops.evaluated import keeps_value
 from .ops.numeric import canonical_value
 from .signatures import DTYPES, input_type_error, signature
 from .tensorinfo import TensorInfo
+
+# A dim declared again (shared_dim_names): (graph input, dim name), or with the axis for a name an
+# input repeats on several of its axes.
+CopyKey = tuple[str, str] | tuple[str, str, int]
 
 Progress = Callable[[int, int], None]
 TensorProto = onnx.TensorProto
@@ -102,9 +106,9 @@ class Inference:
     # doubt about a node that reads them is not asked (it would blame the reader).
     tainted: set[str] = field(default_factory=set, repr=False)
     # Graph inputs that share a dim name were given symbols of their own (``independent``, what
-    # the rewrites rely on): (input, dim name) -> the symbol's name (shared_dim_names).
+    # the rewrites rely on): (input, dim name[, axis]) -> the symbol's name (shared_dim_names).
     independent: bool = False
-    copies: Mapping[tuple[str, str], str] = field(default_factory=dict)
+    copies: Mapping[CopyKey, str] = field(default_factory=dict)
     # (independent) the broadcasts of two dims inference cannot tell apart, by name (broadcast_join)
     joins: dict[frozenset, Sym] = field(default_factory=dict, repr=False)
     join_names: dict[str, frozenset] = field(default_factory=dict, repr=False)
@@ -202,15 +206,15 @@ def infer(graph: ModelGraph, bindings: Mapping[str, int] | None = None,
     start = user
     if copies:
         start = dict(user)
-        for (_, name), copy in copies.items():
-            rep = alias.get(name, name)  # (a range stated on an aliased name is its representative's)
+        for key, copy in copies.items():
+            rep = alias.get(key[1], key[1])  # (a range stated on an aliased name is its representative's)
             if rep in user and copy not in alias:
                 lo, hi = user[rep]
                 clo, chi = start.get(copy, (None, None))
                 start[copy] = (lo if clo is None else clo if lo is None else max(lo, clo),
                                hi if chi is None else chi if hi is None else min(hi, chi))
         if bindings:
-            bindings = {**bindings, **{copy: bindings[name] for (_, name), copy in copies.items() if name in bindings}}
+            bindings = {**bindings, **{copy: bindings[key[1]] for key, copy in copies.items() if key[1] in bindings}}
     result = _run(graph, bindings, limits, progress, user, start, alias, independent, copies)
     if result.ranges != start:
         # The run proved facts (a -1 Reshape makes seq >= 1 wherever the model runs). Nodes
@@ -219,42 +223,48 @@ def infer(graph: ModelGraph, bindings: Mapping[str, int] | None = None,
     return result
 
 
-def shared_dim_names(graph: ModelGraph) -> dict[tuple[str, str], str]:
+def shared_dim_names(graph: ModelGraph) -> dict[CopyKey, str]:
     """(graph input, dim name) -> a symbol name of its own, for each graph input after the first
     that declares a name: ``batch`` on ``input_ids`` and ``attention_mask`` is ``batch`` and
-    ``batch@attention_mask``. Empty when no two graph inputs share a name (the common case)."""
+    ``batch@attention_mask``; and (graph input, dim name, axis) -> one for each axis of an input
+    after the first that repeats a name (``[n, n]``: ``n`` and ``n@x:1``; onnxruntime feeds
+    ``[2, 3]`` there too). Empty when no name is declared twice (the common case)."""
     body = graph.model.graph
     first: dict[str, str] = {}
-    later: list[tuple[str, str]] = []
+    later: list[CopyKey] = []
     declared = declared_symbols(graph)
     for vi in body.input:
         if vi.type.WhichOneof("value") != "tensor_type" or not vi.type.tensor_type.HasField("shape"):
             continue
-        for d in vi.type.tensor_type.shape.dim:
+        seen: set[str] = set()  # the names this input declared on an earlier axis
+        for axis, d in enumerate(vi.type.tensor_type.shape.dim):
             if d.WhichOneof("value") != "dim_param" or not d.dim_param:
                 continue
             name = d.dim_param
             owner = first.setdefault(name, vi.name)
-            if owner != vi.name and (vi.name, name) not in later:
+            if name in seen:
+                later.append((vi.name, name, axis))
+            elif owner != vi.name:
                 later.append((vi.name, name))
-    copies: dict[tuple[str, str], str] = {}
-    for input_name, name in later:
-        copy = f"{name}@{input_name}"
+            seen.add(name)
+    copies: dict[CopyKey, str] = {}
+    for key in later:
+        copy = f"{key[1]}@{key[0]}" + (f":{key[2]}" if len(key) == 3 else "")
         while copy in declared:  # (a model that declares such a name itself)
             copy += "'"
         declared.add(copy)
-        copies[(input_name, name)] = copy
+        copies[key] = copy
     return copies
 
 
 def _run(graph: ModelGraph, bindings: Mapping[str, int] | None, limits: Limits, progress: Progress | None,
          user: dict[str, Bound], start: Mapping[str, Bound], aliases: dict[str, str],
-         independent: bool = False, copies: Mapping[tuple[str, str], str] | None = None) -> Inference:
+         independent: bool = False, copies: Mapping[CopyKey, str] | None = None) -> Inference:
     result = Inference(graph, dict(bindings or {}), limits)
     result.assumptions = user
     result.aliases = aliases
     result.independent = independent
-    result.copies = dict(copies or {})
+    result.copies = dict(copies) if copies else {}
     result.tensors = [dict() for _ in graph.scopes]
     runner = _Runner(result, progress)
     with assuming(start):
@@ -293,7 +303,8 @@ class _Runner:
         self.progress = progress
         self.done = 0
         self.total = len(self.g.nodes)
-        self.deadline = time.monotonic() + result.limits.timeout
+        self.bodies = 0  # scopes run: a model of many empty bodies has few nodes to count time by
+        self.deadline = deadline(result.limits)
         self.max_rank = result.limits.max_rank
         self.max_expr = result.limits.max_expr_size
         # domain -> op_type -> shape rule (None: outputs unknown), resolved once per op type
@@ -330,6 +341,9 @@ class _Runner:
         # The loop body runs once per node of the model: the common case (one output, a rule that
         # answers) is kept free of calls that are not the rule itself.
         r, g = self.r, self.g
+        self.bodies += 1
+        if not self.bodies & 0xFF:
+            self._tick()
         table = r.tensors[scope.id]
         self._seed(scope, table, args)
         in_function = self.in_function[scope.id]
@@ -651,7 +665,7 @@ class _Runner:
         return info.op_type if info.domain == "" else f"{info.domain}::{info.op_type}"
 
     def _from_type(self, tp: onnx.TypeProto, bindings: Mapping[str, int], name: str,
-                   copies: Mapping[tuple[str, str], str] | None = None) -> TensorInfo | None:
+                   copies: Mapping[CopyKey, str] | None = None) -> TensorInfo | None:
         aliases = self.r.aliases
         if tp.WhichOneof("value") != "tensor_type":
             return None
@@ -662,12 +676,14 @@ class _Runner:
         if len(dims) > self.max_rank:
             raise LimitExceededError("max-rank", len(dims), "--max-rank", file=self.g.path, tensor=name)
         shape: list[Dim] = []
-        for d in dims:
+        for axis, d in enumerate(dims):
             which = d.WhichOneof("value")
             if which == "dim_value":
                 shape.append(int(d.dim_value) if d.dim_value >= 0 else None)
             elif which == "dim_param" and d.dim_param:
-                p = copies.get((name, d.dim_param), d.dim_param) if copies else d.dim_param
+                p = d.dim_param
+                if copies:
+                    p = copies.get((name, p, axis)) or copies.get((name, p), p)
                 s: Dim = Sym.symbol(aliases.get(p, p) if aliases else p)
                 shape.append(substitute(s, bindings) if bindings else s)
             else:

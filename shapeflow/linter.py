@@ -35,7 +35,7 @@ from .io import LoadedModel, load_model, parse_model_file, read_model_file, save
 from .assume import parse_assumptions
 from .codes import REFUSAL_CODES
 from .config import severity_table
-from .limits import DEFAULT_LIMITS, Limits
+from .limits import DEFAULT_LIMITS, Limits, file_deadline
 from .rules import LintContext, Rule, rejection_diagnostic, resolve_selector, select_rules
 from . import suppress
 from .results import FileResultJSON
@@ -123,12 +123,23 @@ class _Linter:
         not the caller's). Findings always name ``path``."""
         result = FileResult(path)
         try:
-            self._lint(path, result, data, source)
+            with file_deadline(self.options.limits.timeout):  # --timeout is per file, every phase in it
+                self._lint(path, result, data, source)
         except ShapeflowError as exc:
             result.diagnostics = [rejection_diagnostic(exc, path)] if exc.code or isinstance(exc, LimitExceededError) else []
             result.rejected = bool(result.diagnostics)
             result.error = None if result.rejected else str(exc)
             result.exit_code = exc.exit_code
+            result.changed = False
+            result.diff = ""
+        except MemoryError:
+            # an allocation failed (``ulimit -v``, or what the --max-memory checks did not foresee):
+            # a limit this file hit, not a bug; the others are still linted
+            limit = LimitExceededError("max-memory", "out of memory", Limits.FLAGS["max_memory"], file=path)
+            result.diagnostics = [rejection_diagnostic(limit, path)]
+            result.rejected = True
+            result.error = None
+            result.exit_code = limit.exit_code
             result.changed = False
             result.diff = ""
         except Exception as exc:  # a bug: report it for this file and go on with the others

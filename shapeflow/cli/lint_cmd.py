@@ -193,7 +193,8 @@ def command(models: tuple[str, ...], fmt: str, select: tuple[str, ...], extend_s
         from .._version import __version__
         from ..baseline import write_baseline as write
 
-        read = [s.source for _, s, _ in run.settings if s.source] + ([config_path] if config_path else [])
+        read = [s.source for _, s, _ in run.settings if s.source] + ([config_path] if config_path else []) \
+            + [f for f in files_from if f != "-"]
         n = write(write_baseline, results, run.root, __version__, inputs=read)
         _notes(results, debug)
         if not quiet:
@@ -336,8 +337,11 @@ def _listed(sources: tuple[str, ...]) -> list[str]:
         except OSError as exc:
             raise UsageError(f"--files-from {display_path(source)}: {exc.strerror or exc}") from None
         # split at \n only: str.splitlines also splits at form feeds, U+2028... which a path may hold
-        for line in text.decode("utf-8", "surrogateescape").split("\n"):
+        for number, line in enumerate(text.decode("utf-8", "surrogateescape").split("\n"), 1):
             line = line.removesuffix("\r")
+            if "\0" in line:  # no path holds one; the system calls would refuse it (exit 3 before)
+                raise UsageError(f"--files-from {display_path(source)}: line {number} holds a NUL byte, "
+                                 "which no path can (a list from find -print0 needs tr '\\0' '\\n')")
             if line.strip():
                 out.append(line)
     return out

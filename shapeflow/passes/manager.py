@@ -36,7 +36,7 @@ from ..facts import AxisNode
 from ..graph import INITIALIZER, ModelGraph, build_graph
 from ..inference import Inference, infer, shared_dim_names
 from ..io import LoadedModel, refuse_unsafe_external_data
-from ..limits import DEFAULT_LIMITS, Limits
+from ..limits import DEFAULT_LIMITS, Limits, deadline
 from ..opsets import MAX_KNOWN_OPSET, canonical_domain
 from ..ops.control import zero_trip_nodes
 from .base import (
@@ -231,8 +231,14 @@ def find_candidates(graph: ModelGraph, inference: Inference, *, strict: bool = F
     # cyclic collector would walk the whole index again and again (as in ``rewrite_model``).
     gc_was_enabled = gc.isenabled()
     gc.disable()
+    # the file's --timeout holds here too: a rule's match may cost more than a node's worth (lint's
+    # rules phase checks the clock only between rules, and this search is one of them)
+    limits = inference.limits
+    at = deadline(limits)
     try:
-        for nid, tried in dispatch.plan(ctx, latest_first=False):
+        for k, (nid, tried) in enumerate(dispatch.plan(ctx, latest_first=False)):
+            if not k & 0xFF and time.monotonic() > at:
+                raise LimitExceededError("timeout", f"{limits.timeout:g} s", "--timeout", file=graph.path)
             if nid in blocked_ids:
                 continue
             for rule in tried:
