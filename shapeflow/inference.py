@@ -28,13 +28,18 @@ from .dims import Bound, Dim, Shape, Sym, assuming, current_assumptions, substit
 from .errors import LimitExceededError, RuleCrashWarning
 from .facts import AxisNode, CallFacts
 from .graph import ModelGraph, NodeInfo, Scope
-from .limits import DEFAULT_LIMITS, Limits
+from .limits import DEFAULT_LIMITS, Limits, deadline
 from .ops import REGISTRY, control, fallback
 from .ops.base import OpCall
 from .ops.constants import tensor_info_from_proto
 from .ops.evaluated import keeps_value
 from .ops.numeric import canonical_value
+from .signatures import DTYPES, input_type_error, signature
 from .tensorinfo import TensorInfo
+
+# A dim declared again (shared_dim_names): (graph input, dim name), or with the axis for a name an
+# input repeats on several of its axes.
+CopyKey = tuple[str, str] | tuple[str, str, int]
 
 Progress = Callable[[int, int], None]
 TensorProto = onnx.TensorProto
@@ -88,10 +93,24 @@ class Inference:
     # (a symbol >= 1 where the model fails otherwise): the domain its results hold in.
     assumptions: Mapping[str, Bound] = field(default_factory=dict)
     ranges: Mapping[str, Bound] = field(default_factory=dict)
+    # Symbols the user stated to be one dim (``--assume a==b``): ``b`` is read as ``a``.
+    aliases: Mapping[str, str] = field(default_factory=dict)
+    # The statements in force, as reported (``*>=1``, ``seq>=3``, ``a==b``).
+    premises: tuple[str, ...] = ()
+    # node id -> why onnx's shape inference of the node fails, as onnxruntime runs it when it
+    # loads the model (asked only of nodes whose inputs a shape rule doubted: ``doubt``)
+    load_errors: dict[int, str] = field(default_factory=dict)
+    # function body node id -> (the input type error a call's run meets there, that call's node
+    # id): onnxruntime checks a function's nodes with each call's types (SF013)
+    call_type_errors: dict[int, tuple[str, int]] = field(default_factory=dict)
+    # Tensors computed by a node that fails (a Squeeze of a dim known != 1, a node onnxruntime
+    # refuses) or from one: their shapes are what the node meant, which no runtime computes, so a
+    # doubt about a node that reads them is not asked (it would blame the reader).
+    tainted: set[str] = field(default_factory=set, repr=False)
     # Graph inputs that share a dim name were given symbols of their own (``independent``, what
-    # the rewrites rely on): (input, dim name) -> the symbol's name (shared_dim_names).
+    # the rewrites rely on): (input, dim name[, axis]) -> the symbol's name (shared_dim_names).
     independent: bool = False
-    copies: Mapping[tuple[str, str], str] = field(default_factory=dict)
+    copies: Mapping[CopyKey, str] = field(default_factory=dict)
     # (independent) the broadcasts of two dims inference cannot tell apart, by name (broadcast_join)
     joins: dict[frozenset[Dim], Sym] = field(default_factory=dict, repr=False)
     join_names: dict[str, frozenset[Dim]] = field(default_factory=dict, repr=False)
@@ -150,6 +169,22 @@ class Inference:
     def subgraph_outputs(self, nid: int, attr: str) -> list[TensorInfo | None] | None:
         return self.subgraph_out.get(nid, {}).get(attr)
 
+    def doubt(self, call: OpCall) -> None:
+        """Ask onnx's inference of ``call``'s node whether onnxruntime refuses it (once per node)."""
+        tainted = self.tainted
+        if tainted and any(name in tainted for name in call.input_names):
+            return  # downstream of a failure: the inputs are not what onnxruntime would see
+        if call.nid not in self.load_errors:
+            why = fallback.load_time_error(call)
+            if why is not None:
+                self.load_errors[call.nid] = why
+        if call.nid in self.load_errors:
+            self.taint(call)
+
+    def taint(self, call: OpCall) -> None:
+        """``call``'s node fails: its outputs (and what is computed from them) are tainted."""
+        self.tainted.update(name for name in call.output_names if name)
+
 
 def rule_crashed(graph: ModelGraph, nid: int, info: NodeInfo, exc: BaseException) -> None:
     """A shape rule raised on node ``nid``: a bug in shapeflow, never the model's fault. A strange
@@ -165,11 +200,19 @@ def rule_crashed(graph: ModelGraph, nid: int, info: NodeInfo, exc: BaseException
                   RuleCrashWarning, stacklevel=2)
 
 
+def _taint_through(tainted: set[str], info: NodeInfo) -> None:
+    """A node that reads a tainted tensor computes tainted ones (``Inference.tainted``)."""
+    if any(name in tainted for name in info.inputs):
+        tainted.update(name for name in info.outputs if name)
+
+
 def infer(graph: ModelGraph, bindings: Mapping[str, int] | None = None,
           limits: Limits = DEFAULT_LIMITS, progress: Progress | None = None,
-          assumptions: Mapping[str, Bound] | None = None, independent: bool = False) -> Inference:
+          assumptions: Mapping[str, Bound] | None = None,
+          aliases: Mapping[str, str] | None = None, independent: bool = False) -> Inference:
     """Infer every tensor of ``graph``. ``bindings`` substitutes symbols (``{"batch": 1}``);
-    ``assumptions`` are the ranges the user stated (``{"seq": (3, None)}``, ``--assume seq>=3``).
+    ``assumptions`` are the ranges the user stated (``{"seq": (3, None)}``, ``--assume seq>=3``);
+    ``aliases`` the symbols stated to be another (``{"b": "a"}``, ``--assume a==b``).
 
     By default a dim name is one size on every graph input that declares it (ONNX's contract:
     what the model says about its inputs). onnxruntime does not check that: two inputs declared
@@ -177,60 +220,73 @@ def infer(graph: ModelGraph, bindings: Mapping[str, int] | None = None,
     ``independent`` each graph input after the first that declares a name gets a symbol of its
     own for it (``batch@mask``; ``copies``), so that what inference states holds for every input
     onnxruntime accepts: the rewrites rely on that (SPEC.md section 4). Bindings and assumptions
-    on a name hold for each of its symbols."""
+    on a name hold for each of its symbols. An alias may name such a symbol
+    (``--assume batch==batch@mask``: the user states the mask's batch is the first input's)."""
     user = dict(assumptions or {})
+    alias = dict(aliases or {})
     copies = shared_dim_names(graph) if independent else {}
     start = user
     if copies:
         start = dict(user)
-        for (_, name), copy in copies.items():
-            if name in user:
-                start[copy] = user[name]
+        for key, copy in copies.items():
+            rep = alias.get(key[1], key[1])  # (a range stated on an aliased name is its representative's)
+            if rep in user and copy not in alias:
+                lo, hi = user[rep]
+                clo, chi = start.get(copy, (None, None))
+                start[copy] = (lo if clo is None else clo if lo is None else max(lo, clo),
+                               hi if chi is None else chi if hi is None else min(hi, chi))
         if bindings:
-            bindings = {**bindings, **{copy: bindings[name] for (_, name), copy in copies.items() if name in bindings}}
-    result = _run(graph, bindings, limits, progress, user, start, independent, copies)
+            bindings = {**bindings, **{copy: bindings[key[1]] for key, copy in copies.items() if key[1] in bindings}}
+    result = _run(graph, bindings, limits, progress, user, start, alias, independent, copies)
     if result.ranges != start:
         # The run proved facts (a -1 Reshape makes seq >= 1 wherever the model runs). Nodes
         # before the one that proved them did not know them: one more run starts from them.
-        result = _run(graph, bindings, limits, progress, user, result.ranges, independent, copies)
+        result = _run(graph, bindings, limits, progress, user, result.ranges, alias, independent, copies)
     return result
 
 
-def shared_dim_names(graph: ModelGraph) -> dict[tuple[str, str], str]:
+def shared_dim_names(graph: ModelGraph) -> dict[CopyKey, str]:
     """(graph input, dim name) -> a symbol name of its own, for each graph input after the first
     that declares a name: ``batch`` on ``input_ids`` and ``attention_mask`` is ``batch`` and
-    ``batch@attention_mask``. Empty when no two graph inputs share a name (the common case)."""
+    ``batch@attention_mask``; and (graph input, dim name, axis) -> one for each axis of an input
+    after the first that repeats a name (``[n, n]``: ``n`` and ``n@x:1``; onnxruntime feeds
+    ``[2, 3]`` there too). Empty when no name is declared twice (the common case)."""
     body = graph.model.graph
     first: dict[str, str] = {}
-    later: list[tuple[str, str]] = []
+    later: list[CopyKey] = []
     declared = declared_symbols(graph)
     for vi in body.input:
         if vi.type.WhichOneof("value") != "tensor_type" or not vi.type.tensor_type.HasField("shape"):
             continue
-        for d in vi.type.tensor_type.shape.dim:
+        seen: set[str] = set()  # the names this input declared on an earlier axis
+        for axis, d in enumerate(vi.type.tensor_type.shape.dim):
             if d.WhichOneof("value") != "dim_param" or not d.dim_param:
                 continue
             name = d.dim_param
             owner = first.setdefault(name, vi.name)
-            if owner != vi.name and (vi.name, name) not in later:
+            if name in seen:
+                later.append((vi.name, name, axis))
+            elif owner != vi.name:
                 later.append((vi.name, name))
-    copies: dict[tuple[str, str], str] = {}
-    for input_name, name in later:
-        copy = f"{name}@{input_name}"
+            seen.add(name)
+    copies: dict[CopyKey, str] = {}
+    for key in later:
+        copy = f"{key[1]}@{key[0]}" + (f":{key[2]}" if len(key) == 3 else "")
         while copy in declared:  # (a model that declares such a name itself)
             copy += "'"
         declared.add(copy)
-        copies[(input_name, name)] = copy
+        copies[key] = copy
     return copies
 
 
 def _run(graph: ModelGraph, bindings: Mapping[str, int] | None, limits: Limits, progress: Progress | None,
-         user: dict[str, Bound], start: Mapping[str, Bound], independent: bool = False,
-         copies: Mapping[tuple[str, str], str] | None = None) -> Inference:
+         user: dict[str, Bound], start: Mapping[str, Bound], aliases: dict[str, str],
+         independent: bool = False, copies: Mapping[CopyKey, str] | None = None) -> Inference:
     result = Inference(graph, dict(bindings or {}), limits)
     result.assumptions = user
+    result.aliases = aliases
     result.independent = independent
-    result.copies = dict(copies or {})
+    result.copies = dict(copies) if copies else {}
     result.tensors = [dict() for _ in graph.scopes]
     runner = _Runner(result, progress)
     with assuming(start):
@@ -269,7 +325,8 @@ class _Runner:
         self.progress = progress
         self.done = 0
         self.total = len(self.g.nodes)
-        self.deadline = time.monotonic() + result.limits.timeout
+        self.bodies = 0  # scopes run: a model of many empty bodies has few nodes to count time by
+        self.deadline = deadline(result.limits)
         self.max_rank = result.limits.max_rank
         self.max_expr = result.limits.max_expr_size
         # domain -> op_type -> shape rule (None: outputs unknown), resolved once per op type
@@ -283,6 +340,7 @@ class _Runner:
         # are opaque rather than an error: a few times the model's own size (exporters' calls of
         # one function mostly share a signature), so nested calls cannot multiply the work.
         self.env: dict[str, onnx.AttributeProto] | None = None
+        self.callers: list[int] = []  # the call nodes whose bodies are running, outermost first
         self.depth = 0
         self.calls: dict[tuple[Any, ...], list[TensorInfo | None] | None] = {}
         self.call_budget = min(result.limits.max_nodes, max(4 * len(self.g.nodes), 100_000))
@@ -301,10 +359,17 @@ class _Runner:
             by_op[op_type] = rule
         return rule
 
+    def _count_body(self) -> None:
+        """One more scope run: a model of many empty bodies has few nodes to count time by."""
+        self.bodies += 1
+        if not self.bodies & 0xFF:
+            self._tick()
+
     def run_scope(self, scope: Scope, args: list[TensorInfo | None] | None = None) -> None:
         # The loop body runs once per node of the model: the common case (one output, a rule that
         # answers) is kept free of calls that are not the rule itself; the rest is in helpers.
         r, g = self.r, self.g
+        self._count_body()
         table = r.tensors[scope.id]
         self._seed(scope, table, args)
         in_function = self.in_function[scope.id]
@@ -315,6 +380,8 @@ class _Runner:
         rules = self.rules
         rule_for = self._rule_for
         shapes = self.shapes
+        at_call = in_function and bool(self.callers)  # a body run with one call's inputs
+        tainted = r.tainted  # (one set for the run, filled in place)
         for nid in scope.order:
             info = nodes[nid]
             ins: list[TensorInfo | None] = []
@@ -330,6 +397,8 @@ class _Runner:
             outs: list[TensorInfo | None] | None = None
             since = info.since_version
             if since is not None:  # else a custom domain, an unknown op, or a function call
+                if at_call:
+                    self._check_call_types(nid, info, ins)
                 by_op = rules.get(info.domain)
                 rule = by_op.get(info.op_type, _MISSING) if by_op is not None else _MISSING
                 if rule is _MISSING:
@@ -354,6 +423,8 @@ class _Runner:
                 if fsid is not None:
                     outs = self._call(fsid, nid, info, ins)
             outputs = info.outputs
+            if tainted:
+                _taint_through(tainted, info)
             if len(outputs) == 1:
                 t = outs[0] if outs else None
                 name = outputs[0]
@@ -526,11 +597,13 @@ class _Runner:
         for i in scopes:
             r.tensors[i] = {}
         self.depth += 1
+        self.callers.append(caller)
         try:
             self.run_scope(body, list(ins[:len(body.inputs)]))
             table = r.tensors[fsid]
             outs: list[TensorInfo | None] | None = [table.get(o) for o in body.outputs]
         finally:
+            self.callers.pop()
             self.depth -= 1
             r.memo, r.axis_nodes, self.env = saved
             for i, t in zip(scopes, saved_tables):
@@ -543,6 +616,19 @@ class _Runner:
         if facts:
             r.call_facts.append(CallFacts(caller, fsid, tuple(facts)))
         return outs
+
+    def _check_call_types(self, nid: int, info: "NodeInfo", ins: list[TensorInfo | None]) -> None:
+        """Record the first input type error of a function body's node at this call's types."""
+        errors = self.r.call_type_errors
+        if nid in errors:
+            return
+        sig = signature(info.domain, info.op_type, info.since_version)
+        if sig is None:
+            return
+        dtypes = [t.dtype if t is not None and t.dtype in DTYPES else 0 for t in ins]
+        problem = input_type_error(sig, dtypes) if any(dtypes) else None
+        if problem is not None:
+            errors[nid] = (problem[1], self.callers[0])
 
     def _descendants(self, fsid: int) -> list[int]:
         """Scope ``fsid`` and every body nested in it."""
@@ -621,7 +707,8 @@ class _Runner:
         return info.op_type if info.domain == "" else f"{info.domain}::{info.op_type}"
 
     def _from_type(self, tp: onnx.TypeProto, bindings: Mapping[str, int], name: str,
-                   copies: Mapping[tuple[str, str], str] | None = None) -> TensorInfo | None:
+                   copies: Mapping[CopyKey, str] | None = None) -> TensorInfo | None:
+        aliases = self.r.aliases
         if tp.WhichOneof("value") != "tensor_type":
             return None
         tt = tp.tensor_type
@@ -631,12 +718,15 @@ class _Runner:
         if len(dims) > self.max_rank:
             raise LimitExceededError("max-rank", len(dims), "--max-rank", file=self.g.path, tensor=name)
         shape: list[Dim] = []
-        for d in dims:
+        for axis, d in enumerate(dims):
             which = d.WhichOneof("value")
             if which == "dim_value":
                 shape.append(int(d.dim_value) if d.dim_value >= 0 else None)
             elif which == "dim_param" and d.dim_param:
-                s: Dim = Sym.symbol(copies.get((name, d.dim_param), d.dim_param) if copies else d.dim_param)
+                p = d.dim_param
+                if copies:
+                    p = copies.get((name, p, axis)) or copies.get((name, p), p)
+                s: Dim = Sym.symbol(aliases.get(p, p) if aliases else p)
                 shape.append(substitute(s, bindings) if bindings else s)
             else:
                 shape.append(None)

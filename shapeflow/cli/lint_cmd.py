@@ -171,7 +171,8 @@ def command(models: tuple[str, ...], fmt: str, select: tuple[str, ...], extend_s
         _check_assumed(assume, results)
     debug = _debug()
     if write_baseline:
-        read = [s.source for _, s, _ in run.settings if s.source] + ([config_path] if config_path else [])
+        read = [s.source for _, s, _ in run.settings if s.source] + ([config_path] if config_path else []) \
+            + [f for f in files_from if f != "-"]
         code = _write_baseline(write_baseline, results, run.root, read, quiet=quiet, debug=debug)
         click.get_current_context().exit(code)
         return code
@@ -212,8 +213,8 @@ def _check_ignorable(ignore: tuple[str, ...], extend_ignore: tuple[str, ...]) ->
 
 def _check_assumed(assume: tuple[str, ...], results: list[FileResult]) -> None:
     """An --assume that names a symbol of no model linted is a typo, not a no-op."""
-    used = {name for r in results for name in parse_assumptions(r.assumptions)}
-    for name in parse_assumptions(assume):
+    used = {name for r in results for name in parse_assumptions(r.assumptions).names()}
+    for name in sorted(parse_assumptions(assume).names()):
         if name not in used and any(not r.rejected for r in results):
             raise UsageError(f"--assume names '{name}', which is a symbol of no model linted")
 
@@ -372,8 +373,11 @@ def _listed(sources: tuple[str, ...]) -> list[str]:
         except OSError as exc:
             raise UsageError(f"--files-from {display_path(source)}: {exc.strerror or exc}") from None
         # split at \n only: str.splitlines also splits at form feeds, U+2028... which a path may hold
-        for line in text.decode("utf-8", "surrogateescape").split("\n"):
+        for number, line in enumerate(text.decode("utf-8", "surrogateescape").split("\n"), 1):
             line = line.removesuffix("\r")
+            if "\0" in line:  # no path holds one; the system calls would refuse it (exit 3 before)
+                raise UsageError(f"--files-from {display_path(source)}: line {number} holds a NUL byte, "
+                                 "which no path can (a list from find -print0 needs tr '\\0' '\\n')")
             if line.strip():
                 out.append(line)
     return out

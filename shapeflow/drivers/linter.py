@@ -34,11 +34,10 @@ from ..errors import (
 from ..graph import ModelGraph
 from ..inference import Inference
 from ..io import LoadedModel, load_model, parse_model_file, read_model_file, save_model
-from ..assume import assumption_texts
+from ..assume import parse_assumptions
 from ..codes import REFUSAL_CODES
 from .config import severity_table
-from ..dims import Bound
-from ..limits import DEFAULT_LIMITS, Limits
+from ..limits import DEFAULT_LIMITS, Limits, file_deadline
 from ..rules import LintContext, Rule, rejection_diagnostic, resolve_selector, select_rules
 from . import suppress
 from ..results import FileResultJSON
@@ -54,8 +53,8 @@ class LintOptions:
     severity: tuple[tuple[str, Severity], ...] = ()  # (selector, level), later entries win ties
     exit_zero: bool = False
     dims: tuple[tuple[str, int], ...] = ()
-    # --assume ranges (name, (lo, hi)); each file uses those that name one of its symbols
-    assume: tuple[tuple[str, Bound], ...] = ()
+    # --assume statements ("seq>=3", "*>=1", "a==b"); each file uses those that name its symbols
+    assume: tuple[str, ...] = ()
     limits: Limits = DEFAULT_LIMITS
     fix: bool = False
     diff: bool = False  # with fix: compute the change, write nothing
@@ -127,12 +126,23 @@ class _Linter:
         not the caller's). Findings always name ``path``."""
         result = FileResult(path)
         try:
-            self._lint(path, result, data, source)
+            with file_deadline(self.options.limits.timeout):  # --timeout is per file, every phase in it
+                self._lint(path, result, data, source)
         except ShapeflowError as exc:
             result.diagnostics = [rejection_diagnostic(exc, path)] if exc.code or isinstance(exc, LimitExceededError) else []
             result.rejected = bool(result.diagnostics)
             result.error = None if result.rejected else str(exc)
             result.exit_code = exc.exit_code
+            result.changed = False
+            result.diff = ""
+        except MemoryError:
+            # an allocation failed (``ulimit -v``, or what the --max-memory checks did not foresee):
+            # a limit this file hit, not a bug; the others are still linted
+            limit = LimitExceededError("max-memory", "out of memory", Limits.FLAGS["max_memory"], file=path)
+            result.diagnostics = [rejection_diagnostic(limit, path)]
+            result.rejected = True
+            result.error = None
+            result.exit_code = limit.exit_code
             result.changed = False
             result.diff = ""
         except Exception as exc:  # a bug: report it for this file and go on with the others
@@ -157,7 +167,7 @@ class _Linter:
             loaded = parse_model_file(path, data, opts.limits, source=source)
         result.external = loaded.external
         analysis = self._analyze(loaded)
-        result.assumptions = tuple(assumption_texts(analysis.inference.assumptions))
+        result.assumptions = analysis.inference.premises
         diags = self._finish(analysis.diagnostics)
         if opts.fix:
             # A finding suppressed in the model or listed in the baseline is not reported, so it is
@@ -211,7 +221,7 @@ class _Linter:
 
     def _analyze(self, loaded: LoadedModel) -> Analysis:
         return analyze(loaded, dims=self.dims, limits=self.options.limits, rules=self.rules,
-                       assumptions=dict(self.options.assume), only_known_symbols=True,
+                       assumptions=parse_assumptions(self.options.assume, "assume"), only_known_symbols=True,
                        progress=self.options.progress)
 
     def _finish(self, diags: list[Diagnostic]) -> list[Diagnostic]:

@@ -10,14 +10,17 @@ values go in as constant inputs.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from .._onnx import onnx
 from ..dims import Dim, Sym
+from ..graph import INITIALIZER
 from ..opsets import schema
+from ..signatures import DTYPES, input_type_error, signature
 from ..tensorinfo import TensorInfo
 from .base import OpCall
-from .constants import FLOAT_TYPES
+from .constants import FLOAT_TYPES, is_external
 
 # Ops whose shape function in onnx is known to disagree with onnxruntime on models it runs: never
 # asked (inference uses a rule of its own, or leaves the outputs unknown). Each entry says why;
@@ -51,6 +54,7 @@ def type_proto(t: TensorInfo, atoms: Atoms | None = None) -> onnx.TypeProto:
     tt.elem_type = t.dtype
     if t.shape is not None:
         shape = tt.shape
+        shape.SetInParent()  # a scalar has a shape, with no dims (no shape field: rank unknown)
         for d in t.shape:
             dim = shape.dim.add()
             if type(d) is int:
@@ -107,6 +111,7 @@ def infer_with_onnx(call: OpCall) -> list[TensorInfo | None]:
     try:
         outs = onnx.shape_inference.infer_node_outputs(sch, node, types, data, opset_imports=imports)
     except Exception:  # onnx refuses what it cannot infer; for us that is "unknown"
+        call.doubt()  # (and onnxruntime may refuse the model for it)
         return [None] * n_out
     result = [_from_type(outs[o], atoms.names) if o in outs else None for o in node.output]
     if any(t is not None and t.shape is not None and any(type(d) is not int for d in t.shape)
@@ -145,3 +150,99 @@ def _distrust_numbers_from_symbols(result: list[TensorInfo | None], sch: onnx.de
                      for i, d in enumerate(t.shape))
         if dims != t.shape:
             result[k] = TensorInfo(t.dtype, dims, None)
+
+
+# -- what onnxruntime's load-time inference says of one node -------------------------------------
+
+# Constant inputs larger than this are not handed to onnx: its shape functions read the data of
+# shape-like inputs only (a target shape, pads, axes, scales), which are small.
+_MAX_DATA_ELEMS = 4096
+_TAGS = re.compile(r"^\(op_type:[^)]*\):\s*|\[\w+Error\]\s*")
+
+
+def load_time_error(call: OpCall) -> str | None:
+    """Why onnx's shape inference of ``call``'s node fails, given what onnxruntime knows when it
+    loads the model (the input types and shapes, and the values of initializers and Constant
+    nodes; not values computed from shapes), or None when it does not fail or cannot be asked: an
+    input of unknown type, a type error (SF013's), a body attribute (If/Loop/Scan: ours)."""
+    node = call.node
+    if any(a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS) for a in node.attribute):
+        return None
+    domain = call.info.domain
+    dtypes = []
+    for name, t in zip(node.input, call.inputs):
+        if not name:
+            dtypes.append(0)
+            continue
+        if t is None or t.dtype not in DTYPES:
+            return None
+        dtypes.append(t.dtype)
+    sig = signature(domain, node.op_type, call.since)
+    if sig is None or input_type_error(sig, dtypes) is not None:
+        return None
+    sch = schema(domain, node.op_type, call.since)
+    if sch is None:
+        return None
+    types: dict[str, onnx.TypeProto] = {}
+    data: dict[str, onnx.TensorProto] = {}
+    for name, t in zip(node.input, call.inputs):
+        if name and t is not None:
+            types[name] = type_proto(t)
+            const = _ort_constant(call, name)
+            if const is not None:
+                data[name] = const
+    graph = call.engine.graph
+    imports = [onnx.helper.make_opsetid(d, v) for d, v in graph.scopes[call.scope].opsets.items()]
+    try:
+        onnx.shape_inference.infer_node_outputs(sch, node, types, data, opset_imports=imports,
+                                                ir_version=int(graph.model.ir_version))
+    except Exception as exc:  # InferenceError, or a ValidationError of the node itself
+        text = " ".join(str(exc).split())
+        return _TAGS.sub("", text).strip() or type(exc).__name__
+    return None
+
+
+def _ort_constant(call: OpCall, name: str) -> onnx.TensorProto | None:
+    """The value onnxruntime hands a shape function for input ``name``: an initializer that no
+    caller can override, or a Constant node's tensor (onnxruntime turns those into initializers)."""
+    graph = call.engine.graph
+    found = graph.definition(call.scope, name)
+    if found is None:
+        return None
+    sid, producer = found
+    scope = graph.scopes[sid]
+    t: onnx.TensorProto | None = None
+    if producer == INITIALIZER:
+        if graph.model.ir_version >= 4 and name in scope.inputs:
+            return None  # a graph input's default: the caller may feed another value
+        t = scope.initializers.get(name)
+    elif producer >= 0:
+        info = graph.nodes[producer]
+        if info.op_type != "Constant" or info.domain != "" or not info.has_attrs:
+            return None
+        t = _constant_tensor(info.peek())
+    if t is None or is_external(t):
+        return None
+    n = 1
+    for d in t.dims:
+        n *= int(d)
+    return t if n <= _MAX_DATA_ELEMS else None
+
+
+def _constant_tensor(node: onnx.NodeProto) -> onnx.TensorProto | None:
+    helper, tp = onnx.helper, onnx.TensorProto
+    for a in node.attribute:
+        if a.ref_attr_name:
+            return None
+        if a.name == "value" and a.HasField("t"):
+            t: onnx.TensorProto = a.t
+            return t
+        if a.name == "value_int":
+            return helper.make_tensor("", tp.INT64, [], [a.i])
+        if a.name == "value_ints":
+            return helper.make_tensor("", tp.INT64, [len(a.ints)], list(a.ints))
+        if a.name == "value_float":
+            return helper.make_tensor("", tp.FLOAT, [], [a.f])
+        if a.name == "value_floats":
+            return helper.make_tensor("", tp.FLOAT, [len(a.floats)], list(a.floats))
+    return None
