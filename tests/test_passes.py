@@ -1021,4 +1021,4 @@ def test_malformed_nodes_are_left_alone():
         optimize(model)
     assert {d.code for d in refused.value.diagnostics} == {"SF012"}
     analysis = analyze(loaded_of(model))
-    assert find_candidates(analysis.graph, analysis.inference) == []
+    assert find_candidates(analysis.graph, analysis.inference, select()) == []
