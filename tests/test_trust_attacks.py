@@ -404,6 +404,18 @@ def test_force_exclude_on_a_named_refused_model(tmp_path: Path, monkeypatch: pyt
     assert run(capsys, "lint", "--no-cache", "--force-exclude", "--exit-zero", "vendor/deep/bad.onnx")[0] == 0
 
 
+def test_an_unreadable_excluded_file_is_reported(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    """Not a model at all is what onnxruntime refuses first (SF001): exit 2, as for any file;
+    the command line's --exclude is how a user says "not a model of mine"."""
+    repo = _excluded_repo(tmp_path)
+    (repo / "vendor" / "deep" / "bad.onnx").write_bytes(b"this is not a model")
+    monkeypatch.chdir(repo)
+    code, out, err = run(capsys, "lint", "--no-cache", ".")
+    assert code == 2 and "vendor/deep/bad.onnx: error SF001" in out and "excluded by shapeflow.toml" in out, out
+    assert run(capsys, "lint", "--no-cache", ".", "--exclude", "vendor")[0] == 0
+
+
 def test_a_cached_result_does_not_skip_an_excluded_model(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                          capsys: pytest.CaptureFixture[str]) -> None:
     """The cache keys the refusal-only judgement by its own settings: a result stored by a run
