@@ -35,6 +35,10 @@ from .ops.numeric import canonical_value
 from .signatures import DTYPES, input_type_error, signature
 from .tensorinfo import TensorInfo
 
+# A dim declared again (shared_dim_names): (graph input, dim name), or with the axis for a name an
+# input repeats on several of its axes.
+CopyKey = tuple[str, str] | tuple[str, str, int]
+
 Progress = Callable[[int, int], None]
 TensorProto = onnx.TensorProto
 
@@ -98,9 +102,9 @@ class Inference:
     # doubt about a node that reads them is not asked (it would blame the reader).
     tainted: set[str] = field(default_factory=set, repr=False)
     # Graph inputs that share a dim name were given symbols of their own (``independent``, what
-    # the rewrites rely on): (input, dim name) -> the symbol's name (shared_dim_names).
+    # the rewrites rely on): (input, dim name[, axis]) -> the symbol's name (shared_dim_names).
     independent: bool = False
-    copies: Mapping[tuple[str, str], str] = field(default_factory=dict)
+    copies: Mapping[CopyKey, str] = field(default_factory=dict)
     # (independent) the broadcasts of two dims inference cannot tell apart, by name (broadcast_join)
     joins: dict[frozenset, Sym] = field(default_factory=dict, repr=False)
     join_names: dict[str, frozenset] = field(default_factory=dict, repr=False)
@@ -194,11 +198,11 @@ def infer(graph: ModelGraph, bindings: Mapping[str, int] | None = None,
     start = user
     if copies:
         start = dict(user)
-        for (_, name), copy in copies.items():
-            if name in user:
-                start[copy] = user[name]
+        for key, copy in copies.items():
+            if key[1] in user:
+                start[copy] = user[key[1]]
         if bindings:
-            bindings = {**bindings, **{copy: bindings[name] for (_, name), copy in copies.items() if name in bindings}}
+            bindings = {**bindings, **{copy: bindings[key[1]] for key, copy in copies.items() if key[1] in bindings}}
     result = _run(graph, bindings, limits, progress, user, start, independent, copies)
     if result.ranges != start:
         # The run proved facts (a -1 Reshape makes seq >= 1 wherever the model runs). Nodes
@@ -207,41 +211,47 @@ def infer(graph: ModelGraph, bindings: Mapping[str, int] | None = None,
     return result
 
 
-def shared_dim_names(graph: ModelGraph) -> dict[tuple[str, str], str]:
+def shared_dim_names(graph: ModelGraph) -> dict[CopyKey, str]:
     """(graph input, dim name) -> a symbol name of its own, for each graph input after the first
     that declares a name: ``batch`` on ``input_ids`` and ``attention_mask`` is ``batch`` and
-    ``batch@attention_mask``. Empty when no two graph inputs share a name (the common case)."""
+    ``batch@attention_mask``; and (graph input, dim name, axis) -> one for each axis of an input
+    after the first that repeats a name (``[n, n]``: ``n`` and ``n@x:1``; onnxruntime feeds
+    ``[2, 3]`` there too). Empty when no name is declared twice (the common case)."""
     body = graph.model.graph
     first: dict[str, str] = {}
-    later: list[tuple[str, str]] = []
+    later: list[CopyKey] = []
     declared = declared_symbols(graph)
     for vi in body.input:
         if vi.type.WhichOneof("value") != "tensor_type" or not vi.type.tensor_type.HasField("shape"):
             continue
-        for d in vi.type.tensor_type.shape.dim:
+        seen: set[str] = set()  # the names this input declared on an earlier axis
+        for axis, d in enumerate(vi.type.tensor_type.shape.dim):
             if d.WhichOneof("value") != "dim_param" or not d.dim_param:
                 continue
             name = d.dim_param
             owner = first.setdefault(name, vi.name)
-            if owner != vi.name and (vi.name, name) not in later:
+            if name in seen:
+                later.append((vi.name, name, axis))
+            elif owner != vi.name:
                 later.append((vi.name, name))
-    copies: dict[tuple[str, str], str] = {}
-    for input_name, name in later:
-        copy = f"{name}@{input_name}"
+            seen.add(name)
+    copies: dict[CopyKey, str] = {}
+    for key in later:
+        copy = f"{key[1]}@{key[0]}" + (f":{key[2]}" if len(key) == 3 else "")
         while copy in declared:  # (a model that declares such a name itself)
             copy += "'"
         declared.add(copy)
-        copies[(input_name, name)] = copy
+        copies[key] = copy
     return copies
 
 
 def _run(graph: ModelGraph, bindings: Mapping[str, int] | None, limits: Limits, progress: Progress | None,
          user: dict[str, Bound], start: Mapping[str, Bound], independent: bool = False,
-         copies: Mapping[tuple[str, str], str] | None = None) -> Inference:
+         copies: Mapping[CopyKey, str] | None = None) -> Inference:
     result = Inference(graph, dict(bindings or {}), limits)
     result.assumptions = user
     result.independent = independent
-    result.copies = dict(copies or {})
+    result.copies = dict(copies) if copies else {}
     result.tensors = [dict() for _ in graph.scopes]
     runner = _Runner(result, progress)
     with assuming(start):
@@ -642,7 +652,7 @@ class _Runner:
         return info.op_type if info.domain == "" else f"{info.domain}::{info.op_type}"
 
     def _from_type(self, tp: onnx.TypeProto, bindings: Mapping[str, int], name: str,
-                   copies: Mapping[tuple[str, str], str] | None = None) -> TensorInfo | None:
+                   copies: Mapping[CopyKey, str] | None = None) -> TensorInfo | None:
         if tp.WhichOneof("value") != "tensor_type":
             return None
         tt = tp.tensor_type
@@ -652,12 +662,15 @@ class _Runner:
         if len(dims) > self.max_rank:
             raise LimitExceededError("max-rank", len(dims), "--max-rank", file=self.g.path, tensor=name)
         shape: list[Dim] = []
-        for d in dims:
+        for axis, d in enumerate(dims):
             which = d.WhichOneof("value")
             if which == "dim_value":
                 shape.append(int(d.dim_value) if d.dim_value >= 0 else None)
             elif which == "dim_param" and d.dim_param:
-                s: Dim = Sym.symbol(copies.get((name, d.dim_param), d.dim_param) if copies else d.dim_param)
+                p = d.dim_param
+                if copies:
+                    p = copies.get((name, p, axis)) or copies.get((name, p), p)
+                s: Dim = Sym.symbol(p)
                 shape.append(substitute(s, bindings) if bindings else s)
             else:
                 shape.append(None)
