@@ -416,6 +416,17 @@ def test_an_unreadable_excluded_file_is_reported(tmp_path: Path, monkeypatch: py
     assert run(capsys, "lint", "--no-cache", ".", "--exclude", "vendor")[0] == 0
 
 
+def test_an_excluded_file_is_judged_within_the_limits(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    """An excluded model is read under the command line's limits, and one it cannot be judged
+    within is not passed (SF006, exit 2), as for any file."""
+    repo = _excluded_repo(tmp_path)
+    monkeypatch.chdir(repo)
+    code, out, err = run(capsys, "lint", "--no-cache", "--force-exclude", "--max-memory", "1M", "vendor/sf104.onnx")
+    assert code == 2 and "vendor/sf104.onnx: error SF006" in out and "excluded by shapeflow.toml" in out, out + err
+    assert "1 more file (1 rejected), excluded by shapeflow.toml" in err, err
+
+
 def test_a_cached_result_does_not_skip_an_excluded_model(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                          capsys: pytest.CaptureFixture[str]) -> None:
     """The cache keys the refusal-only judgement by its own settings: a result stored by a run

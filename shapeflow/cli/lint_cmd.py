@@ -217,7 +217,7 @@ def command(models: tuple[str, ...], fmt: str, select: tuple[str, ...], extend_s
     if not quiet:
         diags = [d for r in results for d in r.diagnostics]
         reported = [d for r in results for d in r.reported(show_info)]
-        line = lint_summary(len(results) - len(run.excluded), diags, rejected=sum(r.rejected for r in results),
+        line = lint_summary(len(results) - len(run.excluded), diags, rejected=sum(r.rejected for r in results if r.excluded_by is None),
                             failed=sum(1 for r in results if r.error), fixed=sum(r.fixed for r in results),
                             changed=sum(r.changed for r in results), fix=fix, diff=diff,
                             info_hidden=0 if statistics else len(diags) - len(reported),
@@ -227,9 +227,10 @@ def command(models: tuple[str, ...], fmt: str, select: tuple[str, ...], extend_s
         if run.excluded:
             # a settings file's exclude is the repository's word: it cannot pass a model onnxruntime refuses
             n = len(run.excluded)
-            line += (f"; {n:,} more file{'s' if n != 1 else ''}, excluded by "
-                     f"{', '.join(sorted({workspace.shown_source(s) for s in run.excluded.values()}))}, checked only "
-                     "for what onnxruntime refuses")
+            out_of = sum(1 for r in results if r.excluded_by is not None and r.rejected)
+            line += (f"; {n:,} more file{'s' if n != 1 else ''}{f' ({out_of:,} rejected)' if out_of else ''}, "
+                     f"excluded by {', '.join(sorted({workspace.shown_source(s) for s in run.excluded.values()}))}, "
+                     "checked only for what onnxruntime refuses")
         assumed = _assumptions(results)
         if assumed:
             line += f"; assuming {', '.join(assumed)}"
