@@ -847,6 +847,98 @@ class _Gen:
         if rng.random() < 0.15:  # a region tensor read outside the region
             self.add_data(rng.choice(region), rank1, d.bound ** d.rank, FLOAT)
 
+    # -- issue 22: what exporters write that inference now states --------------------------------
+    def op_heads(self) -> None:
+        """Dynamo's attention split: Reshape(x, Concat(Shape(x)[0:r-1], [-1, h])), allowzero 0 or
+        1, so that -1 sits beside dims that may be 0; sometimes a computed ``h*dim`` target."""
+        rng = self.rng
+        d = self.pick_data()
+        if d.rank < 1 or d.rank > 3:
+            return
+        shape = self.node("Shape", [d.name], INT64)
+        head = [self.node("Slice", [shape, self.const([0]), self.const([d.rank - 1])], INT64)] if d.rank > 1 else []
+        tail = self.const([-1, rng.choice((1, 2, 4))]) if rng.random() < 0.7 else self.const([rng.choice((1, 2)), -1])
+        if head and rng.random() < 0.3:
+            # a target k*dim at a position whose input dim is dim: 0 only where the dim is
+            k = self.const([rng.choice((1, 2, 4))])
+            head = [self.node("Mul", [head[0], k], INT64)] if d.rank == 2 else head
+        target = self.node("Concat", head + [tail], INT64, axis=0)
+        attrs = {"allowzero": rng.choice((0, 1))} if self.opset >= 14 else {}
+        out = self.node("Reshape", [d.name, target], d.dtype, **attrs)
+        self.add_data(out, d.rank + 1, d.bound, d.dtype)
+
+    def op_reduce_val(self) -> None:
+        """ReduceProd/Sum/Min/Max of a shape vector (tf2onnx builds Einsum and LayerNorm shapes
+        so), in int64 or after a Cast to int32, keepdims or not."""
+        rng = self.rng
+        v = self.vec_of(self.pick_val())
+        assert v.length is not None
+        op = rng.choice(("ReduceProd", "ReduceSum", "ReduceMin", "ReduceMax"))
+        name, dtype = v.name, INT64
+        if rng.random() < 0.4:
+            dtype = TensorProto.INT32
+            name = self.node("Cast", [name], dtype, to=dtype)
+        keep = rng.randint(0, 1)
+        since = 13 if op == "ReduceSum" else 18
+        if rng.random() < 0.5:
+            ins, attrs = [name], {"keepdims": keep}
+        elif self.opset >= since:
+            ins, attrs = [name, self.const([0])], {"keepdims": keep}
+        else:
+            ins, attrs = [name], {"keepdims": keep, "axes": [0]}
+        r = self.node(op, ins, dtype, **attrs)
+        if dtype != INT64:
+            r = self.node("Cast", [r], INT64, to=INT64)
+        bound = v.bound ** v.length if op == "ReduceProd" else v.bound * v.length
+        self.add_val(r, 1 if keep else None, min(bound, 2**63))
+
+    def op_int32_chain(self) -> None:
+        """tf2onnx's shape arithmetic: Cast to int32, Gather / Mul / Add / Sub / Concat in int32,
+        back to int64."""
+        rng = self.rng
+        v = self.pick_val()
+        i32 = TensorProto.INT32
+        cur = self.node("Cast", [v.name], i32, to=i32)
+        bound = v.bound
+        length = v.length
+        for _ in range(rng.randint(1, 3)):
+            op = rng.choice(("Mul", "Add", "Sub", "Gather", "Concat"))
+            if op == "Gather" and length is not None:
+                idx = rng.randrange(-length, length)
+                cur = self.node("Gather", [cur, self.const(idx, i32)], i32, axis=0)
+                length = None
+            elif op == "Concat":
+                if length is None:
+                    cur = self.axes_form("Unsqueeze", cur, [0], i32)
+                    length = 1
+                if length >= 4:
+                    continue
+                cur = self.node("Concat", [cur, self.const([rng.choice((-1, 1, 4))], i32)], i32, axis=0)
+                length += 1
+            elif op in ("Mul", "Add", "Sub"):
+                k = rng.choice((2, 3, 4, 64, -1, 2**20))
+                cur = self.node(op, [cur, self.const(k, i32)], i32)
+                bound = bound * abs(k) if op == "Mul" else bound + abs(k)
+        self.add_val(self.node("Cast", [cur], INT64, to=INT64), length, min(bound, 2**63))
+
+    def op_broadcast_data(self) -> None:
+        """Two data tensors whose dims are different symbols (or a symbol and a constant),
+        broadcast by Add, Mul, Where or Expand: valid only at some bindings, and what a run proves
+        (equal, or one of them 1) then holds for the nodes after it."""
+        rng = self.rng
+        x, y = self.pick_data(float_only=True), self.pick_data(float_only=True)
+        if x.name == y.name or max(x.rank, y.rank) > 4:
+            return
+        op = rng.choice(("Add", "Mul", "Where", "Expand"))
+        if op == "Expand":
+            out = self.node("Expand", [x.name, self.node("Shape", [y.name], INT64)], FLOAT)
+        elif op == "Where":
+            cond = self.node("Less", [x.name, self.const(0.0, FLOAT)], TensorProto.BOOL)
+            out = self.node("Where", [cond, x.name, y.name], FLOAT)
+        else:
+            out = self.node(op, [x.name, y.name], FLOAT)
+        self.add_data(out, max(x.rank, y.rank), max(x.bound, y.bound))
+
     # -- value arithmetic in every type (issue 21) ---------------------------------------------------
     def in_type(self, v: Val, t: int) -> str:
         """``v`` as a tensor of element type ``t`` (a Cast, unless it already is one)."""
@@ -1007,12 +1099,14 @@ class _Gen:
             (self.op_positions, 0.5), (self.op_fan_out, 1.5), (self.op_own_shape, 1),
             (self.op_duplicate, 0.8), (self.op_identity, 0.4),
             (self.op_cast_chain, 0.6), (self.op_round_trip, 0.8),
+            (self.op_heads, 0.8), (self.op_reduce_val, 0.8), (self.op_int32_chain, 0.8),
+            (self.op_broadcast_data, 0.8),
             (self.op_pow, 0.8), (self.op_variadic, 0.8), (self.op_int_arith, 0.8), (self.op_stored_const, 0.6),
             (self.op_float_range, 0.4),
         ]
         checked = {self.op_expand, self.op_reshape, self.op_tile, self.op_pad, self.op_arith,
                    self.op_where, self.op_concat_val, self.op_fan_out, self.op_own_shape,
-                   self.op_round_trip}
+                   self.op_round_trip, self.op_heads, self.op_broadcast_data, self.op_int32_chain}
         funcs = [f for f, _ in ops]
         weights = [w for _, w in ops]
         self.new_shape_val()

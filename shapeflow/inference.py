@@ -91,6 +91,10 @@ class Inference:
     # (a symbol >= 1 where the model fails otherwise): the domain its results hold in.
     assumptions: Mapping[str, Bound] = field(default_factory=dict)
     ranges: Mapping[str, Bound] = field(default_factory=dict)
+    # Symbols the user stated to be one dim (``--assume a==b``): ``b`` is read as ``a``.
+    aliases: Mapping[str, str] = field(default_factory=dict)
+    # The statements in force, as reported (``*>=1``, ``seq>=3``, ``a==b``).
+    premises: tuple[str, ...] = ()
     # node id -> why onnx's shape inference of the node fails, as onnxruntime runs it when it
     # loads the model (asked only of nodes whose inputs a shape rule doubted: ``doubt``)
     load_errors: dict[int, str] = field(default_factory=dict)
@@ -182,9 +186,11 @@ class Inference:
 
 def infer(graph: ModelGraph, bindings: Mapping[str, int] | None = None,
           limits: Limits = DEFAULT_LIMITS, progress: Progress | None = None,
-          assumptions: Mapping[str, Bound] | None = None, independent: bool = False) -> Inference:
+          assumptions: Mapping[str, Bound] | None = None,
+          aliases: Mapping[str, str] | None = None, independent: bool = False) -> Inference:
     """Infer every tensor of ``graph``. ``bindings`` substitutes symbols (``{"batch": 1}``);
-    ``assumptions`` are the ranges the user stated (``{"seq": (3, None)}``, ``--assume seq>=3``).
+    ``assumptions`` are the ranges the user stated (``{"seq": (3, None)}``, ``--assume seq>=3``);
+    ``aliases`` the symbols stated to be another (``{"b": "a"}``, ``--assume a==b``).
 
     By default a dim name is one size on every graph input that declares it (ONNX's contract:
     what the model says about its inputs). onnxruntime does not check that: two inputs declared
@@ -192,22 +198,28 @@ def infer(graph: ModelGraph, bindings: Mapping[str, int] | None = None,
     ``independent`` each graph input after the first that declares a name gets a symbol of its
     own for it (``batch@mask``; ``copies``), so that what inference states holds for every input
     onnxruntime accepts: the rewrites rely on that (SPEC.md section 4). Bindings and assumptions
-    on a name hold for each of its symbols."""
+    on a name hold for each of its symbols. An alias may name such a symbol
+    (``--assume batch==batch@mask``: the user states the mask's batch is the first input's)."""
     user = dict(assumptions or {})
+    alias = dict(aliases or {})
     copies = shared_dim_names(graph) if independent else {}
     start = user
     if copies:
         start = dict(user)
         for key, copy in copies.items():
-            if key[1] in user:
-                start[copy] = user[key[1]]
+            rep = alias.get(key[1], key[1])  # (a range stated on an aliased name is its representative's)
+            if rep in user and copy not in alias:
+                lo, hi = user[rep]
+                clo, chi = start.get(copy, (None, None))
+                start[copy] = (lo if clo is None else clo if lo is None else max(lo, clo),
+                               hi if chi is None else chi if hi is None else min(hi, chi))
         if bindings:
             bindings = {**bindings, **{copy: bindings[key[1]] for key, copy in copies.items() if key[1] in bindings}}
-    result = _run(graph, bindings, limits, progress, user, start, independent, copies)
+    result = _run(graph, bindings, limits, progress, user, start, alias, independent, copies)
     if result.ranges != start:
         # The run proved facts (a -1 Reshape makes seq >= 1 wherever the model runs). Nodes
         # before the one that proved them did not know them: one more run starts from them.
-        result = _run(graph, bindings, limits, progress, user, result.ranges, independent, copies)
+        result = _run(graph, bindings, limits, progress, user, result.ranges, alias, independent, copies)
     return result
 
 
@@ -246,10 +258,11 @@ def shared_dim_names(graph: ModelGraph) -> dict[CopyKey, str]:
 
 
 def _run(graph: ModelGraph, bindings: Mapping[str, int] | None, limits: Limits, progress: Progress | None,
-         user: dict[str, Bound], start: Mapping[str, Bound], independent: bool = False,
-         copies: Mapping[CopyKey, str] | None = None) -> Inference:
+         user: dict[str, Bound], start: Mapping[str, Bound], aliases: dict[str, str],
+         independent: bool = False, copies: Mapping[CopyKey, str] | None = None) -> Inference:
     result = Inference(graph, dict(bindings or {}), limits)
     result.assumptions = user
+    result.aliases = aliases
     result.independent = independent
     result.copies = dict(copies) if copies else {}
     result.tensors = [dict() for _ in graph.scopes]
@@ -653,6 +666,7 @@ class _Runner:
 
     def _from_type(self, tp: onnx.TypeProto, bindings: Mapping[str, int], name: str,
                    copies: Mapping[CopyKey, str] | None = None) -> TensorInfo | None:
+        aliases = self.r.aliases
         if tp.WhichOneof("value") != "tensor_type":
             return None
         tt = tp.tensor_type
@@ -670,7 +684,7 @@ class _Runner:
                 p = d.dim_param
                 if copies:
                     p = copies.get((name, p, axis)) or copies.get((name, p), p)
-                s: Dim = Sym.symbol(p)
+                s: Dim = Sym.symbol(aliases.get(p, p) if aliases else p)
                 shape.append(substitute(s, bindings) if bindings else s)
             else:
                 shape.append(None)

@@ -32,10 +32,9 @@ from .errors import EXIT_CLEAN, EXIT_FINDINGS, EXIT_INTERNAL, LimitExceededError
 from .graph import ModelGraph
 from .inference import Inference
 from .io import LoadedModel, load_model, parse_model_file, read_model_file, save_model
-from .assume import assumption_texts
+from .assume import parse_assumptions
 from .codes import REFUSAL_CODES
 from .config import severity_table
-from .dims import Bound
 from .limits import DEFAULT_LIMITS, Limits, file_deadline
 from .rules import LintContext, Rule, rejection_diagnostic, resolve_selector, select_rules
 from . import suppress
@@ -52,8 +51,8 @@ class LintOptions:
     severity: tuple[tuple[str, Severity], ...] = ()  # (selector, level), later entries win ties
     exit_zero: bool = False
     dims: tuple[tuple[str, int], ...] = ()
-    # --assume ranges (name, (lo, hi)); each file uses those that name one of its symbols
-    assume: tuple[tuple[str, Bound], ...] = ()
+    # --assume statements ("seq>=3", "*>=1", "a==b"); each file uses those that name its symbols
+    assume: tuple[str, ...] = ()
     limits: Limits = DEFAULT_LIMITS
     fix: bool = False
     diff: bool = False  # with fix: compute the change, write nothing
@@ -167,7 +166,7 @@ class _Linter:
             loaded = parse_model_file(path, data, opts.limits, source=source)
         result.external = loaded.external
         analysis = self._analyze(loaded)
-        result.assumptions = tuple(assumption_texts(analysis.inference.assumptions))
+        result.assumptions = analysis.inference.premises
         diags = self._finish(analysis.diagnostics)
         if opts.fix:
             # A finding suppressed in the model or listed in the baseline is not reported, so it is
@@ -212,7 +211,7 @@ class _Linter:
 
     def _analyze(self, loaded: LoadedModel) -> Analysis:
         return analyze(loaded, dims=self.dims, limits=self.options.limits, rules=self.rules,
-                       assumptions=dict(self.options.assume), only_known_symbols=True,
+                       assumptions=parse_assumptions(self.options.assume, "assume"), only_known_symbols=True,
                        progress=self.options.progress)
 
     def _finish(self, diags: list[Diagnostic]) -> list[Diagnostic]:

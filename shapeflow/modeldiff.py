@@ -25,12 +25,13 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Mapping
+from typing import Mapping, Sequence
 
 from ._onnx import onnx
 from .analysis import Analysis, analyze, dtype_name
+from .assume import parse_assumptions
 from .dims import shape_to_json
-from .errors import EXIT_CLEAN, EXIT_FINDINGS, display_path
+from .errors import EXIT_CLEAN, EXIT_FINDINGS, UsageError, display_path
 from .io import LoadedModel, load_model
 from .limits import DEFAULT_LIMITS, Limits
 
@@ -162,6 +163,7 @@ class ModelDiff:
     only_b: int = 0
     changed: list[TensorChange] = field(default_factory=list)
     refined: list[TensorChange] = field(default_factory=list)  # known on one side only
+    assumptions: list[str] = field(default_factory=list)  # --assume statements in force (either model)
     validity: tuple[Validity, Validity] | None = None  # None: not checked (--no-validate)
 
     @property
@@ -194,6 +196,8 @@ class ModelDiff:
                 "changed": [c.to_json() for c in self.changed],
                 "known_on_one_side": [c.to_json() for c in self.refined],
             }
+        if self.assumptions:  # only an output that used assumptions carries them (SPEC.md section 6)
+            doc["assumptions"] = list(self.assumptions)
         if self.validity is not None:
             doc["validity"] = {"a": self.validity[0].to_json(), "b": self.validity[1].to_json(),
                                "differences": self.validity_changes}
@@ -310,13 +314,22 @@ def diff_analyses(a: Analysis, b: Analysis, *, signature: bool = True, shapes: b
 
 
 def diff_models(a: str, b: str, *, dims: Mapping[str, int] | None = None, signature: bool = True,
-                shapes: bool = True, limits: Limits = DEFAULT_LIMITS, validate: bool = True) -> ModelDiff:
+                shapes: bool = True, limits: Limits = DEFAULT_LIMITS, assume: Sequence[str] = (),
+                validate: bool = True) -> ModelDiff:
     """Load, infer and compare two model files (no lint rules run); with ``validate``, check that
     each still passes onnx's checker and loads in onnxruntime (``validity``). Raises
-    ``ShapeflowError`` for a model that cannot be read or understood."""
+    ``ShapeflowError`` for a model that cannot be read or understood. ``assume`` (``--assume``)
+    applies to each model that has the symbols it names; one naming a symbol of neither is a usage
+    error."""
+    premises = parse_assumptions(assume)
     loaded = [load_model(path, limits) for path in (a, b)]
-    analyses = [analyze(m, dims=dims, limits=limits, rules=[]) for m in loaded]
+    analyses = [analyze(m, dims=dims, limits=limits, rules=[], assumptions=premises, only_known_symbols=True)
+                for m in loaded]
+    used = {n for x in analyses for n in parse_assumptions(x.inference.premises).names()}
+    for name in sorted(premises.names() - used):
+        raise UsageError(f"--assume names '{name}', which is a symbol of neither model")
     result = diff_analyses(analyses[0], analyses[1], signature=signature, shapes=shapes)
+    result.assumptions = sorted({p for x in analyses for p in x.inference.premises})
     if validate:
         result.validity = (validity(loaded[0]), validity(loaded[1]))
     return result
@@ -382,6 +395,8 @@ def diff_text(d: ModelDiff) -> str:
         else:
             lines.append(f"signature: {len(d.signature)} difference{'s' * (len(d.signature) != 1)}")
             lines.extend(f"  {_port_text(c)}" for c in d.signature)
+    if d.assumptions:
+        lines.append(f"assuming {', '.join(d.assumptions)}")
     if d.check_shapes:
         lines.append(f"shapes: {d.shared:,} shared tensors, {len(d.changed):,} changed, {len(d.refined):,} known "
                      f"on one side only ({d.only_a:,} tensors only in A, {d.only_b:,} only in B)")

@@ -294,13 +294,16 @@ def verify_models(original: bytes, optimized: onnx.ModelProto | bytes, *, direct
                   values: Sequence[int] = DEFAULT_VALUES, seed: int = 0,
                   feeds: Sequence[Mapping[str, np.ndarray]] | None = None,
                   ranges: Mapping[str, Range] | None = None,
-                  fixed: Mapping[str, int] | None = None) -> VerifyReport:
+                  fixed: Mapping[str, int] | None = None,
+                  aliases: Mapping[str, str] | None = None) -> VerifyReport:
     """Run both models on the same inputs and compare every output bit for bit.
 
     ``directory`` is where the original model lives (its external data is read from there).
     ``feeds`` replaces the made-up inputs (one mapping per run). ``ranges``: each symbol's range
     (the user's assumptions and what inference proved); a symbol is bound only within it, since
     the optimized model is only promised to match there. ``fixed``: sizes given with ``--dim``.
+    ``aliases``: ``--assume a==b`` (``b`` -> ``a``); a shared dim name whose symbols of its own
+    (``batch@mask``) the user stated to be the name gets no runs with sizes of their own.
     Raises ``UsageError`` (exit 2) when onnxruntime is not installed.
     """
     ort = _ort()
@@ -376,7 +379,7 @@ def verify_models(original: bytes, optimized: onnx.ModelProto | bytes, *, direct
                 report.runs.append(label)
             break  # this slot compared a size
     if feeds is None and report.status == VERIFIED and len(ladders) > 1:
-        _shared_name_runs(report, proto, before, after, names, quiet, candidates, seed)
+        _shared_name_runs(report, proto, before, after, names, quiet, candidates, seed, aliases or {})
     if report.status == VERIFIED and not report.runs:
         report.status = NOT_VERIFIED
         sizes = "; ".join(s.split(":", 1)[0] for s in report.skipped[:4]) + ("; ..." if len(report.skipped) > 4 else "")
@@ -387,12 +390,18 @@ def verify_models(original: bytes, optimized: onnx.ModelProto | bytes, *, direct
 
 
 def _shared_name_runs(report: VerifyReport, proto: onnx.ModelProto, before: Any, after: Any,
-                      names: list[str], quiet: Any, candidates: list[list[dict[str, int]]], seed: int) -> None:
+                      names: list[str], quiet: Any, candidates: list[list[dict[str, int]]], seed: int,
+                      aliases: Mapping[str, str]) -> None:
     """The runs where inputs that share a dim name get sizes of their own (the first declaring
     input the small size, the others the larger one, and the other way round). Most models refuse
     such inputs; a refusal by the original, or by onnxruntime's memory planner holding the
     optimized model to the names it shares, is no difference."""
-    shared = _shared(proto)
+    def root(n: str) -> str:
+        return aliases.get(n, n)
+
+    # (a name the user stated one size on every input, ``--assume batch==batch@mask``: not tried)
+    shared = {k: users for k, users in _shared(proto).items()
+              if not all(root(f"{k}@{u}") == root(k) for u in users[1:])}
     if not shared:
         return
     small, large = candidates[0][0], candidates[-1][0]

@@ -66,7 +66,7 @@ def options_for(base: LintOptions, resolved: Resolved, use_baseline: bool = True
     return replace(base, select=codes if codes else None, ignore=() if codes else ("SF",),
                    severity=resolved.severity, exit_zero=resolved.exit_zero,
                    settings_exit_zero=resolved.settings_exit_zero,
-                   assume=tuple(parse_assumptions(resolved.assume, "assume").items()),
+                   assume=tuple(parse_assumptions(resolved.assume, "assume").texts()),
                    named=tuple(sorted(resolved.named)),
                    # --fix leaves what the baseline lists alone (only a fix reads it there)
                    baseline=(os.path.abspath(resolved.baseline) if base.fix and use_baseline and resolved.baseline

@@ -212,6 +212,25 @@ def test_shared_dim_name_is_not_folded(runner: shapearith.Runner) -> None:
     assert stated(SHARED, "d", independent=True) != (0,)
 
 
+def test_stated_shared_name_holds_the_rewrites_to_it(tmp_path: Path) -> None:
+    """--assume n==n@y names y's symbol of its own: the user states the premise, so optimize folds
+    d to 0 (and says so), and --verify then skips the runs that feed y a size of its own; without
+    it, d stays computed. A name of neither kind is a usage error."""
+    src = tmp_path / "m.onnx"
+    onnx.save(SHARED, src)
+    api.optimize(src, tmp_path / "p.onnx")
+    assert any(n.op_type == "Sub" for n in onnx.load(tmp_path / "p.onnx").graph.node)
+    premised = api.optimize(src, tmp_path / "o.onnx", assume=["n==n@y"])
+    assert premised.premises == ("n==n@y",) and premised.aliases == {"n@y": "n"}
+    folded = onnx.load(tmp_path / "o.onnx")
+    assert not any(n.op_type == "Sub" for n in folded.graph.node)
+    report = verify_models(SHARED.SerializeToString(), folded, aliases=premised.aliases)
+    assert report.ok and not any("on y" in r for r in report.runs), report.summary()
+    assert not verify_models(SHARED.SerializeToString(), folded).ok  # (the premise is what it rests on)
+    with pytest.raises(Exception, match="n@z"):
+        api.optimize(src, assume=["n==n@z"])
+
+
 def test_independent_symbols_are_named_after_their_input() -> None:
     g = build_graph(load_model_bytes(SHARED.SerializeToString(), "m.onnx"))
     assert shared_dim_names(g) == {("y", "n"): "n@y"}

@@ -347,8 +347,36 @@ def _variadic_groups(op: str, t: int) -> list[Group]:
     return groups
 
 
+def _reduce(op: str, t: int, whole: bool) -> Builder:
+    """``op`` over the last axis of an [n, k] tensor (each element a k-tuple), keepdims=0, axes as
+    an input (opset 18+); ``whole``: one tuple as a vector reduced over every axis (no axes)."""
+    def build(p: str, els: Sequence[Any]) -> Built:
+        if whole:
+            x = tensor(p + "x", t, list(els[0]))
+            return Built([helper.make_node(op, [p + "x"], [p + "y"], keepdims=1)], [x], p + "y", t)
+        k = len(els[0])
+        x = tensor(p + "x", t, [v for e in els for v in e], [len(els), k])
+        axes = tensor(p + "ax", TP.INT64, [1])
+        return Built([helper.make_node(op, [p + "x", p + "ax"], [p + "y"], keepdims=0)], [x, axes], p + "y", t)
+
+    return build
+
+
+def _reduce_groups(op: str, t: int) -> list[Group]:
+    """Reductions of edge values in pairs and triples (products that overflow and wrap, sums past
+    the extremes), and of a whole vector."""
+    small = edges(t, small=True)
+    rng = random.Random(22)
+    triples = list(itertools.product(small, repeat=3))
+    groups = [Group(f"{op} of pairs", _reduce(op, t, False), list(itertools.product(edges(t), repeat=2))),
+              Group(f"{op} of triples", _reduce(op, t, False), rng.sample(triples, min(200, len(triples))))]
+    groups.append(Group(f"{op} of a vector", _reduce(op, t, True), [tuple(small[:4]), tuple(small[-3:])], chunk=1))
+    return groups
+
+
 _COMPARISONS = ("Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual")
 _ARITH = ("Add", "Sub", "Mul", "Div", "Max", "Min")
+_REDUCE = ("ReduceProd", "ReduceSum", "ReduceMin", "ReduceMax")
 
 
 def cases(op: str, key: Any) -> list[Group]:
@@ -398,6 +426,8 @@ def cases(op: str, key: Any) -> list[Group]:
         return [Group("Where", _where(t), [(c, x, y) for c in (0, 1) for x in small for y in small])]
     if op == "Range":
         return _range(t)
+    if op in _REDUCE:
+        return _reduce_groups(op, t)
     if op in ("Shape", "Size"):
         return _shape_ops()[op] if t == TP.INT64 else []
     moves = _moves(t)

@@ -8,7 +8,7 @@ import click
 
 from ..errors import UsageError, display_path
 from ..modeldiff import diff_models, diff_text
-from .options import dim_option, limit_options, limits_from, parse_dims
+from .options import assume_option, dim_option, limit_options, limits_from, parse_dims
 
 
 @click.command("diff", epilog="""\b
@@ -33,16 +33,17 @@ rejected input or usage error, 3 internal error.""")
 @click.option("--no-validate", is_flag=True,
               help="Skip onnx's checker and the onnxruntime session (which reads the weights).")
 @dim_option
+@assume_option
 @limit_options
 def command(model_a: str, model_b: str, shapes_only: bool, signature_only: bool, fmt: str,
-            dims: tuple[str, ...], no_validate: bool = False, **kwargs: object) -> int:
+            dims: tuple[str, ...], assume: tuple[str, ...], no_validate: bool = False, **kwargs: object) -> int:
     """Compare the signatures (inputs and outputs: names, dtypes, symbolic dims) of A and B and
     the inferred shapes of the tensors present in both."""
     limits = limits_from(kwargs)
     if shapes_only and signature_only:
         raise UsageError("give at most one of --shapes-only and --signature-only")
     result = diff_models(model_a, model_b, dims=parse_dims(dims), signature=not shapes_only,
-                         shapes=not signature_only, limits=limits, validate=not no_validate)
+                         shapes=not signature_only, limits=limits, assume=assume, validate=not no_validate)
     if fmt == "json":
         click.echo(json.dumps(result.to_json(), indent=2))
     else:

@@ -6,14 +6,13 @@ import time
 
 import click
 
-from ..analysis import gc_paused
+from ..analysis import gc_paused, premise_hints
 from ..annotate import annotate, drop_fixed
 from ..errors import EXIT_CLEAN, EXIT_FINDINGS, UsageError, display_path
 from ..io import STDOUT, check_output_path, load_model, refuse_unsafe_external_data, save_model, write_to_stdout
 from ..pictures import DEFAULT_DEPTH, DEFAULT_MAX_DRAW, FORMATS, PictureOptions, picture
 from ..render import count_by_severity, infer_text, summary_line
 from ..render.json import infer_json_chunks
-from ..assume import assumption_texts
 from ..infer_settings import infer_with_settings, unknown_symbols
 from .options import (
     assume_option, check_stdout_output, clear_progress, debug_option, dim_option, limit_options, limits_from,
@@ -120,7 +119,7 @@ def infer(model: str, all_tensors: bool, fmt: str, around: tuple[str, ...], dept
                    f"'{name}' (nothing bound)", err=True)
     result = infer_with_settings(loaded, dims=bindings, limits=limits, config=config_path, isolated=isolated,
                                  progress=progress_printer("inferring"), assume=assume)
-    assumptions = result.inference.assumptions
+    premises = result.inference.premises
     clear_progress()
     drawing: str | None = None
     if fmt in FORMATS:  # before anything is written: an unknown --around name writes nothing
@@ -164,7 +163,15 @@ def infer(model: str, all_tensors: bool, fmt: str, around: tuple[str, ...], dept
     if not quiet:
         click.echo(f"{display_path(model)}: {len(result.inference.axis_nodes):,} Squeeze/Unsqueeze, "
                    f"{summary_line(counts)} ({nodes:,} node{'' if nodes == 1 else 's'} in {elapsed:.2f} s)"
-                   + (f"; assuming {', '.join(assumption_texts(assumptions))}" if assumptions else ""), err=True)
+                   + (f"; assuming {', '.join(premises)}" if premises else ""), err=True)
+    if not quiet:
+        # a dim left unknown only for want of a premise: say which one would decide it
+        for text, added, simpler in premise_hints(result):
+            what = [f"{added:,} more dim{'' if added == 1 else 's'}"] if added else []
+            if simpler:
+                what.append(f"{simpler:,} dim{'' if simpler == 1 else 's'} more simply")
+            click.echo(f"{display_path(model)}: hint: assuming {text} would state {' and '.join(what)} "
+                       f"(--assume '{text}')", err=True)
     if annotated is not None and output is not None and not quiet:
         more = f", {annotated.replaced} invented dim names replaced" if annotated.replaced else ""
         if annotated.fixed:
@@ -173,10 +180,10 @@ def infer(model: str, all_tensors: bool, fmt: str, around: tuple[str, ...], dept
             more += f", {annotated.kept} contradicting declarations kept (SF112)"
         click.echo(f"{display_path(output)}: {annotated.added} value_info entries added, "
                    f"{annotated.filled} declared dims filled{more}", err=True)
-    if annotated is not None and output is not None and assumptions:
+    if annotated is not None and output is not None and premises:
         # the file records shapes, not the ranges they hold in (a model gains no metadata keys)
         click.echo(f"{display_path(output)}: warning: the shapes written hold only where "
-                   f"{', '.join(assumption_texts(assumptions))}; the file does not record that", err=True)
+                   f"{', '.join(premises)}; the file does not record that", err=True)
     code = EXIT_FINDINGS if counts["error"] else EXIT_CLEAN
     click.get_current_context().exit(code)
     return code

@@ -189,8 +189,8 @@ def command(models: tuple[str, ...], fmt: str, select: tuple[str, ...], extend_s
         click.get_current_context().exit(0)
         return 0
     if assume:  # an --assume that names a symbol of no model linted is a typo, not a no-op
-        used = {name for r in results for name in parse_assumptions(r.assumptions)}
-        for name in parse_assumptions(assume):
+        used = {name for r in results for name in parse_assumptions(r.assumptions).names()}
+        for name in sorted(parse_assumptions(assume).names()):
             if name not in used and any(not r.rejected for r in results):
                 raise UsageError(f"--assume names '{name}', which is a symbol of no model linted")
     debug = _debug()

@@ -18,7 +18,7 @@ from ..optimizer import OptimizeRefused, optimize_model
 from ..passes import RULE_NAMES, OptimizeResult
 from ..results import header
 from ..render import format_diagnostic
-from ..assume import assumption_texts, parse_assumptions
+from ..assume import parse_assumptions
 from ..dims import Bound
 from .options import (
     assume_option, check_stdout_output, clear_progress, debug_option, limit_options, limits_from, parse_dims,
@@ -136,6 +136,15 @@ def command(models: tuple[str, ...], output: str | None, in_place: bool, force: 
     return _exit(code)
 
 
+def _verify_ranges(result: OptimizeResult, ranges: dict[str, Bound]) -> dict[str, Bound]:
+    """The range of every symbol the optimized model is promised to match in (an alias of
+    ``--assume a==b`` shares its representative's), for ``--verify``'s bindings."""
+    out = dict(ranges)
+    for name, rep in result.aliases.items():
+        out[name] = out.get(rep, (None, None))
+    return out
+
+
 def _one(model: str, output: str | None, in_place: bool, force: bool, check: bool, dry_run: bool,
          rules: list[str] | None, strict: bool, verify: bool, verify_value: int, fmt: str, verbose: int,
          quiet: bool, limits: Limits, writes: bool, show_diff: bool = False,
@@ -161,7 +170,8 @@ def _one(model: str, output: str | None, in_place: bool, force: bool, check: boo
 
     report: VerifyReport | None = None
     if verify and result.changed:
-        report = _verify(model, loaded, result, rules, strict, limits, verify_value, assumptions, ranges, sizes)
+        report = _verify(model, loaded, result, rules, strict, limits, verify_value, assumptions,
+                         _verify_ranges(result, ranges), sizes)
     verified: bool | None = None if report is None else True if report.ok else False if report.status == "differs" else None
     if verify and report is None:
         verified = True  # nothing changed: nothing to compare
@@ -218,7 +228,7 @@ def _verify(model: str, loaded: LoadedModel, result: OptimizeResult, rules: list
 
     show_status("verifying in onnxruntime")
     report = verify_models(loaded.raw, result.model, directory=loaded.directory, values=(1, verify_value),
-                           ranges=ranges, fixed=sizes)
+                           ranges=ranges, fixed=sizes, aliases=result.aliases)
     if report.status == DIFFERS and report.failing is not None:
         fired = [name for name in RULE_NAMES if result.rewrites.get(name)]
         original = loaded.raw
@@ -267,8 +277,8 @@ def _report(model: str, output: str | None, result: OptimizeResult, fmt: str, ve
         }
         if report is not None:
             doc["verify"] = report.to_json()
-        if result.assumptions:  # only an output that used assumptions carries them (SPEC.md section 6)
-            doc["assumptions"] = assumption_texts(result.assumptions)
+        if result.premises:  # only an output that used assumptions carries them (SPEC.md section 6)
+            doc["assumptions"] = list(result.premises)
         if verbose:
             doc["log"] = list(result.log)
         if verbose > 1:
@@ -287,8 +297,8 @@ def _report(model: str, output: str | None, result: OptimizeResult, fmt: str, ve
         lines.append(f"  rewrites: {fired}")
     else:
         lines.append("  nothing to rewrite" + ("" if check or dry_run else ": written byte-identical"))
-    if result.assumptions:
-        lines.append(f"  assuming {', '.join(assumption_texts(result.assumptions))}: rewrites may rely on it")
+    if result.premises:
+        lines.append(f"  assuming {', '.join(result.premises)}: rewrites may rely on it")
     if result.notes:
         lines.append(f"  {len(result.notes):,} rewrite(s) cancel a Squeeze of a dim not known to be 1: "
                      "the model no longer fails when that dim is not 1 (--strict keeps them)")

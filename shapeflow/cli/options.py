@@ -63,8 +63,9 @@ def dim_option(fn: F) -> F:
 
 def assume_option(fn: F) -> F:
     return click.option("--assume", "assume", multiple=True, metavar="NAME>=K",
-                        help="State a range of a symbolic dim (repeatable), e.g. --assume seq>=3 "
-                             "or --assume 'seq<=4096'; results then hold under it, and say so.")(fn)
+                        help="State a premise about symbolic dims (repeatable): a range, e.g. --assume seq>=3 "
+                             "or --assume 'seq<=4096'; '*>=1' for every input dim; 'a==b' for two names "
+                             "of one dim. Results then hold under it, and say so.")(fn)
 class MemorySize(click.ParamType):
     """A size in bytes: ``3000000000``, ``512M``, ``4G`` (powers of 1024)."""
 

@@ -6,19 +6,20 @@ and Where in the ``-1`` handling that exporters write before Reshape and Expand)
 
 from __future__ import annotations
 
+import math
 from typing import Callable
 
 from .._onnx import onnx
 
 from ..axes import AxisError, normalize_axes
 from ..dims import (
-    Dim, Shape, dim_add, dim_bounds, dim_compare, dim_exact_div, dim_fmod, dim_is_one, dim_max, dim_min,
+    Dim, Shape, Sym, dim_add, dim_bounds, dim_compare, dim_exact_div, dim_fmod, dim_is_one, dim_max, dim_min,
     dim_mod, dim_mul, dim_neg, dim_sub, dim_truncdiv, dims_equal,
 )
 from ..tensorinfo import MAX_VALUE_ELEMS, TensorInfo
-from .base import OpCall, numel, register, same_as_input
+from .base import INT_TYPES, OpCall, numel, register, same_as_input
 from .constants import FLOAT_TYPES
-from .numeric import DOUBLE, INT_RANGES, canonical_element, cast_element, float_holds
+from .numeric import DOUBLE, INT_RANGES, OVERFLOW_CAP, canonical_element, cast_element, float_holds
 from .shape_ops import broadcast_conflict, broadcast_join, broadcast_shapes
 
 TensorProto = onnx.TensorProto
@@ -257,7 +258,9 @@ def broadcast_op(call: OpCall) -> list[TensorInfo | None]:
         return [TensorInfo(dtype, None)]
     if broadcast_conflict([t.shape for t in ins]):  # type: ignore[union-attr]
         call.doubt()
-    out = broadcast_shapes([t.shape for t in ins], broadcast_join(call))  # type: ignore[union-attr]
+    # (before opset 7 Add and friends broadcast the legacy way: nothing is proved from them)
+    out = broadcast_shapes([t.shape for t in ins], broadcast_join(call),  # type: ignore[union-attr]
+                           prove=call.scope == 0 and call.since >= 7)
     value = None
     fn = _value_fn(call, ins)  # type: ignore[arg-type]
     if fn is not None and out is not None:
@@ -339,7 +342,7 @@ def where(call: OpCall) -> list[TensorInfo | None]:
         return [TensorInfo(dtype, None)]
     if broadcast_conflict([t.shape for t in ins]):  # type: ignore[union-attr]
         call.doubt()
-    out = broadcast_shapes([t.shape for t in ins], broadcast_join(call))  # type: ignore[union-attr]
+    out = broadcast_shapes([t.shape for t in ins], broadcast_join(call), prove=call.scope == 0)  # type: ignore[union-attr]
     value = None
     if out is not None:
         cols = _broadcast_values(ins, out)  # type: ignore[arg-type]
@@ -372,7 +375,7 @@ def matmul(call: OpCall) -> list[TensorInfo | None]:
     if (type(inner[0]) is int and type(inner[1]) is int and inner[0] != inner[1]) or \
             broadcast_conflict([tuple(sa[:-2]), tuple(sb[:-2])]):
         call.doubt()
-    batch = broadcast_shapes([tuple(sa[:-2]), tuple(sb[:-2])], broadcast_join(call))
+    batch = broadcast_shapes([tuple(sa[:-2]), tuple(sb[:-2])], broadcast_join(call), prove=call.scope == 0)
     if batch is None:
         return [TensorInfo(dtype, None)]
     out = list(batch) + ([] if squeeze_a else [sa[-2]]) + ([] if squeeze_b else [sb[-1]])
@@ -416,7 +419,7 @@ def reduce(call: OpCall) -> list[TensorInfo | None]:
         else:
             axes = []
         if not axes and call.attr_int("noop_with_empty_axes", 0):
-            return [TensorInfo(t.dtype, t.shape)]
+            return [TensorInfo(t.dtype, t.shape, t.value)]
     else:
         axes = call.attr_ints("axes") or []
     try:
@@ -428,7 +431,80 @@ def reduce(call: OpCall) -> list[TensorInfo | None]:
         out = tuple(1 if k in norm else d for k, d in enumerate(t.shape))
     else:
         out = tuple(d for k, d in enumerate(t.shape) if k not in norm)
-    return [TensorInfo(t.dtype, out)]
+    value = None
+    fn = _REDUCE_VALUES.get(call.op_type)
+    if fn is not None and t.value is not None and t.dtype in INT_TYPES and t.dtype != BOOL:
+        exact = _double_exact if call.op_type in ("ReduceProd", "ReduceSum") else None
+        value = _reduce_values(fn, t.value, t.shape, norm, exact, INT_RANGES.get(t.dtype))
+    return [TensorInfo(t.dtype, out, value)]
+
+
+# The reductions whose values shape arithmetic uses (tf2onnx multiplies dims with ReduceProd);
+# integer types only: a float sum rounds at each step, in an order that is the kernel's.
+_REDUCE_VALUES: dict[str, Callable[[Dim, Dim], Dim]] = {
+    "ReduceProd": dim_mul, "ReduceSum": dim_add, "ReduceMin": dim_min, "ReduceMax": dim_max,
+}
+
+
+_DOUBLE_EXACT = 2**53
+
+
+def _double_exact(v: Dim) -> bool:
+    """Whether ``v`` is an integer double holds exactly (symbols within the value domain's one
+    premise, numeric.OVERFLOW_CAP)."""
+    if type(v) is int:
+        return -_DOUBLE_EXACT <= v <= _DOUBLE_EXACT
+    if v is None:
+        return False
+    lo, hi = dim_bounds(v, OVERFLOW_CAP)
+    if lo is None or hi is None:
+        return False
+    # a polynomial whose coefficients share a factor 2**k is 2**k times one of a 2**k smaller
+    # range: exact wherever that one is (b*s*64 with b, s up to 2**24)
+    scale = 1
+    if type(v) is Sym:
+        g = 0
+        for c in v.term_coefficients():
+            g = math.gcd(g, c)
+        scale = g & -g if g else 1
+    return -_DOUBLE_EXACT * scale <= lo and hi <= _DOUBLE_EXACT * scale
+
+
+def _reduce_values(fn: Callable[[Dim, Dim], Dim], value: tuple[Dim, ...], shape: Shape,
+                   axes: tuple[int, ...], exact: Callable[[Dim], bool] | None = None,
+                   bounds: tuple[int, int] | None = None) -> tuple[Dim, ...] | None:
+    """The elements of a reduction of a small tensor of known int ``shape``, row-major; None for
+    an empty reduction (onnxruntime's identity element of Min/Max is the type's extreme).
+
+    onnxruntime sums and multiplies integers in double and converts back saturating
+    (``ReduceSum([0, 2**63 - 2])`` is ``2**63 - 1``, ``ReduceProd`` of int32 ``[2**16, 2**16]`` is
+    ``2**31 - 1``): with ``exact`` an element is stated only where every operand and partial result
+    is one double holds exactly and the result lies in ``bounds`` (the type's range)."""
+    n = numel(shape)
+    if n is None or n != len(value) or n == 0:
+        return None
+    dims: list[int] = list(shape)  # type: ignore[arg-type]  # every dim is an int: numel() is
+    if any(dims[a] == 0 for a in axes):
+        return None
+    strides = [1] * len(dims)
+    for k in range(len(dims) - 2, -1, -1):
+        strides[k] = strides[k + 1] * dims[k + 1]
+    groups: dict[tuple[int, ...], Dim] = {}
+    for flat, v in enumerate(value):
+        key = tuple(flat // strides[k] % dims[k] for k in range(len(dims)) if k not in axes)
+        if key not in groups:
+            groups[key] = v if exact is None or exact(v) else None
+            continue
+        acc = groups[key]
+        if acc is None or v is None or (exact is not None and not exact(v)):
+            groups[key] = None
+            continue
+        acc = fn(acc, v)
+        groups[key] = acc if exact is None or exact(acc) else None
+    out = tuple(groups.values())
+    if exact is not None and bounds is not None:
+        out = tuple(None if type(v) is int and not bounds[0] <= v <= bounds[1] else v for v in out)
+    return out
 
 
 @register("ArgMax", "ArgMin")

@@ -83,6 +83,12 @@ EVALUATED: dict[str, frozenset[int]] = {
     "Max": _NUMBERS - {I16, U16},
     "Min": _NUMBERS - {I16, U16},
     "Sum": _FLOATS,
+    # reductions of integer shape values (tf2onnx multiplies dims with ReduceProd); the kernels
+    # accumulate in T, which wraps as the exact result wrapped once does
+    "ReduceProd": frozenset({I32, I64}),
+    "ReduceSum": frozenset({I32, I64}),
+    "ReduceMin": frozenset({I32, I64}),
+    "ReduceMax": frozenset({I32, I64}),
     # comparisons and logic (T: the inputs' type)
     "Equal": _NUMBERS | {BOOL},
     "Less": _NUMBERS,

@@ -28,6 +28,7 @@ from typing import Callable, Collection, Iterable, Mapping, NamedTuple, Sequence
 
 from .._onnx import onnx
 from .._version import __version__
+from ..assume import assumption_texts
 from ..dims import Bound
 from ..results import SCHEMA, OptimizeJSON
 from ..errors import LimitExceededError, ShapeflowError, timeout_as_configured
@@ -91,6 +92,8 @@ class OptimizeResult:
     # ``lint --fix``: the driver learns which findings went without judging the model again)
     roots: list[tuple[str, str, str]] = field(default_factory=list)
     assumptions: Mapping[str, Bound] = field(default_factory=dict)  # --assume, in force throughout
+    aliases: Mapping[str, str] = field(default_factory=dict)  # --assume a==b: b read as a
+    premises: tuple[str, ...] = ()  # the --assume statements, as reported
 
     def to_json(self) -> OptimizeJSON:
         b, a = self.before, self.after
@@ -502,10 +505,14 @@ def rewrite_model(loaded: LoadedModel, rules: Sequence[RewriteRule] | Sequence[s
     gc_was_enabled = gc.isenabled()
     gc.disable()
     try:
-        return _fixpoint(loaded, dispatch, strict, limits, progress, started, explain, full_inference,
-                         graph, inference, blocked, names or NameRegistry(),
-                         dict(assumptions if assumptions is not None
-                              else inference.assumptions if inference is not None else {}))
+        ranges = dict(assumptions if assumptions is not None
+                      else inference.assumptions if inference is not None else {})
+        aliases = dict(inference.aliases) if inference is not None else {}
+        premises = inference.premises if inference is not None else tuple(assumption_texts(ranges))
+        result = _fixpoint(loaded, dispatch, strict, limits, progress, started, explain, full_inference,
+                           graph, inference, blocked, names or NameRegistry(), ranges, aliases)
+        result.aliases, result.premises = aliases, premises
+        return result
     except LimitExceededError as exc:
         # each round's inference is given what is left of the budget: say the budget itself
         raise timeout_as_configured(exc, limits.timeout) from None
@@ -572,7 +579,7 @@ def _fixpoint(loaded: LoadedModel, dispatch: _Dispatch, strict: bool, limits: Li
               progress: Progress | None, started: float, explain: bool, full_inference: bool,
               given_graph: ModelGraph | None, given_inference: Inference | None,
               blocked_places: Collection[Place], names: NameRegistry,
-              assumptions: dict[str, Bound]) -> OptimizeResult:
+              assumptions: dict[str, Bound], aliases: dict[str, str]) -> OptimizeResult:
     fired: dict[str, int] = {}
     log: list[str] = []
     notes: list[str] = []
@@ -593,10 +600,10 @@ def _fixpoint(loaded: LoadedModel, dispatch: _Dispatch, strict: bool, limits: Li
             if not inference.independent and shared_dim_names(graph):
                 # Graph inputs share dim names: the rewrites rely only on what holds when each is
                 # fed its own sizes, as onnxruntime allows (inference.infer, independent)
-                inference = infer(graph, None, round_limits, progress, assumptions, independent=True)
+                inference = infer(graph, None, round_limits, progress, assumptions, aliases, independent=True)
         elif rounds == 1 or carried is None:
             graph = build_graph(loaded, round_limits)
-            inference = infer(graph, None, round_limits, progress, assumptions, independent=True)
+            inference = infer(graph, None, round_limits, progress, assumptions, aliases, independent=True)
         else:
             graph = build_graph(loaded, round_limits)
             inference = carry_inference(graph, carried[0], carried[1])

@@ -103,8 +103,8 @@ class StaticReshapeTarget(RewriteRule):
     With ``allowzero=1`` (torch's dynamo exporter writes it) the rewrite also drops the attribute,
     and fires only when the target has no 0, every symbolic element is the input's dim (the 0s of
     the constant then copy dims that the computed target gave as they are, 0 included), and a -1
-    only beside elements provably >= 1 (beside a 0, onnxruntime makes it 1 under allowzero=1 and
-    fails under 0). Does not fire when the target is already a constant, when an element is unknown or
+    only beside elements provably >= 1 (beside a 0, onnxruntime computes it from the non-zero dims
+    under allowzero=1 and fails under 0). Does not fire when the target is already a constant, when an element is unknown or
     symbolic in another way, or when the model has initializers that are also graph inputs
     (values could be overridden at run time).
     """
@@ -152,14 +152,14 @@ class StaticReshapeTarget(RewriteRule):
         if allowzero:
             # The constant's 0s copy the input's dims only with allowzero=0, which the rewrite sets.
             # Elements equal to the input's dims give those dims either way (0 where they are 0);
-            # a 0 or -1 in the target would change meaning (a -1 beside a 0 dim is 1 under
-            # allowzero=1, an error under 0).
+            # a 0 or -1 in the target would change meaning (a -1 beside a 0 dim is the non-zero
+            # dims' ratio under allowzero=1, an error under 0).
             if rest or _has_int(value, (0,)):
                 return NoMatch(f"{ctx.display(nid)}: allowzero=1 and a target element is 0 or "
                                "symbolic: a 0 in the target would mean an empty dim")
             if _has_int(value, (-1,)) and not _others_positive(value):
                 return NoMatch(f"{ctx.display(nid)}: allowzero=1 and a -1 beside elements that may be "
-                               "0 (a 1 there under allowzero=1, an error under 0)")
+                               "0 (the non-zero dims' ratio there under allowzero=1, an error under 0)")
         if len(rest) > 1:
             return NoMatch(f"{ctx.display(nid)}: target elements {fmt_axes(rest)} are symbolic and "
                            "not the input's dims there")

@@ -13,7 +13,6 @@ from json.encoder import encode_basestring_ascii as _json_str  # the C encoder w
 
 from .._version import __version__
 from ..analysis import Analysis, dtype_name
-from ..assume import assumption_texts
 from ..results import SCHEMA, LintJSON
 from ..diagnostics import Diagnostic
 from ..dims import shape_to_json
@@ -49,8 +48,8 @@ def infer_json_chunks(a: Analysis) -> Iterator[str]:
     yield ',\n  "diagnostics": '
     # one at a time: a large model can have a hundred thousand info findings
     yield from _json_list("    " + _json_indented(d.to_json(), "    ") for d in a.diagnostics)
-    if a.inference.assumptions:  # only an output that used assumptions carries them (SPEC.md section 6)
-        yield ',\n  "assumptions": ' + _json_indented(assumption_texts(a.inference.assumptions), "  ")
+    if a.inference.premises:  # only an output that used assumptions carries them (SPEC.md section 6)
+        yield ',\n  "assumptions": ' + _json_indented(list(a.inference.premises), "  ")
     yield "\n}"
 
 
