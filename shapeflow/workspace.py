@@ -54,7 +54,7 @@ def gate_options(base: LintOptions, cli: CommandLine) -> LintOptions:
     level, nothing from the settings file, no rewrite; the command line's limits, markers switch
     and exit-zero (the command line is trusted)."""
     return replace(base, select=REFUSAL_RULES, ignore=(), severity=(), exit_zero=bool(cli.exit_zero),
-                   settings_exit_zero=False, assume=tuple(parse_assumptions(cli.assume, "--assume").items()),
+                   settings_exit_zero=False, assume=tuple(parse_assumptions(cli.assume, "--assume").texts()),
                    named=(), fix=False, diff=False, show_info=False, baseline=None)
 
 
