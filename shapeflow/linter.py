@@ -90,6 +90,8 @@ class FileResult:
     external: bool = False
     # info codes reported like errors and warnings (named by the settings; set by workspace.run)
     named: tuple[str, ...] = ()
+    # the settings file whose ``exclude`` covers this file: judged for refusals only (workspace.py)
+    excluded_by: str | None = None
 
     def reported(self, show_info: bool = False) -> list[Diagnostic]:
         """The findings a run reports: errors and warnings, and the info findings of the codes the

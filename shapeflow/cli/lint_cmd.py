@@ -70,8 +70,11 @@ wins; --exit-zero turns 1 into 0 but never hides a rejected file.""")
 @click.option("--show-info", is_flag=True,
               help="Report info findings too (every format; --fix then applies their rewrites). Without it, "
                    "info findings are counted, and reported only for codes --select or the config names.")
+@click.option("--exclude", "exclude", multiple=True, metavar="GLOB",
+              help="Skip the model files this glob covers (relative to the current directory; repeatable). "
+                   "Unlike a settings file's exclude, nothing of them is checked.")
 @click.option("--force-exclude", is_flag=True,
-              help="Apply exclude to files named on the command line too (pre-commit names every file).")
+              help="Apply exclusions to files named on the command line too (pre-commit names every file).")
 @click.option("--statistics", is_flag=True, help="Print the number of findings per code instead of the findings.")
 @click.option("--fix", is_flag=True,
               help="Apply, in place, the fixes of the findings reported: SF104 by default; the SF2xx rewrites "
@@ -115,7 +118,8 @@ def command(models: tuple[str, ...], fmt: str, select: tuple[str, ...], extend_s
             isolated: bool, show_settings: bool, quiet: bool, dims: tuple[str, ...], assume: tuple[str, ...],
             files_from: tuple[str, ...] = (), unordered: bool = False, executor: str = "local",
             ray_address: str | None = None, task_timeout: float | None = None, no_cache: bool = False,
-            cache_dir: str | None = None, force_exclude: bool = False, **kwargs: object) -> int:
+            cache_dir: str | None = None, force_exclude: bool = False, exclude: tuple[str, ...] = (),
+            **kwargs: object) -> int:
     """Lint MODELS (files or directories) for axis and shape errors; quiet (no stdout) when they are fine.
 
     Findings go to stdout, one summary line to stderr. Every file is processed: one that cannot
@@ -176,7 +180,8 @@ def command(models: tuple[str, ...], fmt: str, select: tuple[str, ...], extend_s
                         use_baseline=not write_baseline, progress=shown_progress.file if shown_progress else None,
                         phase_progress=shown_progress.phase if shown_progress else None, cache=store,
                         executor=executor, ray_address=ray_address, task_timeout=task_timeout,
-                        on_result=stream.add if stream is not None else None, force_exclude=force_exclude)
+                        on_result=stream.add if stream is not None else None, force_exclude=force_exclude,
+                        cli_exclude=exclude)
     results = run.results
     if not results:  # --force-exclude left nothing: the files named are not the project's to check
         if not quiet:
@@ -212,13 +217,20 @@ def command(models: tuple[str, ...], fmt: str, select: tuple[str, ...], extend_s
     if not quiet:
         diags = [d for r in results for d in r.diagnostics]
         reported = [d for r in results for d in r.reported(show_info)]
-        line = lint_summary(len(results), diags, rejected=sum(r.rejected for r in results),
+        line = lint_summary(len(results) - len(run.excluded), diags, rejected=sum(r.rejected for r in results if r.excluded_by is None),
                             failed=sum(1 for r in results if r.error), fixed=sum(r.fixed for r in results),
                             changed=sum(r.changed for r in results), fix=fix, diff=diff,
                             info_hidden=0 if statistics else len(diags) - len(reported),
                             fixable=sum(1 for d in reported if d.fixable))
         if run.baselined:
             line += f"; {run.baselined:,} in the baseline"
+        if run.excluded:
+            # a settings file's exclude is the repository's word: it cannot pass a model onnxruntime refuses
+            n = len(run.excluded)
+            out_of = sum(1 for r in results if r.excluded_by is not None and r.rejected)
+            line += (f"; {n:,} more file{'s' if n != 1 else ''}{f' ({out_of:,} rejected)' if out_of else ''}, "
+                     f"excluded by {', '.join(sorted({workspace.shown_source(s) for s in run.excluded.values()}))}, "
+                     "checked only for what onnxruntime refuses")
         assumed = _assumptions(results)
         if assumed:
             line += f"; assuming {', '.join(assumed)}"
