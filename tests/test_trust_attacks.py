@@ -302,16 +302,148 @@ def test_a_settings_file_cannot_list_globs_without_bound(tmp_path: Path) -> None
     assert "shapeflow.toml" in line and "exclude" in line and "80,000" in line, line
 
 
-@pytest.mark.xfail(strict=True, reason="open (design): a settings file's `exclude` decides which files are "
-                                       "linted at all, so it passes a model onnxruntime refuses; only "
-                                       "--isolated (the untrusted-PR recipe) ignores it")
 def test_settings_exclude_cannot_hide_a_model_onnxruntime_refuses(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    """A repository's ``exclude = ["bad.onnx"]`` took the model out of the gate: exit 0 on a model
+    onnxruntime refuses. The file is still judged, for the refusal codes only."""
     repo = _repo(tmp_path)
     monkeypatch.chdir(repo)
     assert run(capsys, "lint", "--no-cache", ".")[0] == 1
     (repo / "shapeflow.toml").write_text('exclude = ["bad.onnx"]\nignore = ["SF104"]\n')
     code, out, err = run(capsys, "lint", "--no-cache", ".")
+    assert code == 1 and "SF009" in out, out + err
+    assert "excluded by shapeflow.toml" in out and "excluded by shapeflow.toml" in err, out + err
+
+
+def _excluded_repo(tmp_path: Path, exclude: str = '["vendor/**"]') -> Path:
+    """bad.onnx (SF009, refused) and sf104.onnx (an SF104 error onnxruntime loads) under vendor/,
+    which the settings file excludes, and one clean model outside it."""
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)
+    (repo / "vendor" / "deep").mkdir(parents=True)
+    onnx.save(refused_model(), str(repo / "vendor" / "deep" / "bad.onnx"))
+    onnx.save(sf104_model(), str(repo / "vendor" / "sf104.onnx"))
+    onnx.save(sf104_model(), str(repo / "ok.onnx"))
+    (repo / "shapeflow.toml").write_text(f"exclude = {exclude}\nextend-ignore = [\"SF104\"]\n")
+    return repo
+
+
+def test_an_excluded_model_onnxruntime_loads_reports_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    """The exclusion still works for what it is for: an excluded model's other errors (SF104 here,
+    an error no setting hides for it otherwise) are neither reported nor fixed."""
+    repo = _excluded_repo(tmp_path)
+    (repo / "vendor" / "deep" / "bad.onnx").unlink()
+    (repo / "shapeflow.toml").write_text('exclude = ["vendor/**"]\n')
+    (repo / "ok.onnx").unlink()
+    onnx.save(sf104_model(), str(repo / "ok.onnx"))
+    before = (repo / "vendor" / "sf104.onnx").read_bytes()
+    monkeypatch.chdir(repo)
+    run(capsys, "lint", "--no-cache", "--fix", ".")
+    assert (repo / "vendor" / "sf104.onnx").read_bytes() == before  # --fix left it alone
+    code, out, err = run(capsys, "lint", "--no-cache", "--format", "json", "vendor/sf104.onnx", "--force-exclude")
+    assert code == 0 and json.loads(out)["diagnostics"] == [], out + err
+    # without the exclusion the same file fails: the test can tell the two apart
+    assert run(capsys, "lint", "--no-cache", "--isolated", "vendor/sf104.onnx")[0] == 1
+
+
+def test_a_command_line_exclude_stays_absolute(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    """The command line is trusted: ``--exclude`` (and ``--isolated``'s ignoring the settings)
+    takes a file out of the run entirely."""
+    repo = _excluded_repo(tmp_path)
+    monkeypatch.chdir(repo)
+    assert run(capsys, "lint", "--no-cache", ".")[0] == 1
+    code, out, err = run(capsys, "lint", "--no-cache", ".", "--exclude", "vendor/deep")
+    assert code == 0 and "SF009" not in out, out + err
+    code, out, err = run(capsys, "lint", "--no-cache", "--force-exclude", "--exclude", "**/bad.onnx",
+                         "vendor/deep/bad.onnx")
+    assert code == 0 and "SF009" not in out, out + err
+    # a named file is used as named without --force-exclude
+    assert run(capsys, "lint", "--no-cache", "--exclude", "**/bad.onnx", "vendor/deep/bad.onnx")[0] == 1
+
+
+@pytest.mark.parametrize("fmt", ["text", "json", "jsonl", "sarif", "concise", "github"])
+def test_an_excluded_refused_model_fails_in_every_format(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                         capsys: pytest.CaptureFixture[str], fmt: str) -> None:
+    repo = _excluded_repo(tmp_path)
+    monkeypatch.chdir(repo)
+    code, out, err = run(capsys, "lint", "--no-cache", "--format", fmt, ".")
+    assert code == 1, out + err
+    if fmt == "json":
+        found = [(d["code"], d["file"], d["hint"]) for d in json.loads(out)["diagnostics"]]
+    elif fmt == "jsonl":
+        found = [(d["code"], d["file"], d["hint"]) for line in out.splitlines() for d in json.loads(line)["diagnostics"]]
+    elif fmt == "sarif":
+        results = [r for run_ in json.loads(out)["runs"] for r in run_["results"]]
+        found = [(r["ruleId"], r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"], r["message"]["text"])
+                 for r in results]
+        assert [r["level"] for r in results] == ["error"], results
+    else:
+        assert "SF009" in out and "SF104" not in out and "sf104.onnx" not in out, out
+        found = []
+    if found:
+        # only the refusal of the refused model: nothing of the excluded model onnxruntime loads
+        assert [(c, f) for c, f, _ in found] == [("SF009", "vendor/deep/bad.onnx")], found
+        assert "excluded by shapeflow.toml" in found[0][2], found
+
+
+def test_force_exclude_on_a_named_refused_model(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    """pre-commit names the staged file and passes --force-exclude: a refused model the settings
+    exclude still fails the hook, with settings that also try exit-zero and a severity."""
+    repo = _excluded_repo(tmp_path)
+    (repo / "shapeflow.toml").write_text('exclude = ["vendor/**"]\nexit-zero = true\n'
+                                         'severity = { SF009 = "info" }\n')
+    monkeypatch.chdir(repo)
+    code, out, err = run(capsys, "lint", "--no-cache", "--force-exclude", "vendor/deep/bad.onnx")
+    assert code == 1 and "error SF009" in out and "excluded by shapeflow.toml" in out, out + err
+    code, out, err = run(capsys, "lint", "--no-cache", "--force-exclude", "vendor/sf104.onnx")
+    assert code == 0 and not out, out + err
+    # the command line's --exit-zero is the user's own choice, and still holds
+    assert run(capsys, "lint", "--no-cache", "--force-exclude", "--exit-zero", "vendor/deep/bad.onnx")[0] == 0
+
+
+def test_an_unreadable_excluded_file_is_reported(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    """Not a model at all is what onnxruntime refuses first (SF001): exit 2, as for any file;
+    the command line's --exclude is how a user says "not a model of mine"."""
+    repo = _excluded_repo(tmp_path)
+    (repo / "vendor" / "deep" / "bad.onnx").write_bytes(b"this is not a model")
+    monkeypatch.chdir(repo)
+    code, out, err = run(capsys, "lint", "--no-cache", ".")
+    assert code == 2 and "vendor/deep/bad.onnx: error SF001" in out and "excluded by shapeflow.toml" in out, out
+    assert run(capsys, "lint", "--no-cache", ".", "--exclude", "vendor")[0] == 0
+
+
+def test_an_excluded_file_is_judged_within_the_limits(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    """An excluded model is read under the command line's limits, and one it cannot be judged
+    within is not passed (SF006, exit 2), as for any file."""
+    repo = _excluded_repo(tmp_path)
+    monkeypatch.chdir(repo)
+    code, out, err = run(capsys, "lint", "--no-cache", "--force-exclude", "--max-memory", "1M", "vendor/sf104.onnx")
+    assert code == 2 and "vendor/sf104.onnx: error SF006" in out and "excluded by shapeflow.toml" in out, out + err
+    assert "1 more file (1 rejected), excluded by shapeflow.toml" in err, err
+
+
+def test_a_cached_result_does_not_skip_an_excluded_model(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    """The cache keys the refusal-only judgement by its own settings: a result stored by a run
+    that reported nothing for the file (an ignore of everything else) is not reused for it, and
+    the judgement itself, once cached, still fails the run."""
+    repo = _excluded_repo(tmp_path)
+    monkeypatch.chdir(repo)
+    bad = "vendor/deep/bad.onnx"
+    for _ in range(2):
+        code, out, err = run(capsys, "lint", ".")
+        assert code == 1 and "SF009" in out, out + err
+    assert (repo / ".shapeflow_cache").is_dir()
+    # a cached judgement of the same bytes under settings that select nothing refusal-related
+    (repo / "shapeflow.toml").write_text('select = ["SF104"]\n')
+    run(capsys, "lint", "--isolated", "--select", "SF104", bad)
+    (repo / "shapeflow.toml").write_text('exclude = ["vendor/**"]\n')
+    code, out, err = run(capsys, "lint", "--force-exclude", bad)
     assert code == 1 and "SF009" in out, out + err
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+from typing import TYPE_CHECKING
 
 import click
 
@@ -18,6 +19,9 @@ from ..rules import REJECTION_RULES, resolve_selector
 from ..render.sarif import relative_path, sarif_log, truncation_note
 from ..assume import parse_assumptions
 from .options import assume_option, complete_codes, debug_option, dim_option, file_progress, limit_options, limits_from, parse_dims
+
+if TYPE_CHECKING:
+    from ..drivers.workspace import RunResult
 
 FORMATS = ("text", "concise", "json", "jsonl", "sarif", "github")
 # codes reported when a file cannot be processed at all: no setting can turn them off
@@ -70,8 +74,11 @@ wins; --exit-zero turns 1 into 0 but never hides a rejected file.""")
 @click.option("--show-info", is_flag=True,
               help="Report info findings too (every format; --fix then applies their rewrites). Without it, "
                    "info findings are counted, and reported only for codes --select or the config names.")
+@click.option("--exclude", "exclude", multiple=True, metavar="GLOB",
+              help="Skip the model files this glob covers (relative to the current directory; repeatable). "
+                   "Unlike a settings file's exclude, nothing of them is checked.")
 @click.option("--force-exclude", is_flag=True,
-              help="Apply exclude to files named on the command line too (pre-commit names every file).")
+              help="Apply exclusions to files named on the command line too (pre-commit names every file).")
 @click.option("--statistics", is_flag=True, help="Print the number of findings per code instead of the findings.")
 @click.option("--fix", is_flag=True,
               help="Apply, in place, the fixes of the findings reported: SF104 by default; the SF2xx rewrites "
@@ -115,7 +122,8 @@ def command(models: tuple[str, ...], fmt: str, select: tuple[str, ...], extend_s
             isolated: bool, show_settings: bool, quiet: bool, dims: tuple[str, ...], assume: tuple[str, ...],
             files_from: tuple[str, ...] = (), unordered: bool = False, executor: str = "local",
             ray_address: str | None = None, task_timeout: float | None = None, no_cache: bool = False,
-            cache_dir: str | None = None, force_exclude: bool = False, **kwargs: object) -> int:
+            cache_dir: str | None = None, force_exclude: bool = False, exclude: tuple[str, ...] = (),
+            **kwargs: object) -> int:
     """Lint MODELS (files or directories) for axis and shape errors; quiet (no stdout) when they are fine.
 
     Findings go to stdout, one summary line to stderr. Every file is processed: one that cannot
@@ -150,17 +158,16 @@ def command(models: tuple[str, ...], fmt: str, select: tuple[str, ...], extend_s
                           show_info=show_info)
     workers = jobs or os.cpu_count() or 1
     shown_progress = None if quiet or executor == "ray" else file_progress("linting")
-    from ..drivers.cache import LintCache, cache_for
+    from ..drivers.cache import cache_for
 
-    store: LintCache | None = None
-    if not no_cache and not fix:
-        store = cache_for(cache_dir, config_path, isolated)
+    store = None if no_cache or fix else cache_for(cache_dir, config_path, isolated)
     stream = _JsonLines(unordered, show_info) if fmt == "jsonl" and not (write_baseline or add_ignore or statistics) else None
     run = workspace.run(list(models), cli, options, config=config_path, isolated=isolated, jobs=workers,
                         use_baseline=not write_baseline, progress=shown_progress.file if shown_progress else None,
                         phase_progress=shown_progress.phase if shown_progress else None, cache=store,
                         executor=executor, ray_address=ray_address, task_timeout=task_timeout,
-                        on_result=stream.add if stream is not None else None, force_exclude=force_exclude)
+                        on_result=stream.add if stream is not None else None, force_exclude=force_exclude,
+                        cli_exclude=exclude)
     results = run.results
     if not results:  # --force-exclude left nothing: the files named are not the project's to check
         if not quiet:
@@ -183,8 +190,7 @@ def command(models: tuple[str, ...], fmt: str, select: tuple[str, ...], extend_s
     _emit(results, fmt, diff=diff, debug=debug, show_info=show_info, statistics=statistics, root=run.root,
           quiet=quiet)
     if not quiet:
-        click.echo(_summary(results, run.baselined, fix=fix, diff=diff, show_info=show_info,
-                            statistics=statistics), err=True)
+        click.echo(_summary(results, run, fix=fix, diff=diff, show_info=show_info, statistics=statistics), err=True)
     code = run_exit_code(results)
     click.get_current_context().exit(code)
     return code
@@ -245,19 +251,30 @@ def _write_baseline(path: str, results: list[FileResult], root: str | None, inpu
     return max((r.exit_code for r in results if r.exit_code >= 2), default=0)
 
 
-def _summary(results: list[FileResult], baselined: int, *, fix: bool, diff: bool, show_info: bool,
+def _summary(results: list[FileResult], run: "RunResult", *, fix: bool, diff: bool, show_info: bool,
              statistics: bool) -> str:
     """The summary line on stderr: every finding counted, with how many are not reported (info
-    not shown or named) and how many of the reported ones --fix would act on."""
+    not shown or named) and how many of the reported ones --fix would act on; the files a settings
+    file excluded apart."""
+    from ..drivers import workspace
+
     diags = [d for r in results for d in r.diagnostics]
     reported = [d for r in results for d in r.reported(show_info)]
-    line = lint_summary(len(results), diags, rejected=sum(r.rejected for r in results),
+    line = lint_summary(len(results) - len(run.excluded), diags,
+                        rejected=sum(r.rejected for r in results if r.excluded_by is None),
                         failed=sum(1 for r in results if r.error), fixed=sum(r.fixed for r in results),
                         changed=sum(r.changed for r in results), fix=fix, diff=diff,
                         info_hidden=0 if statistics else len(diags) - len(reported),
                         fixable=sum(1 for d in reported if d.fixable))
-    if baselined:
-        line += f"; {baselined:,} in the baseline"
+    if run.baselined:
+        line += f"; {run.baselined:,} in the baseline"
+    if run.excluded:
+        # a settings file's exclude is the repository's word: it cannot pass a model onnxruntime refuses
+        n = len(run.excluded)
+        out_of = sum(1 for r in results if r.excluded_by is not None and r.rejected)
+        line += (f"; {n:,} more file{'s' if n != 1 else ''}{f' ({out_of:,} rejected)' if out_of else ''}, "
+                 f"excluded by {', '.join(sorted({workspace.shown_source(s) for s in run.excluded.values()}))}, "
+                 "checked only for what onnxruntime refuses")
     assumed = _assumptions(results)
     if assumed:
         line += f"; assuming {', '.join(assumed)}"

@@ -93,6 +93,8 @@ class FileResult:
     refused: bool = False  # --fix: the rewrite engine refused the model (``passes.requires``; exit 2)
     # info codes reported like errors and warnings (named by the settings; set by workspace.run)
     named: tuple[str, ...] = ()
+    # the settings file whose ``exclude`` covers this file: judged for refusals only (workspace.py)
+    excluded_by: str | None = None
 
     def reported(self, show_info: bool = False) -> list[Diagnostic]:
         """The findings a run reports: errors and warnings, and the info findings of the codes the
