@@ -174,7 +174,7 @@ def chain_200k(repeat: int) -> dict[str, float]:
 def concat_wide(repeat: int) -> dict[str, float]:
     from contract.test_rows_axes import wide_concat
 
-    from shapeflow.analysis import analyze
+    from shapeflow.drivers.analysis import analyze
     from shapeflow.io import load_model_bytes
 
     times = []

@@ -118,7 +118,7 @@ def _tensors(model: onnx.ModelProto) -> list[str]:
 
 # ---------------------------------------------------------------- the tools
 def shapeflow_view(model: onnx.ModelProto, symbols: set[str], assume: list[str]) -> ToolView:
-    from shapeflow.analysis import analyze
+    from shapeflow.drivers.analysis import analyze
     from shapeflow.dims import Sym, substitute
     from shapeflow.io import load_model_bytes
 

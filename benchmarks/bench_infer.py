@@ -107,7 +107,7 @@ def _shapeflow_stages(path: str, fmt: str, times: dict[str, float], start: float
     """What ``shapeflow infer`` does, in process, with each stage timed. ``analyze`` is the real one;
     its graph and inference steps are timed by wrapping the module functions it calls, and each lint
     rule by wrapping its ``diagnostics``."""
-    from shapeflow import analysis
+    from shapeflow.drivers import analysis
     from shapeflow.io import load_model
     from shapeflow.render import infer_text
     from shapeflow.render.json import infer_json_text

@@ -70,7 +70,7 @@ def measure(path: str, repeat: int) -> dict[str, tuple[float, float]]:
 def breakdown(path: str) -> list[tuple[str, float]]:
     """CPU time of each step of ``lint`` in this process, as ``analysis.analyze`` and the lint
     command do them."""
-    from shapeflow.analysis import gc_paused, rewrite_candidates
+    from shapeflow.drivers.analysis import gc_paused, rewrite_candidates
     from shapeflow.graph import build_graph
     from shapeflow.inference import infer
     from shapeflow.io import load_model

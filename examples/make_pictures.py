@@ -18,8 +18,8 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))  # this checkout's shapeflow, installed or not
 
-from shapeflow.api import infer  # noqa: E402
-from shapeflow.pictures import picture  # noqa: E402
+from shapeflow.drivers.api import infer  # noqa: E402
+from shapeflow.render.pictures import picture  # noqa: E402
 
 PICTURES = {"axis_errors.onnx": "axis_errors.svg"}
 

@@ -13,12 +13,12 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from shapeflow.analysis import analyze
-from shapeflow.annotate import annotate
+from shapeflow.drivers.analysis import analyze
+from shapeflow.drivers.annotate import annotate
 from shapeflow.errors import ShapeflowError
 from shapeflow.io import load_model_bytes
 from shapeflow.limits import Limits
-from shapeflow.optimizer import optimize_model
+from shapeflow.drivers.optimizer import optimize_model
 from shapeflow.render import format_diagnostic, infer_text
 from shapeflow.render.sarif import sarif_log
 

@@ -1655,7 +1655,7 @@ def check_model(model: onnx.ModelProto, bindings: Sequence[Mapping[str, int]], r
     ``mask``), which onnxruntime accepts wherever the model does not need them equal: there the
     dims and values that inference states with ``independent=True`` (what the rewrites rely on)
     are checked, and optimize's outputs must be identical too."""
-    from shapeflow import api
+    from shapeflow.drivers import api
     from shapeflow.errors import ShapeflowError
 
     stats = Stats(models=1)
@@ -1666,7 +1666,6 @@ def check_model(model: onnx.ModelProto, bindings: Sequence[Mapping[str, int]], r
     try:
         path = os.path.join(workdir, "model.onnx")
         onnx.save(model, path)
-        producers = _producers(model)
         infos: Mapping[str, Any] = {}
         analysis = None
         try:
@@ -1676,29 +1675,8 @@ def check_model(model: onnx.ModelProto, bindings: Sequence[Mapping[str, int]], r
             pass
         except Exception as e:
             stats.findings.append(Finding("crash", "infer", "-", f"{type(e).__name__}: {e}", "-", {}))
-        exposed, names = expose_all(model)
-        exposed_bytes = exposed.SerializeToString()
-        out_names = [o.name for o in model.graph.output]
-        originals: list[tuple[dict[str, int], dict[str, np.ndarray], list[np.ndarray]]] = []
-        seen: set[tuple[str, str]] = set()
-        flagged: set[str] = set()
-        for i, b in enumerate(bindings):
-            feeds = make_feeds(model, b, feed_seed * 1000 + i)
-            if feeds is None:
-                continue
-            status, res = runner.run(exposed_bytes, feeds, names)
-            stats.bindings_run += 1
-            if status != "ok":
-                stats.bindings_failed += 1
-                continue
-            runtime = dict(zip(names, res))
-            for f in compare_infos(infos, producers, runtime, b, stats, seen):
-                # report the first wrong tensor of a chain, not everything computed from it
-                node = producers.get(f.tensor)
-                if node is None or not any(i in flagged for i in node.input):
-                    stats.findings.append(f)
-                flagged.add(f.tensor)
-            originals.append((dict(b), feeds, [runtime[n] for n in out_names]))
+        checker = _BindingRuns(model, runner, stats, feed_seed)
+        checker.run(infos, bindings, 0)
         if independent and analysis is not None:
             own: Mapping[str, Any] = {}
             try:
@@ -1707,22 +1685,7 @@ def check_model(model: onnx.ModelProto, bindings: Sequence[Mapping[str, int]], r
                 own = infer(analysis.graph, independent=True).tensors[0]
             except Exception as e:  # (the contract run above worked: so must this one)
                 stats.findings.append(Finding("crash", "infer", "-", f"{type(e).__name__}: {e}", "-", {}))
-            for i, b in enumerate(independent):
-                feeds = make_feeds(model, b, feed_seed * 1000 + 500 + i)
-                if feeds is None:
-                    continue
-                status, res = runner.run(exposed_bytes, feeds, names)
-                stats.bindings_run += 1
-                if status != "ok":
-                    stats.bindings_failed += 1
-                    continue
-                runtime = dict(zip(names, res))
-                for f in compare_infos(own, producers, runtime, b, stats, seen):
-                    node = producers.get(f.tensor)
-                    if node is None or not any(i in flagged for i in node.input):
-                        stats.findings.append(f)
-                    flagged.add(f.tensor)
-                originals.append((dict(b), feeds, [runtime[n] for n in out_names]))
+            checker.run(own, independent, 500)
         # optimize
         opt_path = os.path.join(workdir, "optimized.onnx")
         try:
@@ -1733,66 +1696,104 @@ def check_model(model: onnx.ModelProto, bindings: Sequence[Mapping[str, int]], r
         except Exception as e:
             stats.findings.append(Finding("crash", "optimize", "-", f"{type(e).__name__}: {e}", "-", {}))
             return stats
-        if not result.changed:
-            return stats
-        stats.optimize_changed += 1
-        opt = onnx.load(opt_path)
-        inits = {t.name for t in model.graph.initializer}
-        in_names = [i.name for i in model.graph.input if i.name not in inits]
-        opt_inits = {t.name for t in opt.graph.initializer}
-        opt_in = [i.name for i in opt.graph.input if i.name not in opt_inits]
-        opt_out = [o.name for o in opt.graph.output]
-        if opt_in != in_names or opt_out != out_names:
-            stats.findings.append(Finding("optimize-mismatch", "graph", "inputs/outputs",
-                                          f"{opt_in} -> {opt_out}", f"{in_names} -> {out_names}", {}))
-            return stats
-        opt_bytes = opt.SerializeToString()
-        allowed = None if optimize_bindings is None else [dict(b) for b in optimize_bindings]
-        for b, feeds, outs in originals:
-            if allowed is not None and b not in allowed:
-                continue
-            opt_feeds = {k: v for k, v in feeds.items() if k in opt_in}
-            status, res = runner.run(opt_bytes, opt_feeds, out_names)
-            if status != "ok" and (str(res).startswith("timeout") or "Failed to allocate memory" in str(res)
-                                   or str(res).startswith("MemoryError")):
-                # a slow or crowded machine, not a finding (the original ran): the models allocate
-                # what the bindings ask for, up to a few GB, while other work shares the memory
-                continue
-            if status != "ok" and any("@" in k for k in b) and SHARED_NAME_REFUSAL in str(res):
-                # onnxruntime's own memory planner holds the optimized model to its shared dim
-                # names (the original's Reshape to its own shape hid the relation): a refusal, not
-                # a changed value (README, shared dim names)
-                stats.optimize_refused_by_runtime += 1
-                continue
-            stats.optimize_runs += 1
-            if status != "ok":
-                stats.findings.append(Finding("optimize-mismatch", "optimized model", "-",
-                                              f"fails: {res}", "runs", b))
-                break
-            mismatch = any(not _arrays_identical(a, o) for a, o in zip(outs, res))
-            if mismatch:
-                # Compare like with like before blaming optimize: the original ran with every
-                # tensor exposed, and a float -> int Cast of an out-of-range value (float16 inf to
-                # uint8) is undefined in onnxruntime, so its result may follow the execution path.
-                status, plain = runner.run(model.SerializeToString(), feeds, out_names)
-                if status == "ok":
-                    outs = plain
-            for n, a, o in zip(out_names, outs, res):
-                if not _arrays_identical(a, o):
-                    op = producers[n].op_type if n in producers else "input"
-                    stats.findings.append(Finding(
-                        "optimize-mismatch", op, n,
-                        f"optimized gives {o.dtype}{list(o.shape)} {_rt_value(o.reshape(-1))}",
-                        f"{a.dtype}{list(a.shape)} {_rt_value(a.reshape(-1))}", b))
-                    break
-            else:
-                continue
-            break
+        if result.changed:
+            stats.optimize_changed += 1
+            _check_optimized(model, onnx.load(opt_path), checker, optimize_bindings)
         return stats
     finally:
         stats.ort_restarts = 0
         if own_dir is not None:
             own_dir.cleanup()
+
+
+class _BindingRuns:
+    """Runs of the original model (every tensor exposed) at bindings, each compared with what
+    inference states; the runs are kept (``originals``) for the optimized model's comparison."""
+
+    def __init__(self, model: onnx.ModelProto, runner: Runner, stats: Stats, feed_seed: int) -> None:
+        self.model, self.runner, self.stats, self.feed_seed = model, runner, stats, feed_seed
+        self.producers = _producers(model)
+        exposed, self.names = expose_all(model)
+        self.exposed_bytes = exposed.SerializeToString()
+        self.out_names = [o.name for o in model.graph.output]
+        self.originals: list[tuple[dict[str, int], dict[str, np.ndarray], list[np.ndarray]]] = []
+        self.seen: set[tuple[str, str]] = set()
+        self.flagged: set[str] = set()
+
+    def run(self, infos: Mapping[str, Any], bindings: Sequence[Mapping[str, int]], seed_offset: int) -> None:
+        stats = self.stats
+        for i, b in enumerate(bindings):
+            feeds = make_feeds(self.model, b, self.feed_seed * 1000 + seed_offset + i)
+            if feeds is None:
+                continue
+            status, res = self.runner.run(self.exposed_bytes, feeds, self.names)
+            stats.bindings_run += 1
+            if status != "ok":
+                stats.bindings_failed += 1
+                continue
+            runtime = dict(zip(self.names, res))
+            for f in compare_infos(infos, self.producers, runtime, b, stats, self.seen):
+                # report the first wrong tensor of a chain, not everything computed from it
+                node = self.producers.get(f.tensor)
+                if node is None or not any(n in self.flagged for n in node.input):
+                    stats.findings.append(f)
+                self.flagged.add(f.tensor)
+            self.originals.append((dict(b), feeds, [runtime[n] for n in self.out_names]))
+
+
+def _check_optimized(model: onnx.ModelProto, opt: onnx.ModelProto, runs: _BindingRuns,
+                     optimize_bindings: Sequence[Mapping[str, int]] | None) -> None:
+    """The optimized model's outputs against the original's, at the bindings the original ran
+    (those of ``optimize_bindings`` only, when given): bit-identical."""
+    stats, runner, out_names, producers = runs.stats, runs.runner, runs.out_names, runs.producers
+    inits = {t.name for t in model.graph.initializer}
+    in_names = [i.name for i in model.graph.input if i.name not in inits]
+    opt_inits = {t.name for t in opt.graph.initializer}
+    opt_in = [i.name for i in opt.graph.input if i.name not in opt_inits]
+    opt_out = [o.name for o in opt.graph.output]
+    if opt_in != in_names or opt_out != out_names:
+        stats.findings.append(Finding("optimize-mismatch", "graph", "inputs/outputs",
+                                      f"{opt_in} -> {opt_out}", f"{in_names} -> {out_names}", {}))
+        return
+    opt_bytes = opt.SerializeToString()
+    allowed = None if optimize_bindings is None else [dict(b) for b in optimize_bindings]
+    for b, feeds, outs in runs.originals:
+        if allowed is not None and b not in allowed:
+            continue
+        opt_feeds = {k: v for k, v in feeds.items() if k in opt_in}
+        status, res = runner.run(opt_bytes, opt_feeds, out_names)
+        if status != "ok" and (str(res).startswith("timeout") or "Failed to allocate memory" in str(res)
+                               or str(res).startswith("MemoryError")):
+            # a slow or crowded machine, not a finding (the original ran): the models allocate
+            # what the bindings ask for, up to a few GB, while other work shares the memory
+            continue
+        if status != "ok" and any("@" in k for k in b) and SHARED_NAME_REFUSAL in str(res):
+            # onnxruntime's own memory planner holds the optimized model to its shared dim
+            # names (the original's Reshape to its own shape hid the relation): a refusal, not
+            # a changed value (README, shared dim names)
+            stats.optimize_refused_by_runtime += 1
+            continue
+        stats.optimize_runs += 1
+        if status != "ok":
+            stats.findings.append(Finding("optimize-mismatch", "optimized model", "-",
+                                          f"fails: {res}", "runs", b))
+            return
+        mismatch = any(not _arrays_identical(a, o) for a, o in zip(outs, res))
+        if mismatch:
+            # Compare like with like before blaming optimize: the original ran with every
+            # tensor exposed, and a float -> int Cast of an out-of-range value (float16 inf to
+            # uint8) is undefined in onnxruntime, so its result may follow the execution path.
+            status, plain = runner.run(model.SerializeToString(), feeds, out_names)
+            if status == "ok":
+                outs = plain
+        for n, a, o in zip(out_names, outs, res):
+            if not _arrays_identical(a, o):
+                op = producers[n].op_type if n in producers else "input"
+                stats.findings.append(Finding(
+                    "optimize-mismatch", op, n,
+                    f"optimized gives {o.dtype}{list(o.shape)} {_rt_value(o.reshape(-1))}",
+                    f"{a.dtype}{list(a.shape)} {_rt_value(a.reshape(-1))}", b))
+                return
 
 
 # ================================================================================================

@@ -20,23 +20,23 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from .analysis import Analysis
-    from .api import diff, infer, lint, load_graph, optimize
+    from .drivers.analysis import Analysis
+    from .drivers.api import diff, infer, lint, load_graph, optimize
     from .diagnostics import Diagnostic, Location, Severity
     from .errors import ShapeflowError
     from .limits import Limits
-    from .linter import FileResult
+    from .drivers.linter import FileResult
     from .passes import OptimizeResult
     from .results import AnalysisJSON, DiagnosticJSON, FileResultJSON, LintJSON, OptimizeJSON
 
 # The API is imported on first use: ``python -m shapeflow`` runs this file before the command line,
 # and a command imports only what it needs (onnx, the rules, the passes).
 _LAZY = {
-    "FileResult": "linter", "OptimizeResult": "passes", "AnalysisJSON": "results", "DiagnosticJSON": "results",
-    "FileResultJSON": "results", "LintJSON": "results", "OptimizeJSON": "results",
-    "Analysis": "analysis", "Diagnostic": "diagnostics", "Limits": "limits", "Location": "diagnostics",
-    "Severity": "diagnostics", "ShapeflowError": "errors", "infer": "api", "lint": "api", "optimize": "api",
-    "load_graph": "api", "diff": "api",
+    "FileResult": "drivers.linter", "OptimizeResult": "passes", "AnalysisJSON": "results",
+    "DiagnosticJSON": "results", "FileResultJSON": "results", "LintJSON": "results", "OptimizeJSON": "results",
+    "Analysis": "drivers.analysis", "Diagnostic": "diagnostics", "Limits": "limits", "Location": "diagnostics",
+    "Severity": "diagnostics", "ShapeflowError": "errors", "infer": "drivers.api", "lint": "drivers.api",
+    "optimize": "drivers.api", "load_graph": "drivers.api", "diff": "drivers.api",
 }
 
 

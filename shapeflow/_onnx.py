@@ -80,3 +80,6 @@ def onnx_dist_version_is(version: str) -> bool:
         return os.path.isdir(os.path.join(site, f"onnx-{version}.dist-info"))
     except Exception:
         return False
+
+
+__all__ = ["onnx", "onnx_dist_version_is"]

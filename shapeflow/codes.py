@@ -1,11 +1,14 @@
-"""Every rule code in one table: its kebab-case name, default severity and whether ``--fix`` acts
-on it (as mypy's ``errorcodes.py`` does for its codes).
+"""The codes of the judging rules in one table: kebab-case name, default severity and whether
+``--fix`` acts on it (as mypy's ``errorcodes.py`` does for its codes).
 
-The lint rules (``shapeflow/rules/``) and the rewrite rules (``shapeflow/passes/``) take their
-identity from here; a rule class keeps only its docstring (the docs) and its check. Codes are
-fixed (SPEC.md section 2): a code is never renumbered, new rules take new codes. The hundreds
-group them: SF0xx the file and its graph, SF1xx axes and shapes, SF2xx what ``optimize`` (and
-``lint --fix``) would rewrite. Ranges reserved for work in progress: SF216-SF219.
+The lint rules (``shapeflow/rules/``) take their identity from here; a rule class keeps only its
+docstring (the docs) and its check. The rewrites (SF2xx, what ``optimize`` and ``lint --fix``
+would rewrite) declare their :class:`Code` in their own spec file (``shapeflow/rewrites/``), and
+the dead-node sweep its own (SF205, ``shapeflow/passes/sweep.py``): a rewrite is one file. The
+whole table, both parts, is ``shapeflow.rules.ALL_CODES``, checked there for duplicates. Codes are
+fixed (SPEC.md section 2): a code is never renumbered, new rules take new codes. The hundreds group
+them: SF0xx the file and its graph, SF1xx axes and shapes, SF2xx rewrites (the next free one is
+SF219).
 """
 
 from __future__ import annotations
@@ -73,32 +76,12 @@ ATTRIBUTE_REF_TYPE = Code("SF118", "attribute-ref-type", ERROR, refusal=True)
 ATTRIBUTE_REF_MISSING = Code("SF119", "attribute-ref-missing", ERROR, refusal=True)
 FUNCTION_OPSET_MISMATCH = Code("SF120", "function-opset-mismatch", ERROR, refusal=True)
 
-# One code per kind of rewrite: lint's info findings are exactly what the rewrite engine would do.
-CANCELLING_PAIR = Code("SF201", "cancelling-pair", INFO, fixable=True)
-MERGEABLE_CHAIN = Code("SF202", "mergeable-chain", INFO, fixable=True)
-FOLDABLE_CONSTANT = Code("SF203", "foldable-constant", INFO, fixable=True)
-SHAPE_SLICE = Code("SF204", "shape-slice", INFO, fixable=True)
-DEAD_NODES = Code("SF205", "dead-nodes", INFO, fixable=True)
-FAN_OUT_MERGE = Code("SF206", "fan-out-merge", INFO, fixable=True)
-COMMON_SUBEXPRESSION = Code("SF207", "common-subexpression", INFO, fixable=True)
-NO_OP_CAST = Code("SF208", "no-op-cast", INFO, fixable=True)
-IDENTITY_NODE = Code("SF209", "identity-node", INFO, fixable=True)
-CONSTANT_NODE = Code("SF210", "constant-node", INFO, fixable=True)
-STATIC_RESHAPE_TARGET = Code("SF211", "static-reshape-target", INFO, fixable=True)
-NO_OP_RESHAPE = Code("SF212", "no-op-reshape", INFO, fixable=True)
-IDENTITY_ELEMENT = Code("SF213", "identity-element", INFO, fixable=True)
-MERGE_CONCAT = Code("SF214", "merge-concat", INFO, fixable=True)
-RESHAPE_ROUND_TRIP = Code("SF215", "reshape-round-trip", INFO, fixable=True)
-
 ALL_CODES: tuple[Code, ...] = tuple(v for v in list(globals().values()) if isinstance(v, Code))
 BY_CODE: dict[str, Code] = {c.code: c for c in ALL_CODES}
 BY_NAME: dict[str, Code] = {c.name: c for c in ALL_CODES}
 
 # The codes whose error-level findings only the command line may hide (``Code.refusal``).
 REFUSAL_CODES: frozenset[str] = frozenset(c.code for c in ALL_CODES if c.refusal)
-
-# The rewrite codes: what ``--select SF2`` / ``--ignore`` choose for ``lint --fix``.
-REWRITE_CODES: frozenset[str] = frozenset(c.code for c in ALL_CODES if c.code.startswith("SF2"))
 
 
 def lookup(code: str) -> Code:

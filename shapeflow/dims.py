@@ -40,7 +40,7 @@ import operator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from math import gcd
-from typing import Iterator, Mapping, Optional, Union
+from typing import Any, Iterator, Mapping, Optional, Union
 
 __all__ = [
     "Dim",
@@ -94,7 +94,7 @@ Shape = Optional[tuple[Dim, ...]]  # None = unknown rank
 _NAME, _FLOOR, _MOD, _MIN, _MAX = 0, 1, 2, 3, 4
 
 
-def _operand_key(d: Union[int, "Sym"]) -> tuple:
+def _operand_key(d: Union[int, "Sym"]) -> tuple[Any, ...]:
     # ints before expressions, so keys never compare an int with a tuple
     return (0, d) if type(d) is int else (1, d._key)  # type: ignore[union-attr]
 
@@ -117,7 +117,7 @@ class _Atom:
         self.k = k
         self.other = other
         if expr is None:
-            self.key: tuple = (kind, name)
+            self.key: tuple[Any, ...] = (kind, name)
             self.size = 1
         elif other is None:
             self.key = (kind, expr._key, k)
@@ -137,7 +137,7 @@ class _Atom:
     def __hash__(self) -> int:
         return self._hash
 
-    def __reduce__(self) -> tuple:
+    def __reduce__(self) -> tuple[Any, ...]:
         return (_Atom, (self.kind, self.name, self.expr, self.k, self.other))
 
 
@@ -145,16 +145,16 @@ _Mono = tuple[_Atom, ...]  # atoms sorted by key, repeated for powers; () is the
 _Terms = tuple[tuple[_Mono, int], ...]
 
 
-def _atom_key(atom: _Atom) -> tuple:
+def _atom_key(atom: _Atom) -> tuple[Any, ...]:
     return atom.key
 
 
-def _mono_order(mono: _Mono) -> tuple:
+def _mono_order(mono: _Mono) -> tuple[Any, ...]:
     # Higher degree first, then by atoms; the constant term (degree 0) sorts last.
     return (-len(mono), tuple(a.key for a in mono))
 
 
-def _term_order(term: tuple[_Mono, int]) -> tuple:
+def _term_order(term: tuple[_Mono, int]) -> tuple[Any, ...]:
     return _mono_order(term[0])
 
 
@@ -167,7 +167,7 @@ class Sym:
     __slots__ = ("_terms", "_key", "_hash", "_size", "_symbols", "_text", "_depth")
     # the slots' types, for the checker (set once in _make; the last three are caches)
     _terms: _Terms
-    _key: tuple
+    _key: tuple[Any, ...]
     _hash: int
     _size: int
     _symbols: Optional[frozenset[str]]
@@ -208,7 +208,7 @@ class Sym:
     def __delattr__(self, name: str) -> None:
         raise AttributeError("Sym is immutable")
 
-    def __reduce__(self) -> tuple:
+    def __reduce__(self) -> tuple[Any, ...]:
         return (Sym._make, (self._terms,))
 
     def __eq__(self, other: object) -> bool:
@@ -945,7 +945,7 @@ def dim_compare(a: Dim, b: Dim) -> Optional[tuple[_Ext, _Ext]]:
     return _diff_bounds(a, b)
 
 
-def _var_key(s: Sym) -> tuple:
+def _var_key(s: Sym) -> tuple[Any, ...]:
     return s._key if s._terms[-1][0] else s._key[:-1]
 
 
@@ -1409,7 +1409,7 @@ def dim_to_json(d: Dim) -> Union[int, str, None]:
     return d
 
 
-def shape_to_json(s: Shape) -> Optional[list]:
+def shape_to_json(s: Shape) -> Optional[list[Any]]:
     if s is None:
         return None
     return [dim_to_json(d) for d in s]

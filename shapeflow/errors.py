@@ -127,3 +127,18 @@ class UsageError(ShapeflowError):
 
 class WriteError(ShapeflowError):
     """Writing the output failed; nothing was left behind (exit 2)."""
+
+
+class ShapeflowWarning(UserWarning):
+    """Something the user should know that stops nothing: the CLI prints it as one line on stderr
+    (``shapeflow: warning: ...``), once per message."""
+
+
+class DeprecatedNameWarning(ShapeflowWarning):
+    """A former rule name was used (in ``--select``, ``--ignore``, ``--rules`` or the settings): it
+    still works, and says what to write instead."""
+
+
+class RuleCrashWarning(ShapeflowWarning):
+    """An operator's shape rule raised: a bug in shapeflow. The node's outputs are taken as unknown
+    so the file is still processed; the test suite turns this warning into an error."""

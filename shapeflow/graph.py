@@ -21,7 +21,7 @@ from __future__ import annotations
 import time
 from collections import deque
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Iterator, Union
+from typing import TYPE_CHECKING, Any, Iterator, Union
 
 from ._onnx import onnx
 
@@ -232,6 +232,11 @@ class ModelGraph:
         return len(self.nodes)
 
 
+# A body waiting to be indexed: (body, path, kind, parent scope, owner node, opsets in force).
+_Pending = tuple["Body", str, str, "int | None", "int | None", dict[str, int]]
+_GRAPH_KINDS = frozenset({onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS})
+
+
 def build_graph(loaded: LoadedModel, limits: Limits = DEFAULT_LIMITS) -> ModelGraph:
     """Index ``loaded`` and validate its structure; raises ``GraphInvalidError`` (SF002) on the first
     structural problem, naming the node and the tensor."""
@@ -240,7 +245,7 @@ def build_graph(loaded: LoadedModel, limits: Limits = DEFAULT_LIMITS) -> ModelGr
     model_opsets = opset_map(model.opset_import)
 
     # Discover scopes breadth-first: main graph, model-local functions, then every nested body.
-    pending: deque[tuple[Body, str, str, int | None, int | None, dict[str, int]]] = deque(
+    pending: deque[_Pending] = deque(
         [(model.graph, "main", "graph", None, None, model_opsets)]
     )
     if len(model.functions) > limits.max_nodes:  # each body is a unit of --max-nodes (_index_scope)
@@ -275,10 +280,10 @@ def build_graph(loaded: LoadedModel, limits: Limits = DEFAULT_LIMITS) -> ModelGr
     return g
 
 
-def _index_scope(g: ModelGraph, scope: Scope, limits: Limits, pending: deque) -> None:
+def _define_scope(g: ModelGraph, scope: Scope) -> None:
+    """The names a scope defines before its nodes: its inputs and, in a graph, its initializers."""
     body = scope.proto
     producer = scope.producer
-    scope._all_nodes = g.nodes
     file = g.path
     if isinstance(body, onnx.GraphProto):
         scope.inputs = [vi.name for vi in body.input]
@@ -297,6 +302,53 @@ def _index_scope(g: ModelGraph, scope: Scope, limits: Limits, pending: deque) ->
         scope.inputs = list(body.input)
         scope.outputs = list(body.output)
         _define_inputs(scope, file)
+
+
+def _index_attributes(g: ModelGraph, scope: Scope, nid: int, attrs: Any, pending: deque[_Pending]) -> int:
+    """A node's attributes: repeated names are noted (SF009), subgraphs queued for indexing.
+    Returns how many bodies were queued."""
+    if len(attrs) > 1:
+        names = [attr.name for attr in attrs]
+        if len(set(names)) < len(names):
+            g.duplicate_attributes.append((nid, names))
+    graph_attr, graphs_attr = onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS
+    queued = 0
+    for attr in attrs:
+        kind = attr.type
+        if kind == graph_attr:
+            queued += 1
+            pending.append((attr.g, f"{scope.path}/{g.display(nid)}.{attr.name}", "graph", scope.id, nid, scope.opsets))
+        elif kind == graphs_attr:
+            queued += len(attr.graphs)
+            for k, sub in enumerate(attr.graphs):
+                pending.append((sub, f"{scope.path}/{g.display(nid)}.{attr.name}[{k}]", "graph", scope.id, nid,
+                                scope.opsets))
+    return queued
+
+
+def _first_late_reads(scope: Scope) -> None:
+    """Keep the first of each late read, and tell whether a name is read before its producer (the
+    file is not sorted)."""
+    late = scope.late
+    producer = scope.producer
+    if late:
+        firsts: dict[str, int] = {}
+        for name, nid in late:
+            firsts.setdefault(name, nid)
+        scope.late = late = list(firsts.items())  # first reads only
+    for name, _ in late:
+        p = producer.get(name)
+        if p is not None and p >= 0:  # read before the node that produces it
+            scope.sorted_in_file = False
+            break
+
+
+def _index_scope(g: ModelGraph, scope: Scope, limits: Limits, pending: deque[_Pending]) -> None:
+    body = scope.proto
+    producer = scope.producer
+    scope._all_nodes = g.nodes
+    file = g.path
+    _define_scope(g, scope)
 
     # This loop runs once per node of the model; it reads each protobuf field once (field access
     # costs far more than the dict work) and allocates nothing per node but the NodeInfo and the
@@ -318,7 +370,6 @@ def _index_scope(g: ModelGraph, scope: Scope, limits: Limits, pending: deque) ->
     # not sorted), read from an enclosing scope, or undefined. Usually empty, and it replaces a
     # pass over every edge to check the order and the definitions.
     late = scope.late
-    graph_attr, graphs_attr = onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS
     for index, node in enumerate(node_list):
         if index >= room:
             raise LimitExceededError("max-nodes", count_nodes(g.model), "--max-nodes", file=file)
@@ -349,37 +400,12 @@ def _index_scope(g: ModelGraph, scope: Scope, limits: Limits, pending: deque) ->
                 producer[name] = nid
             elif not g.empty_outputs or g.empty_outputs[-1] != nid:
                 g.empty_outputs.append(nid)
-        if attrs:
-            if len(attrs) > 1:
-                names = [attr.name for attr in attrs]
-                if len(set(names)) < len(names):
-                    g.duplicate_attributes.append((nid, names))
-            for attr in attrs:
-                kind = attr.type
-                if kind == graph_attr:
-                    room -= 1
-                    if index >= room:
-                        raise LimitExceededError("max-nodes", count_nodes(g.model), "--max-nodes", file=file)
-                    pending.append((attr.g, f"{scope.path}/{g.display(nid)}.{attr.name}", "graph",
-                                    sid, nid, opsets))
-                elif kind == graphs_attr:
-                    room -= len(attr.graphs)
-                    if index >= room:
-                        raise LimitExceededError("max-nodes", count_nodes(g.model), "--max-nodes", file=file)
-                    for k, sub in enumerate(attr.graphs):
-                        pending.append((sub, f"{scope.path}/{g.display(nid)}.{attr.name}[{k}]",
-                                        "graph", sid, nid, opsets))
+        if attrs and (len(attrs) > 1 or attrs[0].type in _GRAPH_KINDS):
+            room -= _index_attributes(g, scope, nid, attrs, pending)
+            if index >= room:  # each body queued is a unit of --max-nodes too
+                raise LimitExceededError("max-nodes", count_nodes(g.model), "--max-nodes", file=file)
     scope.nodes = list(range(base, len(nodes)))
-    if late:
-        firsts: dict[str, int] = {}
-        for name, nid in late:
-            firsts.setdefault(name, nid)
-        scope.late = late = list(firsts.items())  # first reads only
-    for name, _ in late:
-        p = producer.get(name)
-        if p is not None and p >= 0:  # read before the node that produces it
-            scope.sorted_in_file = False
-            break
+    _first_late_reads(scope)
 
 
 def count_nodes(model: onnx.ModelProto) -> int:
@@ -387,7 +413,7 @@ def count_nodes(model: onnx.ModelProto) -> int:
     and functions (the --max-nodes count), with an explicit stack: only called once the limit is
     hit, to report the value."""
     total = len(model.functions)
-    stack: list = [model.graph, *model.functions]
+    stack: list[Any] = [model.graph, *model.functions]
     graph_attr, graphs_attr = onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS
     while stack:
         body = stack.pop()

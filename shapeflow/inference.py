@@ -16,14 +16,16 @@ fails at run time anyway. Whatever it cannot prove is unknown (None).
 
 from __future__ import annotations
 
+import os
 import time
+import warnings
 from dataclasses import dataclass, field
-from typing import Callable, ContextManager, Mapping
+from typing import Any, Callable, ContextManager, Mapping
 
 from ._onnx import onnx
 
 from .dims import Bound, Dim, Shape, Sym, assuming, current_assumptions, substitute
-from .errors import LimitExceededError
+from .errors import LimitExceededError, RuleCrashWarning
 from .facts import AxisNode, CallFacts
 from .graph import ModelGraph, NodeInfo, Scope
 from .limits import DEFAULT_LIMITS, Limits, deadline
@@ -86,7 +88,7 @@ class Inference:
     constant_cache: dict[tuple[int, str], tuple[int, ...] | None] = field(default_factory=dict, repr=False)
     # Shape rules' memo tables for one run (axes facts per axes tensor, Squeeze/Unsqueeze results
     # per input shape and axes), keyed by the rule's own tuples.
-    memo: dict[tuple, object] = field(default_factory=dict, repr=False)
+    memo: dict[tuple[Any, ...], object] = field(default_factory=dict, repr=False)
     # The ranges the user stated (--assume), and those plus the facts inference proved on the way
     # (a symbol >= 1 where the model fails otherwise): the domain its results hold in.
     assumptions: Mapping[str, Bound] = field(default_factory=dict)
@@ -110,8 +112,8 @@ class Inference:
     independent: bool = False
     copies: Mapping[CopyKey, str] = field(default_factory=dict)
     # (independent) the broadcasts of two dims inference cannot tell apart, by name (broadcast_join)
-    joins: dict[frozenset, Sym] = field(default_factory=dict, repr=False)
-    join_names: dict[str, frozenset] = field(default_factory=dict, repr=False)
+    joins: dict[frozenset[Dim], Sym] = field(default_factory=dict, repr=False)
+    join_names: dict[str, frozenset[Dim]] = field(default_factory=dict, repr=False)
 
     def domain(self) -> ContextManager[None]:
         """The block in which dims are judged as inference judged them (its ranges in force):
@@ -182,6 +184,26 @@ class Inference:
     def taint(self, call: OpCall) -> None:
         """``call``'s node fails: its outputs (and what is computed from them) are tainted."""
         self.tainted.update(name for name in call.output_names if name)
+
+
+def rule_crashed(graph: ModelGraph, nid: int, info: NodeInfo, exc: BaseException) -> None:
+    """A shape rule raised on node ``nid``: a bug in shapeflow, never the model's fault. A strange
+    model must not become a crash, so the node's outputs are taken as unknown; but it is said
+    (a ``RuleCrashWarning``: one line on stderr from the CLI), and the test suite
+    raises it instead (``SHAPEFLOW_RAISE_RULE_CRASHES=1``, set by tests/conftest.py), so a crashing
+    rule fails the tests instead of hiding."""
+    if os.environ.get("SHAPEFLOW_RAISE_RULE_CRASHES"):
+        raise exc
+    first = str(exc).splitlines()[0] if str(exc) else ""
+    warnings.warn(f"{graph.path}: node '{graph.display(nid)}' ({info.op_type}-{info.since_version}): its shape "
+                  f"rule raised {type(exc).__name__}: {first}; its outputs are unknown (a bug, please report it)",
+                  RuleCrashWarning, stacklevel=2)
+
+
+def _taint_through(tainted: set[str], info: NodeInfo) -> None:
+    """A node that reads a tainted tensor computes tainted ones (``Inference.tainted``)."""
+    if any(name in tainted for name in info.inputs):
+        tainted.update(name for name in info.outputs if name)
 
 
 def infer(graph: ModelGraph, bindings: Mapping[str, int] | None = None,
@@ -311,7 +333,7 @@ class _Runner:
         self.rules: dict[str, dict[str, object]] = {}
         # Every output shape, interned: one tuple per distinct shape, checked against the limits
         # once. Equal shapes become the same object, which also lets rules memoise by identity.
-        self.shapes: dict[tuple, tuple] = {}
+        self.shapes: dict[tuple[Any, ...], tuple[Any, ...]] = {}
         # Function calls: the attribute values of the call being re-run (None: the generic run,
         # where ``@attr`` references are unknown), its nesting depth, the outputs per call
         # signature, and a budget of body nodes re-run after which calls
@@ -320,7 +342,7 @@ class _Runner:
         self.env: dict[str, onnx.AttributeProto] | None = None
         self.callers: list[int] = []  # the call nodes whose bodies are running, outermost first
         self.depth = 0
-        self.calls: dict[tuple, list[TensorInfo | None] | None] = {}
+        self.calls: dict[tuple[Any, ...], list[TensorInfo | None] | None] = {}
         self.call_budget = min(result.limits.max_nodes, max(4 * len(self.g.nodes), 100_000))
         self.in_function = [self.g.in_function(sc.id) for sc in self.g.scopes]
         # Loop/Scan bodies inferred again after a widening: at most this many body nodes in all
@@ -337,13 +359,17 @@ class _Runner:
             by_op[op_type] = rule
         return rule
 
-    def run_scope(self, scope: Scope, args: list[TensorInfo | None] | None = None) -> None:
-        # The loop body runs once per node of the model: the common case (one output, a rule that
-        # answers) is kept free of calls that are not the rule itself.
-        r, g = self.r, self.g
+    def _count_body(self) -> None:
+        """One more scope run: a model of many empty bodies has few nodes to count time by."""
         self.bodies += 1
         if not self.bodies & 0xFF:
             self._tick()
+
+    def run_scope(self, scope: Scope, args: list[TensorInfo | None] | None = None) -> None:
+        # The loop body runs once per node of the model: the common case (one output, a rule that
+        # answers) is kept free of calls that are not the rule itself; the rest is in helpers.
+        r, g = self.r, self.g
+        self._count_body()
         table = r.tensors[scope.id]
         self._seed(scope, table, args)
         in_function = self.in_function[scope.id]
@@ -354,7 +380,6 @@ class _Runner:
         rules = self.rules
         rule_for = self._rule_for
         shapes = self.shapes
-        max_expr = self.max_expr
         at_call = in_function and bool(self.callers)  # a body run with one call's inputs
         tainted = r.tainted  # (one set for the run, filled in place)
         for nid in scope.order:
@@ -371,21 +396,16 @@ class _Runner:
                 self._run_bodies(nid, info, ins)
             outs: list[TensorInfo | None] | None = None
             since = info.since_version
-            if at_call and since is not None:
-                self._check_call_types(nid, info, ins)
             if since is not None:  # else a custom domain, an unknown op, or a function call
+                if at_call:
+                    self._check_call_types(nid, info, ins)
                 by_op = rules.get(info.domain)
                 rule = by_op.get(info.op_type, _MISSING) if by_op is not None else _MISSING
                 if rule is _MISSING:
                     rule = rule_for(info.domain, info.op_type)
-                proto = None
+                proto: onnx.NodeProto | None = None
                 if in_function and info.has_attrs:
-                    proto = self._bind_attributes(info.peek())
-                    if proto is None:  # an ``@attr`` reference whose value is not known here
-                        if info.op_type in _READS_REFERENCES and info.domain == "":
-                            proto = info.peek()
-                        else:
-                            rule = None
+                    proto, rule = self._bound_attributes(info, rule)
                 if rule is not None:
                     try:
                         outs = rule(OpCall(proto, since, ins, nid, sid, r, info))  # type: ignore[operator]
@@ -393,32 +413,18 @@ class _Runner:
                             outs = list(outs)  # type: ignore[arg-type, unused-ignore]  # a rule that returned a tuple
                     except LimitExceededError:
                         raise
-                    except Exception:  # a rule must never turn a strange model into a crash: unknown
+                    except Exception as exc:  # a bug: said, and the outputs unknown (not a crash)
+                        rule_crashed(g, nid, info, exc)
                         outs = None
                     if outs:
-                        for k, t in enumerate(outs):
-                            if t is not None:
-                                value = t.value
-                                if value is not None:
-                                    if info.domain or not keeps_value(info.op_type, ins, t):
-                                        # not an (op, type) the value table lists (ops/evaluated.py):
-                                        # a new record, the rule may have handed back an input's
-                                        outs[k] = TensorInfo(t.dtype, t.shape)
-                                        continue
-                                    # _check_value, inline: values are short, mostly ints
-                                    for v in value:
-                                        if type(v) is Sym and v.size() > max_expr:
-                                            self._check_value(value, nid)
-                                    # what the element type holds: int64 wraps, int32 of a
-                                    # symbol only where it provably fits (ops/numeric.py)
-                                    t.value = canonical_value(t.dtype, value)
+                        self._settle_values(outs, nid, info, ins)
             elif functions:
                 fsid = functions.get((info.peek().domain, info.op_type))
                 if fsid is not None:
                     outs = self._call(fsid, nid, info, ins)
             outputs = info.outputs
-            if tainted and any(name in tainted for name in info.inputs):
-                tainted.update(name for name in outputs if name)
+            if tainted:
+                _taint_through(tainted, info)
             if len(outputs) == 1:
                 t = outs[0] if outs else None
                 name = outputs[0]
@@ -434,20 +440,56 @@ class _Runner:
                                 t.shape = seen
                     table[name] = t
             else:
-                for k, name in enumerate(outputs):
-                    t = outs[k] if outs is not None and k < len(outs) else None
-                    if name:
-                        if t is not None and t.shape is not None:
-                            seen = shapes.get(t.shape)
-                            if seen is None:
-                                self._check_limits(t.shape, nid)
-                                shapes[t.shape] = t.shape
-                            elif seen is not t.shape:
-                                t.shape = seen
-                        table[name] = t
+                self._store_outputs(outputs, outs, table, nid)
             self.done += 1
             if self.done % _CHECK_EVERY == 0:
                 self._tick()
+
+    def _bound_attributes(self, info: NodeInfo, rule: object) -> tuple[onnx.NodeProto | None, object]:
+        """The node of a function body with its ``@attr`` references bound to the call's values,
+        and the rule to run on it (None when a reference's value is not known here)."""
+        proto = self._bind_attributes(info.peek())
+        if proto is None:  # an ``@attr`` reference whose value is not known here
+            if info.op_type in _READS_REFERENCES and info.domain == "":
+                return info.peek(), rule
+            return None, None
+        return proto, rule
+
+    def _settle_values(self, outs: list[TensorInfo | None], nid: int, info: NodeInfo,
+                       ins: list[TensorInfo | None]) -> None:
+        """What a rule's output values may be: only those of an (op, type) the value table lists
+        (ops/evaluated.py), each symbolic element within ``--max-expr-size``, and what the element
+        type holds (int64 wraps; int32 of a symbol only where it provably fits: ops/numeric.py)."""
+        max_expr = self.max_expr
+        for k, t in enumerate(outs):
+            if t is not None:
+                value = t.value
+                if value is not None:
+                    if info.domain or not keeps_value(info.op_type, ins, t):
+                        # a new record: the rule may have handed back an input's
+                        outs[k] = TensorInfo(t.dtype, t.shape)
+                        continue
+                    # _check_value, inline: values are short, mostly ints
+                    for v in value:
+                        if type(v) is Sym and v.size() > max_expr:
+                            self._check_value(value, nid)
+                    t.value = canonical_value(t.dtype, value)
+
+    def _store_outputs(self, outputs: tuple[str, ...], outs: list[TensorInfo | None] | None,
+                       table: dict[str, TensorInfo | None], nid: int) -> None:
+        """The outputs of a node with several (or none), shapes interned as for one output."""
+        shapes = self.shapes
+        for k, name in enumerate(outputs):
+            t = outs[k] if outs is not None and k < len(outs) else None
+            if name:
+                if t is not None and t.shape is not None:
+                    seen = shapes.get(t.shape)
+                    if seen is None:
+                        self._check_limits(t.shape, nid)
+                        shapes[t.shape] = t.shape
+                    elif seen is not t.shape:
+                        t.shape = seen
+                table[name] = t
 
     # -- If/Loop/Scan bodies ------------------------------------------------------------------------
     def _run_bodies(self, nid: int, info: NodeInfo, ins: list[TensorInfo | None]) -> None:
@@ -690,7 +732,7 @@ class _Runner:
                 shape.append(None)
         return TensorInfo(tt.elem_type, tuple(shape))
 
-    def _check_limits(self, shape: tuple, nid: int) -> None:
+    def _check_limits(self, shape: tuple[Any, ...], nid: int) -> None:
         if len(shape) > self.max_rank or any(type(d) is Sym and d.size() > self.max_expr for d in shape):
             info = self.g.nodes[nid]
             where = info.peek().name or info.op_type
@@ -701,7 +743,7 @@ class _Runner:
                     raise LimitExceededError("max-expr-size", d.size(), "--max-expr-size", file=self.g.path,
                                         node=where)
 
-    def _check_value(self, value: tuple, nid: int) -> None:
+    def _check_value(self, value: tuple[Any, ...], nid: int) -> None:
         """Symbolic *values* of shape tensors count against --max-expr-size too: they are where
         expressions grow (``Mul(e, e)`` squares one), before any of them becomes a dim."""
         max_expr = self.max_expr

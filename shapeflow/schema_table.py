@@ -16,7 +16,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import onnx
@@ -94,7 +94,7 @@ def _clip(n: int) -> int:  # onnx's "no limit" is 2**31 - 1
     return min(int(n), 2**31 - 1)
 
 
-def signature_row(s: "onnx.defs.OpSchema") -> tuple:
+def signature_row(s: "onnx.defs.OpSchema") -> tuple[Any, ...]:
     """One row of ``_schema_sigs.SIGS`` (its docstring says what each field is)."""
     # (the checker stops at a deprecated op before it reads attributes: nothing to ask)
     flags = 1 if s.deprecated else (2 if _allows_unchecked_attributes(s) else 0)

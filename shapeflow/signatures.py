@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 from ._onnx import onnx, onnx_dist_version_is
 
@@ -98,14 +98,14 @@ class Signature:
 _ALL_TYPES = sum(1 << t for t in DTYPES)
 
 
-def _typed(ins: Sequence[Sequence], constraints: Mapping[str, tuple[int, bool]]) -> frozenset[int]:
+def _typed(ins: Sequence[Sequence[Any]], constraints: Mapping[str, tuple[int, bool]]) -> frozenset[int]:
     params = [t for t, _ in ins]
     return frozenset(k for k, (t, option) in enumerate(ins)
                      if params.count(t) > 1 or option == VARIADIC
                      or constraints.get(t, (0, True))[0] & _ALL_TYPES != _ALL_TYPES)
 
 
-def _decode(key: tuple[str, str, int], row: tuple) -> Signature:
+def _decode(key: tuple[str, str, int], row: tuple[Any, ...]) -> Signature:
     min_in, max_in, min_out, max_out, flags, ins, outs, attrs, constraints = row
     allowed = {name: (mask, other) for name, mask, other in constraints}
     return Signature(
@@ -117,7 +117,7 @@ def _decode(key: tuple[str, str, int], row: tuple) -> Signature:
 
 
 @lru_cache(maxsize=1)
-def _table() -> tuple[dict[tuple[str, str, int], tuple], dict[str, int]] | None:
+def _table() -> tuple[dict[tuple[str, str, int], tuple[Any, ...]], dict[str, int]] | None:
     import json
 
     from . import _schema_sigs

@@ -28,6 +28,10 @@ if "SHAPEFLOW_TESTS_KEEP_XDG" not in os.environ:
     os.environ["XDG_CACHE_HOME"] = tempfile.mkdtemp(prefix="shapeflow-test-xdg-")
     atexit.register(shutil.rmtree, os.environ["XDG_CACHE_HOME"], True)
 
+# A shape rule that raises is a bug: outside the tests its node's outputs become unknown (and a
+# warning says so); here, in this process and in every CLI subprocess, it raises and fails the test.
+os.environ["SHAPEFLOW_RAISE_RULE_CRASHES"] = "1"
+
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_cmdline_main(config: pytest.Config) -> None:

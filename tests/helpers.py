@@ -12,7 +12,7 @@ import onnx
 from shapeflow.assume import parse_assumptions
 from onnx import TensorProto, helper
 
-from shapeflow.analysis import Analysis, analyze
+from shapeflow.drivers.analysis import Analysis, analyze
 from shapeflow.dims import Dim, Shape, dim_to_json, substitute
 from shapeflow.io import load_model_bytes
 
@@ -113,7 +113,7 @@ def read_cache_entry(path: "os.PathLike[str] | str") -> dict:  # type: ignore[ty
 def write_cache_entry(path: "os.PathLike[str] | str", doc: "dict | bytes") -> None:  # type: ignore[type-arg]
     """Write ``doc`` (a record, or the raw bytes of one) as an entry this user's shapeflow would
     trust: signed with the user's key, as the cache signs what it writes."""
-    from shapeflow.cache import LintCache, user_key
+    from shapeflow.drivers.cache import LintCache, user_key
 
     body = doc if isinstance(doc, bytes) else json.dumps(doc).encode()
     key = os.path.basename(os.fspath(path))[:-len(".json")]

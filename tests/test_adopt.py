@@ -13,7 +13,7 @@ import onnx
 import pytest
 
 from shapeflow.cli import main
-from shapeflow.config import CommandLine, Settings, glob_match, load_config, parse_config, resolve
+from shapeflow.drivers.config import CommandLine, Settings, glob_match, load_config, parse_config, resolve
 from shapeflow.errors import UsageError
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -646,10 +646,10 @@ def test_machine_formats_report_what_text_reports(capsys) -> None:
             assert out == ""
     _, out, _ = run(capsys, "lint", "--format", "json", "--show-info", ATTENTION)
     every = json.loads(out)["diagnostics"]
-    assert len(every) > 10 and {d["code"] for d in every} > {"SF201", "SF208"}
+    assert len(every) > 10 and {d["code"] for d in every} > {"SF216", "SF208"}
     # a code the command line names is reported; the others stay counted only
-    _, out, _ = run(capsys, "lint", "--format", "sarif", "--extend-select", "SF201", ATTENTION)
-    assert {r["ruleId"] for r in _sarif(out)["results"]} == {"SF201"}
+    _, out, _ = run(capsys, "lint", "--format", "sarif", "--extend-select", "SF216", ATTENTION)
+    assert {r["ruleId"] for r in _sarif(out)["results"]} == {"SF216"}
     _, out, _ = run(capsys, "lint", "--format", "json", "--select", "SF2", ATTENTION)
     doc = json.loads(out)
     assert len(doc["diagnostics"]) == len(every) and doc["info_not_shown"] == 0
@@ -709,7 +709,7 @@ def test_baseline_is_errors_and_warnings_one_line_each(repo, capsys) -> None:
     text = (repo / "b.json").read_text()
     lines = text.splitlines()
     entries = [json.loads(line.strip().rstrip(",")) for line in lines if line.strip().startswith('{"file"')]
-    assert len(entries) == 4 and all(e["code"] != "SF201" and e["file"] == "m.onnx" for e in entries)
+    assert len(entries) == 4 and all(e["code"] != "SF216" and e["file"] == "m.onnx" for e in entries)
     assert entries == sorted(entries, key=lambda e: (e["file"], e["code"], e["graph"], e["node"] or "",
                                                      e["fingerprint"]))
     assert json.loads(text)["entries"] == entries and len(lines) == 4 + 6
@@ -752,9 +752,9 @@ def test_fix_applies_only_what_it_reports(tmp_path, capsys) -> None:
     assert code == 0 and casts(after) == casts(original) - 1 and "fixed 1 in 1 file" in err
     _, out, _ = run(capsys, "lint", "--format", "json", "--show-info", "--isolated", str(path))
     left = {d["code"] for d in json.loads(out)["diagnostics"]}
-    assert "SF208" not in left and {"SF201", "SF202", "SF210"} <= left  # the other rewrites were not applied
+    assert "SF208" not in left and {"SF216", "SF202", "SF210"} <= left  # the other rewrites were not applied
     shutil.copy(ATTENTION, path)
-    code, _, err = run(capsys, "lint", "--fix", "--isolated", "--severity", "SF201=warning", str(path))
+    code, _, err = run(capsys, "lint", "--fix", "--isolated", "--severity", "SF216=warning", str(path))
     assert path.read_bytes() != before and "fixed" in err
 
 

@@ -14,8 +14,8 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from shapeflow.analysis import analyze
-from shapeflow.annotate import annotate
+from shapeflow.drivers.analysis import analyze
+from shapeflow.drivers.annotate import annotate
 from shapeflow.io import load_model_bytes
 
 ort = pytest.importorskip("onnxruntime")

@@ -1,25 +1,32 @@
-"""One code table (shapeflow/codes.py): every rule takes its identity from it, and every rewrite
-of the engine has a lint code whose rule reports exactly its candidates (issue 10)."""
+"""One code table: every judging rule takes its identity from shapeflow/codes.py, every rewrite
+from its spec, and the two parts together have no code or name twice. Every code of the table has
+its rule, and every rule its documentation (``shapeflow rules CODE``)."""
 
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from shapeflow import codes
-from shapeflow.passes import ALL_RULES as REWRITES
-from shapeflow.passes import FIX_RULES
-from shapeflow.rules import ALL_RULES, BY_CODE, Rule
+from shapeflow.render.docs import rule_text
+from shapeflow.passes.sweep import DeadNodes
+from shapeflow.rewrites import REPAIRS, REWRITES
+from shapeflow.rules import ALL_CODES, ALL_RULES, BY_CODE, Rule
 
 RULES_DIR = Path(__file__).resolve().parent.parent / "shapeflow" / "rules"
 
 
 def test_every_lint_rule_is_its_table_entry() -> None:
+    table = {c.code: c for c in ALL_CODES}
     for rule in ALL_RULES:
-        entry = codes.lookup(rule.code)
+        entry = table[rule.code]
         assert (rule.name, rule.severity, rule.fixable) == (entry.name, entry.severity, entry.fixable)
+    for c in codes.ALL_CODES:  # the judging rules' part is codes.py
+        assert table[c.code] is c
 
 
 @pytest.mark.parametrize("path", sorted(RULES_DIR.glob("sf*.py")), ids=lambda p: p.name)
@@ -33,24 +40,40 @@ def test_rule_modules_do_not_restate_their_identity(path: Path) -> None:
 
 
 def test_codes_and_names_are_unique_and_well_formed() -> None:
-    assert len(codes.BY_CODE) == len(codes.ALL_CODES) == len(codes.BY_NAME)
-    for c in codes.ALL_CODES:
+    assert len({c.code for c in ALL_CODES}) == len({c.name for c in ALL_CODES}) == len(ALL_CODES)
+    for c in ALL_CODES:
         assert c.code[:2] == "SF" and len(c.code) == 5 and c.code[2:].isdigit()
         assert c.name == c.name.lower() and " " not in c.name
-    assert codes.REWRITE_CODES == {c.code for c in codes.ALL_CODES if c.code.startswith("SF2")}
+    assert {r.code for r in ALL_RULES} == {c.code for c in ALL_CODES}  # every code has its rule
 
 
-def test_every_rewrite_has_a_lint_code_with_a_rule() -> None:
-    """SF2xx = every rewrite: each rule of the engine names a code of the table, and each rewrite
-    code but the dead-node sweep's (which has no findings of its own) has its lint rule."""
+def test_one_code_one_rewrite_one_name() -> None:
+    """SF2xx = the rewrites and the sweep, each with one code and one name, the same in lint and
+    in the engine; the repairs of lint --fix belong to fixable error rules."""
+    sf2 = {c.code for c in ALL_CODES if c.code.startswith("SF2")}
+    assert sf2 == {r.code.code for r in REWRITES if r.code} | {"SF205"}
     for rewrite in REWRITES:
-        assert rewrite.code in codes.REWRITE_CODES, rewrite.name
-        assert rewrite.code in BY_CODE and BY_CODE[rewrite.code].fixable
-    for code in codes.REWRITE_CODES - {codes.DEAD_NODES.code}:
-        assert any(r.code == code for r in REWRITES), code
-    for repair in FIX_RULES:  # the repairs of lint --fix belong to fixable error rules
-        assert BY_CODE[repair.code].fixable and BY_CODE[repair.code].severity.value == "error"
-        assert repair.name == BY_CODE[repair.code].name
+        assert rewrite.code is not None
+        rule = BY_CODE[rewrite.code.code]
+        assert rule.name == rewrite.name and rule.fixable and rule.severity.value == "info"
+    assert [r for r in REWRITES if r.code and r.code.code == "SF205"] == [] and DeadNodes.name == "dead-nodes"
+    for repair in REPAIRS:
+        assert repair.code is not None
+        assert BY_CODE[repair.code.code].fixable and BY_CODE[repair.code.code].severity.value == "error"
+        assert repair.name == BY_CODE[repair.code.code].name
+
+
+@pytest.mark.parametrize("code", [c.code for c in ALL_CODES])
+def test_every_code_is_documented(code: str) -> None:
+    text = rule_text(BY_CODE[code])
+    assert text.startswith(f"{code} ") and "## What it does" in text and "## Fix" in text
+
+
+def test_shapeflow_rules_documents_the_sweep() -> None:
+    """SF205 was in the table but ``shapeflow rules SF205`` said "unknown rule"."""
+    out = subprocess.run([sys.executable, "-m", "shapeflow", "rules", "SF205"], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("SF205 dead-nodes (info, fixable)")
 
 
 def test_a_rule_with_a_code_outside_the_table_is_refused() -> None:

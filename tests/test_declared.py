@@ -26,7 +26,7 @@ from shapeflow.declared import DimReader, conflict, marked_dim
 from shapeflow.dimexpr import MAX_TEXT, parse_dim
 from shapeflow.dims import Dim, Sym, dim_add, dim_floordiv, dim_max, dim_min, dim_mod, dim_mul, dim_neg, \
     dim_sub, substitute
-from shapeflow.pictures import picture
+from shapeflow.render.pictures import picture
 from shapeflow.render import infer_text
 from shapeflow.render.json import infer_json_text
 
@@ -190,7 +190,7 @@ def test_pictures_mark_declared_dims() -> None:
     a = analyze_model(runtime_target_model())
     dot = picture(a, "dot")
     assert 'label="[~b, ~s, ~4, ~16]"' in dot and 'label="[1, ~b, ~s, ~heads, ~16]"' in dot
-    from shapeflow.netx import from_graphml
+    from shapeflow.drivers.netx import from_graphml
     import networkx as nx
 
     g = from_graphml(nx.parse_graphml(picture(a, "graphml"), force_multigraph=True))

@@ -16,24 +16,29 @@ from shapeflow.graph import build_graph
 from shapeflow.inference import infer
 from shapeflow.io import LoadedModel
 from shapeflow.io.load import load_model_bytes
+from shapeflow import rewrites
 from shapeflow.passes import find_candidates, rewrite_model
-from shapeflow.passes.base import ANY_OP, FROM_NOTHING, Match, NoMatch, Result, RewriteRule, RoundContext
+from shapeflow.passes.context import ANY_OP, FROM_NOTHING, RoundContext
+from shapeflow.passes.dispatch import Dispatch, input_kind, roots
 from shapeflow.passes.edit import Editor
-from shapeflow.passes.manager import _Dispatch, _roots
+from shapeflow.passes.match import Match, NoMatch, Result
+from shapeflow.passes.pattern import AnyNode, Bound, Op
+from shapeflow.passes.spec import Rewrite
 
 
-class _DropIdentity(RewriteRule):
+class _DropIdentity(Rewrite):
     """Identity(x) is x (test rule)."""
 
     name = "drop-identity-test"
-    roots = ("Identity",)
+    pattern = Op("Identity")
 
-    def match(self, ctx: RoundContext, nid: int) -> Result:
+    def check(self, ctx: RoundContext, b: Bound) -> Result:
+        nid = b.root
         sid, z = ctx.sid(nid), ctx.output(nid)
         if ctx.is_output(sid, z) or not ctx.direct_readers_only(sid, z):
             return NoMatch("output must keep its name")
         readers = tuple(r for r in ctx.readers(sid, z))
-        return Match(nid, (nid,), (), f"{ctx.display(nid)} goes", "", None, readers)
+        return Match(nid, rewires=readers, message=f"{ctx.display(nid)} goes")
 
     def apply(self, ctx: RoundContext, edit: Editor, m: Match[Any]) -> None:
         sid = ctx.sid(m.nid)
@@ -41,11 +46,11 @@ class _DropIdentity(RewriteRule):
         edit.delete_node(m.nid)
 
 
-class _SeenEverything(RewriteRule):
+class _SeenEverything(Rewrite):
     """Records the roots it is asked about (test rule: never fires)."""
 
     name = "seen-test"
-    roots = (ANY_OP,)
+    pattern = AnyNode()
 
     def __init__(self) -> None:
         self.seen: list[str] = []
@@ -103,32 +108,31 @@ def test_any_op_visits_every_node_and_constants_have_no_input_kind() -> None:
     inference = infer(graph)
     ctx = RoundContext.build(graph, inference)
     rule = _SeenEverything()
-    dispatch = _Dispatch([rule])
+    dispatch = Dispatch([rule])
     planned = dispatch.plan(ctx, latest_first=False)
     assert [graph.nodes[n].op_type for n, _ in planned] == ["Constant", "Identity", "Identity", "Unsqueeze", "Identity"]
     assert dispatch.plan_plain(ctx, latest_first=False) == planned
+    assert rule.roots == (ANY_OP,)
     # only Squeeze/Unsqueeze roots unless a rule names other ops
-    assert [graph.nodes[n].op_type for n in _roots(ctx)] == ["Unsqueeze"]
-    from shapeflow.passes.manager import input_kind
-
+    assert [graph.nodes[n].op_type for n in roots(ctx)] == ["Unsqueeze"]
     assert input_kind(ctx, 0) == FROM_NOTHING
 
 
 def test_candidates_of_other_roots_are_listed() -> None:
     loaded = _loaded(_model())
     graph = build_graph(loaded)
-    found = find_candidates(graph, infer(graph), rules=None)
+    found = find_candidates(graph, infer(graph), rewrites.select())
     assert all(c.rule != "drop-identity-test" for c in found)  # (not registered)
 
 
 def test_a_long_chain_of_pairs_takes_few_rounds() -> None:
-    """A deferred rewrite reserves only what ``reserves`` rules will sweep: were a chain rule's
-    nodes reserved too, each deferred pair would defer the next one, one pair a round (the
-    contract row of 5,000 pairs then ran for minutes)."""
+    """A deferred rewrite reserves only what it would leave to the sweep (``Match.sweeps``): were a
+    chain rule's nodes reserved too, each deferred pair would defer the next one, one pair a round
+    (the contract row of 5,000 pairs then ran for minutes)."""
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from contract.models import unsqueeze_squeeze_chain
 
     loaded = _loaded(unsqueeze_squeeze_chain(300))
-    result = rewrite_model(loaded, explain=False)
+    result = rewrite_model(loaded, rewrites.select(), explain=False)
     assert sum(result.rewrites.get(k, 0) for k in ("cancel-unsqueeze-squeeze", "cancel-squeeze-unsqueeze")) == 300
     assert result.rounds <= 16, result.rounds

@@ -15,11 +15,11 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-from shapeflow.analysis import analyze
-from shapeflow.linter import LintOptions, lint_file
-from shapeflow.optimizer import optimize_model
-from shapeflow.passes import find_candidates
-from shapeflow.passes.manager import count_ops
+from shapeflow.drivers.analysis import analyze
+from shapeflow.drivers.linter import LintOptions, lint_file
+from shapeflow.drivers.optimizer import optimize_model
+from shapeflow.passes import count_ops, find_candidates
+from shapeflow.rewrites import select
 from shapeflow.graph import build_graph
 from test_passes_support import Outcome, all_nodes, check_rewrite, loaded_of, optimize, parse
 
@@ -322,7 +322,7 @@ def test_in_a_function_body():
 def test_find_candidates_reports_the_first_node():
     loaded = loaded_of(parse(DYNAMO_18))
     analysis = analyze(loaded)
-    found = [c for c in find_candidates(analysis.graph, analysis.inference) if c.rule == RULE]
+    found = [c for c in find_candidates(analysis.graph, analysis.inference, select()) if c.rule == RULE]
     assert len(found) == 1 and found[0].code == "SF206"
     assert "'first' (Unsqueeze)" in found[0].message
 

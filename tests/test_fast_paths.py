@@ -17,7 +17,7 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper, parser
 
-from shapeflow.analysis import analyze
+from shapeflow.drivers.analysis import analyze
 from shapeflow.axes import (
     cancel_squeeze_unsqueeze, cancel_unsqueeze_squeeze, compose_unsqueeze, squeeze_shape, unsqueeze_shape,
 )
@@ -195,9 +195,9 @@ def _engine_models() -> list[tuple[str, onnx.ModelProto]]:
 
 @pytest.mark.parametrize("name, model", _engine_models(), ids=lambda v: v if isinstance(v, str) else "")
 def test_chain_and_dispatch_are_their_plain_twins(name: str, model: onnx.ModelProto) -> None:
-    from shapeflow.passes.base import RoundContext
-    from shapeflow.passes.manager import _Dispatch
-    from shapeflow.passes.registry import resolve_rules
+    from shapeflow.passes.context import RoundContext
+    from shapeflow.passes.dispatch import Dispatch
+    from shapeflow.rewrites import select
 
     a = analyze(load_model_bytes(model.SerializeToString(), name), rules=[])
     ctx = RoundContext.build(a.graph, a.inference)
@@ -209,7 +209,7 @@ def test_chain_and_dispatch_are_their_plain_twins(name: str, model: onnx.ModelPr
             for limit in (1, 2, 16):
                 assert ctx.chain(nid, op, limit) == ctx.chain_plain(nid, op, limit), (nid, op, limit)
                 asked += len(ctx.chain_plain(nid, op, limit))
-    dispatch = _Dispatch(resolve_rules(None))
+    dispatch = Dispatch(select())
     for latest_first in (True, False):
         assert dispatch.plan(ctx, latest_first) == dispatch.plan_plain(ctx, latest_first)
     if name in ("chain", "attention.onnx"):

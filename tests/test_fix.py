@@ -16,7 +16,7 @@ from onnx import parser
 
 from lint_fixtures import paddle_in_if
 from model_builders import paddle_squeeze_cases
-from shapeflow.linter import LintOptions, lint_file
+from shapeflow.drivers.linter import LintOptions, lint_file
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EXAMPLES = os.path.join(REPO, "examples")
@@ -267,7 +267,7 @@ def test_diff_writes_nothing(tmp_path) -> None:
 
 def _have_passes() -> bool:
     try:
-        from shapeflow.optimizer import optimize_model  # noqa: F401
+        from shapeflow.drivers.optimizer import optimize_model  # noqa: F401
         from shapeflow.passes import find_candidates  # noqa: F401
     except ImportError:
         return False
@@ -410,7 +410,7 @@ def test_lint_fix_leaves_nothing_for_optimize(tmp_path, model) -> None:
 def test_fix_diff_shows_what_optimize_writes(tmp_path, name) -> None:
     """``lint --fix --show-info --diff`` is a preview of ``optimize``: its "after" side is
     optimize's output (weights summarised, rewritediff.summarized_text)."""
-    from shapeflow.rewritediff import summarized_text
+    from shapeflow.drivers.rewritediff import summarized_text
 
     src = os.path.join(EXAMPLES, name)
     path = tmp_path / name
@@ -452,18 +452,18 @@ g (float[1, 3, 1, 5] x) => (float[3, 1] y)
 def test_a_fixed_model_is_analysed_once_more(tmp_path, monkeypatch) -> None:
     """lint --fix: one analysis of the input, the engine on it (no re-analysis inside), one
     analysis of the result."""
-    import shapeflow.analysis
-    import shapeflow.linter
+    import shapeflow.drivers.analysis
+    import shapeflow.drivers.linter
 
     calls: list[str] = []
-    real = shapeflow.analysis.analyze
+    real = shapeflow.drivers.analysis.analyze
 
     def counting(loaded, **kw):
         calls.append(loaded.path)
         return real(loaded, **kw)
 
-    monkeypatch.setattr(shapeflow.linter, "analyze", counting)
-    monkeypatch.setattr(shapeflow.analysis, "analyze", counting)
+    monkeypatch.setattr(shapeflow.drivers.linter, "analyze", counting)
+    monkeypatch.setattr(shapeflow.drivers.analysis, "analyze", counting)
     path = tmp_path / "attention.onnx"
     shutil.copy(os.path.join(EXAMPLES, "attention.onnx"), path)
     result = fix(path, show_info=True)

@@ -24,11 +24,11 @@ from helpers import read_cache_entry, write_cache_entry
 from lint_fixtures import FIXTURES, external_data_model
 from model_builders import bert_like, squeeze_unsqueeze_chain
 from shapeflow import _version
-from shapeflow.cache import CACHE_DIR_NAME, LintCache, default_cache_dir, settings_digest
+from shapeflow.drivers.cache import CACHE_DIR_NAME, LintCache, default_cache_dir, settings_digest
 from shapeflow.cli.lint_cmd import _JsonLines, jsonl_line
-from shapeflow.executors import Task, run_task
+from shapeflow.drivers.executors import Task, run_task
 from shapeflow.diagnostics import Severity
-from shapeflow.linter import FileResult, Linter, LintOptions
+from shapeflow.drivers.linter import FileResult, Linter, LintOptions
 
 ROOT = Path(__file__).resolve().parent.parent
 BAD = ("sf003_unsorted", "sf101_axes_out_of_range", "sf104_squeeze_non_unit_dim", "sf105_squeeze_symbolic_dim")

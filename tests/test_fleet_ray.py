@@ -19,8 +19,8 @@ from click.testing import CliRunner
 
 import shapeflow
 from shapeflow.cli import cli
-from shapeflow.executors import Task, run_ray, run_task
-from shapeflow.linter import FileResult, LintOptions
+from shapeflow.drivers.executors import Task, run_ray, run_task
+from shapeflow.drivers.linter import FileResult, LintOptions
 from test_fleet import ROOT, lint_cli, make_corpus
 
 ray = pytest.importorskip("ray", reason="the 'ray' extra is not installed (pip install -e '.[ray]')")

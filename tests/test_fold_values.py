@@ -1,4 +1,4 @@
-"""Issue 16: fold-known-value on every op whose value inference knows (SF203), static-reshape-target
+"""Issue 16: fold-known-value on every op whose value inference knows (SF218), static-reshape-target
 (SF211) and no-op-reshape (SF212).
 
 Every rewritten model is run in onnxruntime against the original at bindings of each symbol to 0,
@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "fuzz"))
 import shapearith  # noqa: E402
 from test_passes_support import Outcome, all_nodes, check_rewrite, optimize, parse  # noqa: E402
 
-from shapeflow.linter import LintOptions, lint_file  # noqa: E402
+from shapeflow.drivers.linter import LintOptions, lint_file  # noqa: E402
 
 SIZES = (0, 1, 2, 7)
 
@@ -62,7 +62,7 @@ def inits(out: Outcome) -> dict[str, list[int]]:
     return {t.name: numpy_helper.to_array(t).reshape(-1).tolist() for t in out.after.graph.initializer}
 
 
-# -- fold-known-value on any op (SF203) ----------------------------------------------------------
+# -- fold-known-value on any op (SF218) ----------------------------------------------------------
 
 ARITH = model("""
   sh = Shape(x)
@@ -180,14 +180,14 @@ def test_near_misses_symbolic_float_large_overridable() -> None:
     assert "fold-known-value" not in optimize(over).fired
 
 
-def test_lint_reports_one_sf203_per_run_and_fix_applies(tmp_path: Path) -> None:
+def test_lint_reports_one_sf218_per_run_and_fix_applies(tmp_path: Path) -> None:
     path = tmp_path / "m.onnx"
     path.write_bytes(parse(ARITH).SerializeToString())
     result = lint_file(str(path), LintOptions())
-    found = [d for d in result.diagnostics if d.code == "SF203"]
+    found = [d for d in result.diagnostics if d.code == "SF218"]
     assert len(found) == 1 and "[2]" in found[0].message
     fixed = lint_file(str(path), LintOptions(fix=True, show_info=True))
-    assert "SF203" not in {d.code for d in fixed.diagnostics}
+    assert "SF218" not in {d.code for d in fixed.diagnostics}
     after = onnx.load(str(path))
     assert [n.op_type for n in after.graph.node] == ["Cast", "Mul"]
 

@@ -17,7 +17,7 @@ import shapearith  # noqa: E402
 from test_fold_values import model, oracle, ops  # noqa: E402
 from test_passes_support import check_rewrite, optimize, parse  # noqa: E402
 
-from shapeflow.linter import LintOptions, lint_file  # noqa: E402
+from shapeflow.drivers.linter import LintOptions, lint_file  # noqa: E402
 
 
 @pytest.fixture(scope="module")

@@ -11,10 +11,10 @@ import pytest
 from onnx import helper
 
 from lint_fixtures import FIXTURES, Fixture, external_data_model
-from shapeflow import analysis
+from shapeflow.drivers import analysis
 from shapeflow.diagnostics import Severity
-from shapeflow.docs import rules_markdown, sections
-from shapeflow.linter import FileResult, LintOptions, lint_file, severity_table
+from shapeflow.render.docs import rules_markdown, sections
+from shapeflow.drivers.linter import FileResult, LintOptions, lint_file, severity_table
 from shapeflow.limits import Limits
 from shapeflow.rules import ALL_RULES, BY_CODE, resolve_selector, rule_by_code, select_rules
 
@@ -37,9 +37,9 @@ SPEC_CODES = {
     "SF110": ("axes-not-constant", "info"),
     "SF111": ("unsqueeze-empty-axes", "warning"),
     "SF112": ("shape-conflict", "error"),
-    "SF201": ("cancelling-pair", "info"),
-    "SF202": ("mergeable-chain", "info"),
-    "SF203": ("foldable-constant", "info"),
+    "SF201": ("cancel-unsqueeze-squeeze", "info"),
+    "SF202": ("merge-unsqueeze", "info"),
+    "SF203": ("fold-constant", "info"),
 }
 
 
@@ -276,13 +276,14 @@ def test_rewrite_rules_report_what_optimize_finds(tmp_path) -> None:
     from shapeflow.inference import infer
     from shapeflow.io import load_model
     from shapeflow.passes import find_candidates
+    from shapeflow.rewrites import select
 
     model = parser.parse_model(REWRITES)
     result = lint_proto(model, tmp_path, select=("SF2",))
     loaded = load_model(str(tmp_path / "m.onnx"))
     graph = build_graph(loaded)
     inference = infer(graph)
-    expected = {(c.code, graph.display(c.nid)) for c in find_candidates(graph, inference) if c.code}
+    expected = {(c.code, graph.display(c.nid)) for c in find_candidates(graph, inference, select()) if c.code}
     assert places(result) == expected
     codes = {code for code, _ in expected}
     assert codes == {"SF201", "SF202", "SF203"}
@@ -382,7 +383,7 @@ def test_docs_rules_md_is_up_to_date() -> None:
     path = os.path.join(REPO, "docs", "rules.md")
     with open(path, encoding="utf-8") as f:
         current = f.read()
-    assert current == rules_markdown(), "docs/rules.md is stale: run python -m shapeflow.docs -o docs/rules.md"
+    assert current == rules_markdown(), "docs/rules.md is stale: run python -m shapeflow.render.docs -o docs/rules.md"
 
 
 def test_docs_cover_every_rule() -> None:

@@ -27,7 +27,7 @@ from onnx import TensorProto, helper, numpy_helper, parser
 
 from lint_fixtures import FIXTURES, Fixture
 from shapeflow import codes, signatures
-from shapeflow.api import lint
+from shapeflow.drivers.api import lint
 from shapeflow.cli import main as cli_main
 from shapeflow.rules.sf004_unknown_operator import _STILL_LOADED
 from shapeflow.rules.sf005_unsupported_version import ONNXRUNTIME_DOMAINS

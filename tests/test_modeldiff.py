@@ -13,7 +13,7 @@ import onnx.parser
 import pytest
 
 import shapeflow
-from shapeflow.modeldiff import CHANGED, REFINED, SAME, compare_shape
+from shapeflow.drivers.modeldiff import CHANGED, REFINED, SAME, compare_shape
 
 from test_netx import CORPUS_MODELS
 

@@ -19,7 +19,7 @@ from onnx import TensorProto, helper
 
 import shapeflow
 from shapeflow.dims import shape_to_json
-from shapeflow.netx import JSON_ATTRS_KEY, from_graphml, graphml_safe, node_keys, to_networkx
+from shapeflow.drivers.netx import JSON_ATTRS_KEY, from_graphml, graphml_safe, node_keys, to_networkx
 
 from helpers import analyze_model
 

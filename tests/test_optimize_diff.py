@@ -14,8 +14,8 @@ import pytest
 
 import shapeflow
 from shapeflow.io import load_model
-from shapeflow.optimizer import optimize_model
-from shapeflow.rewritediff import optimize_diff
+from shapeflow.drivers.optimizer import optimize_model
+from shapeflow.drivers.rewritediff import optimize_diff
 
 from test_netx import CORPUS_MODELS
 

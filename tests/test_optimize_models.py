@@ -13,7 +13,7 @@ from model_builders import (
     OPSETS, attention_block, bert_like, gpt2_like, paddle_squeeze_cases, squeeze_unsqueeze_chain,
     unsqueeze_doc_cases,
 )
-from shapeflow.optimizer import OptimizeRefused, optimize_model
+from shapeflow.drivers.optimizer import OptimizeRefused, optimize_model
 from test_passes_support import QUIET, SO, check_rewrite, loaded_of, optimize
 
 CORPUS = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "corpus")

@@ -19,8 +19,8 @@ from onnx import TensorProto, helper, numpy_helper
 
 from shapeflow.cli import main
 from shapeflow.io import load_model, load_model_bytes, save_model
-from shapeflow.optimizer import optimize_model
-from shapeflow.verify import verify_models
+from shapeflow.drivers.optimizer import optimize_model
+from shapeflow.drivers.verify import verify_models
 
 UNKNOWN_MODEL = b"\x98\x06\xb9\x60"  # field 99, varint 12345
 UNKNOWN_GRAPH = b"\xa0\x06\x2a"  # field 100, varint 42

@@ -10,10 +10,11 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from shapeflow.errors import ShapeflowError
-from shapeflow.optimizer import OptimizeRefused, optimize_model
+from shapeflow.drivers.optimizer import OptimizeRefused, optimize_model
 from shapeflow.passes import find_candidates
-from shapeflow.passes.registry import RULE_NAMES, resolve_rules
-from shapeflow.analysis import analyze
+from shapeflow.rewrites import NAMES as RULE_NAMES
+from shapeflow.rewrites import select
+from shapeflow.drivers.analysis import analyze
 from test_passes_support import all_nodes, check_rewrite, loaded_of, optimize, parse
 
 
@@ -884,9 +885,10 @@ def test_rules_can_be_selected():
     out = optimize(text, rules=["merge-unsqueeze"])
     assert set(out.fired) <= {"merge-unsqueeze", "dead-nodes"}
     with pytest.raises(ShapeflowError):
-        resolve_rules(["no-such-rule"])
-    assert [r.name for r in resolve_rules(["shape_slice"])] == ["shape-slice"]
-    assert len(resolve_rules(None)) == len(RULE_NAMES)
+        select(["no-such-rule"])
+    assert [r.name for r in select(["shape_slice"])] == ["shape-slice"]
+    assert [r.name for r in select(["SF204"])] == ["shape-slice"]
+    assert len(select(None)) == len(RULE_NAMES)
 
 
 def test_find_candidates_lists_without_changing():
@@ -899,7 +901,7 @@ def test_find_candidates_lists_without_changing():
     }}""")
     loaded = loaded_of(model)
     a = analyze(loaded, rules=[])
-    found = find_candidates(a.graph, a.inference)
+    found = find_candidates(a.graph, a.inference, select())
     assert [(c.rule, c.code) for c in found] == [("cancel-unsqueeze-squeeze", "SF201")]
     assert loaded.proto.SerializeToString() == loaded.raw
 
@@ -1019,4 +1021,4 @@ def test_malformed_nodes_are_left_alone():
         optimize(model)
     assert {d.code for d in refused.value.diagnostics} == {"SF012"}
     analysis = analyze(loaded_of(model))
-    assert find_candidates(analysis.graph, analysis.inference) == []
+    assert find_candidates(analysis.graph, analysis.inference, select()) == []

@@ -17,9 +17,9 @@ import onnxruntime as ort
 import pytest
 
 from shapeflow.io import LoadedModel, load_model_bytes
-from shapeflow.optimizer import optimize_model
+from shapeflow.drivers.optimizer import optimize_model
 from shapeflow.passes import OptimizeResult
-from shapeflow.verify import random_inputs
+from shapeflow.drivers.verify import random_inputs
 
 SO = ort.SessionOptions()
 SO.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL

@@ -18,8 +18,8 @@ from onnx import TensorProto, helper
 
 import shapeflow
 from shapeflow.errors import display_path
-from shapeflow.netx import from_graphml
-from shapeflow.pictures import SEVERITY_COLORS, PictureOptions, neighbourhood, picture, shape_text
+from shapeflow.drivers.netx import from_graphml
+from shapeflow.render.pictures import SEVERITY_COLORS, PictureOptions, neighbourhood, picture, shape_text
 
 from helpers import analyze_model
 from test_netx import CORPUS_MODELS, IF_MODEL

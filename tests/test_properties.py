@@ -37,11 +37,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "fuzz"))
 
 import graphgen  # noqa: E402
 import pipeline  # noqa: E402
-from shapeflow.analysis import analyze  # noqa: E402
-from shapeflow.annotate import annotate  # noqa: E402
+from shapeflow.drivers.analysis import analyze  # noqa: E402
+from shapeflow.drivers.annotate import annotate  # noqa: E402
 from shapeflow.dims import substitute  # noqa: E402
 from shapeflow.io import load_model_bytes  # noqa: E402
-from shapeflow.optimizer import optimize_model  # noqa: E402
+from shapeflow.drivers.optimizer import optimize_model  # noqa: E402
 
 ort = pytest.importorskip("onnxruntime")
 

@@ -212,6 +212,6 @@ def test_install_instructions_work_from_a_checkout() -> None:
         with open(os.path.join(REPO, doc), encoding="utf-8") as f:
             text = f.read()
         assert not re.search(r"pip install ['\"]?shapeflow", text), doc
-    from shapeflow.verify import MISSING_ORT
+    from shapeflow.drivers.verify import MISSING_ORT
 
     assert 'pip install -e ".[verify]"' in MISSING_ORT

@@ -10,7 +10,7 @@ from pathlib import Path
 import onnx.backend.test
 import pytest
 
-from shapeflow.analysis import analyze
+from shapeflow.drivers.analysis import analyze
 from shapeflow.errors import ShapeflowError
 from shapeflow.io import load_model, save_model
 

@@ -10,9 +10,9 @@ import jsonschema
 import pytest
 
 from shapeflow.diagnostics import Diagnostic, Location, Severity
-from shapeflow.docs import plain, rule_markdown
+from shapeflow.render.docs import plain, rule_markdown
 from shapeflow.render.github import annotation, escape_data, escape_property
-from shapeflow.linter import LintOptions, lint_paths
+from shapeflow.drivers.linter import LintOptions, lint_paths
 from shapeflow.rules import ALL_RULES
 from shapeflow.render.sarif import artifact_uri, relative_path, sarif_log
 

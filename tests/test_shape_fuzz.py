@@ -84,7 +84,7 @@ def _bindings() -> list[dict[str, int]]:
 def test_oracle_reports_a_wrong_dim_and_value(monkeypatch: pytest.MonkeyPatch) -> None:
     import onnx.parser
 
-    from shapeflow import api
+    from shapeflow.drivers import api
     from shapeflow.tensorinfo import TensorInfo
 
     real = api.infer
@@ -111,7 +111,7 @@ def test_oracle_reports_an_optimize_that_changes_a_result(monkeypatch: pytest.Mo
                                                           tmp_path: Path) -> None:
     import onnx.parser
 
-    from shapeflow import api
+    from shapeflow.drivers import api
 
     real = api.optimize
 

@@ -16,7 +16,7 @@ from onnx import TensorProto, helper, numpy_helper
 from shapeflow import _schema_data, opsets, schema_table
 from shapeflow._onnx import onnx as lazy_onnx
 from shapeflow._onnx import onnx_dist_version_is
-from shapeflow.analysis import _DTYPE_NAMES, dtype_name
+from shapeflow.drivers.analysis import _DTYPE_NAMES, dtype_name
 from shapeflow.io import STORAGE_FIELDS
 from shapeflow.ops.constants import flat_values, tensor_values
 

@@ -245,7 +245,7 @@ def test_refusal_codes_are_what_onnxruntime_refuses(code: str, tmp_path: Path) -
     """``Code.refusal`` is true only of codes whose findings onnxruntime refuses to load: every
     finding of the code's fixture, alone in its model, fails ``InferenceSession``."""
     ort = pytest.importorskip("onnxruntime")
-    from shapeflow.linter import LintOptions, lint_file
+    from shapeflow.drivers.linter import LintOptions, lint_file
 
     so = ort.SessionOptions()
     so.log_severity_level = 4
@@ -432,7 +432,7 @@ def test_another_users_key_is_another_cache(project: Path, capsys: pytest.Captur
 
 def test_the_key_is_private_and_a_shared_one_is_refused(project: Path, capsys: pytest.CaptureFixture[str],
                                                         monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    from shapeflow.cache import key_path, user_key
+    from shapeflow.drivers.cache import key_path, user_key
 
     home = tmp_path / "xdg"
     monkeypatch.setenv("XDG_CACHE_HOME", str(home))
@@ -454,7 +454,7 @@ def test_doc_markers_read_as_the_regular_expression_did() -> None:
     from hypothesis import given, settings
     from hypothesis import strategies as st
 
-    from shapeflow.suppress import doc_markers
+    from shapeflow.drivers.suppress import doc_markers
 
     old = re.compile(r"shapeflow:\s*ignore\[([^\]]*)\]")
     pieces = st.sampled_from(["shapeflow:", " ", "\t", "ignore[", "]", "SF104", ",", "x", "shapeflow: ignore["])
@@ -481,7 +481,7 @@ def test_unclosed_markers_are_read_in_linear_time(project: Path) -> None:
 def test_the_suppression_phase_keeps_the_time_limit() -> None:
     from shapeflow.errors import LimitExceededError
     from shapeflow.io import load_model_bytes
-    from shapeflow.suppress import Deadline, apply
+    from shapeflow.drivers.suppress import Deadline, apply
 
     nodes = [helper.make_node("Relu", [f"t{k}"], [f"t{k + 1}"], doc_string="shapeflow: ignore[SF104]")
              for k in range(5000)]
@@ -776,7 +776,7 @@ def test_ctrl_c_during_start_up_prints_no_traceback(tmp_path: Path) -> None:
 def test_graphml_keeps_control_characters_in_names() -> None:
     import networkx as nx
 
-    from shapeflow.netx import from_graphml, graphml_text
+    from shapeflow.drivers.netx import from_graphml, graphml_text
 
     names = ["a\x01b", "tab\there", "line\nbreak", "cr\rhere", "\ue000starts-with-the-mark", "plain", "\x7fdel",
              "sur\ud800rogate"]
@@ -795,7 +795,7 @@ def test_graphml_keeps_control_characters_in_names() -> None:
 
 
 def test_a_ray_task_timeout_says_timeout() -> None:
-    from shapeflow.executors import _timed_out
+    from shapeflow.drivers.executors import _timed_out
 
     r = _timed_out("m.onnx", 5.0)
     (d,) = r.diagnostics
@@ -807,8 +807,8 @@ def test_an_optimize_timeout_names_the_limit_that_was_set(monkeypatch: pytest.Mo
     from shapeflow.errors import LimitExceededError
     from shapeflow.io import load_model_bytes
     from shapeflow.limits import Limits
-    from shapeflow.optimizer import optimize_model
-    from shapeflow.passes import manager
+    from shapeflow.drivers.optimizer import optimize_model
+    from shapeflow.passes import fixpoint
 
     class Clock:
         now = 0.0
@@ -817,7 +817,7 @@ def test_an_optimize_timeout_names_the_limit_that_was_set(monkeypatch: pytest.Mo
             self.now += 7.0  # the analysis takes a while; the rewrite rounds see what is left
             return self.now
 
-    monkeypatch.setattr(manager, "time", Clock())
+    monkeypatch.setattr(fixpoint, "time", Clock())
     loaded = load_model_bytes(parser.parse_model(CANCELLING).SerializeToString(), "m.onnx")
     with pytest.raises(LimitExceededError) as exc:
         optimize_model(loaded, limits=Limits(timeout=5.0))
@@ -872,7 +872,7 @@ def readme_recipe() -> list[str]:
 
 @pytest.mark.parametrize("cache", ["forged entries", "a link out"])
 def test_the_untrusted_pr_recipe_keeps_its_verdict(tmp_path: Path, cache: str) -> None:
-    from shapeflow.cache import LintCache, user_key
+    from shapeflow.drivers.cache import LintCache, user_key
 
     pr, victim = hostile_repository(tmp_path)
     if cache == "a link out":

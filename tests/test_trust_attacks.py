@@ -501,7 +501,7 @@ def test_running_out_of_memory_in_one_file_is_a_limit(tmp_path: Path, monkeypatc
                                                       capsys: pytest.CaptureFixture[str]) -> None:
     """A MemoryError while linting a file was reported as "internal error" (exit 3): an allocation
     that fails is a limit the file hit (SF006, exit 2), and the other files are still linted."""
-    from shapeflow import linter
+    from shapeflow.drivers import linter
 
     monkeypatch.chdir(_repo(tmp_path))
     real = linter.analyze
@@ -547,12 +547,13 @@ def test_the_candidate_search_checks_the_time_limit() -> None:
     a Concat of 40,000 duplicate Relus ran 166 s under the default --timeout of 120 s."""
     from shapeflow.errors import LimitExceededError
     from shapeflow.limits import file_deadline
-    from shapeflow.passes.manager import find_candidates
+    from shapeflow.passes import find_candidates
+    from shapeflow.rewrites import select
 
     graph, inference = _indexed(_duplicates_into_one_concat(300))
-    assert len(find_candidates(graph, inference)) == 299
+    assert len(find_candidates(graph, inference, select())) == 299
     with file_deadline(-1.0), pytest.raises(LimitExceededError, match="timeout"):
-        find_candidates(graph, inference)
+        find_candidates(graph, inference, select())
 
 
 class _CountedList(tuple):  # type: ignore[type-arg]
@@ -568,12 +569,13 @@ class _CountedList(tuple):  # type: ignore[type-arg]
 def test_the_candidate_search_reads_a_wide_node_s_inputs_once() -> None:
     """Each duplicate asked ``name in concat.inputs``, a scan of the Concat's 40,000 names: quadratic
     (166 s for 40,000 duplicates, 9.5 s once the inputs are a set)."""
-    from shapeflow.passes.manager import find_candidates
+    from shapeflow.passes import find_candidates
+    from shapeflow.rewrites import select
 
     n = 2_000
     graph, inference = _indexed(_duplicates_into_one_concat(n))
     cat = next(info for info in graph.nodes if info.op_type == "Concat")
     cat.inputs = _CountedList(cat.inputs)
     _CountedList.scans = 0
-    assert len(find_candidates(graph, inference)) == n - 1
+    assert len(find_candidates(graph, inference, select())) == n - 1
     assert _CountedList.scans < 10, _CountedList.scans

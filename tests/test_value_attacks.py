@@ -23,7 +23,7 @@ pytest.importorskip("onnxruntime")
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "fuzz"))
 import shapearith  # noqa: E402
 
-from shapeflow import api  # noqa: E402
+from shapeflow.drivers import api  # noqa: E402
 from shapeflow.graph import build_graph  # noqa: E402
 from shapeflow.inference import infer  # noqa: E402
 from shapeflow.io import load_model_bytes  # noqa: E402

@@ -25,11 +25,11 @@ pytest.importorskip("onnxruntime")
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "fuzz"))
 import shapearith  # noqa: E402
 
-from shapeflow import api  # noqa: E402
+from shapeflow.drivers import api  # noqa: E402
 from shapeflow.graph import build_graph  # noqa: E402
 from shapeflow.inference import infer, shared_dim_names  # noqa: E402
 from shapeflow.io import load_model_bytes  # noqa: E402
-from shapeflow.verify import verify_models  # noqa: E402
+from shapeflow.drivers.verify import verify_models  # noqa: E402
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,4 @@
-"""``shapeflow.verify``: the bit-exact onnxruntime comparison behind ``optimize --verify``."""
+"""``shapeflow.drivers.verify``: the bit-exact onnxruntime comparison behind ``optimize --verify``."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from shapeflow.errors import UsageError
-from shapeflow.verify import DIFFERS, MISSING_ORT, NOT_VERIFIED, culprit, random_inputs, verify_models
+from shapeflow.drivers.verify import DIFFERS, MISSING_ORT, NOT_VERIFIED, culprit, random_inputs, verify_models
 from test_passes_support import parse
 
 BASE = """<ir_version: 8, opset_import: ["" : 13]>

@@ -12,11 +12,12 @@ import signal
 import sys
 import threading
 import traceback
-from typing import NoReturn
+import warnings
+from typing import NoReturn, TextIO
 
 import click
 
-from ..errors import EXIT_INTERNAL, EXIT_REJECTED, ShapeflowError
+from ..errors import EXIT_INTERNAL, EXIT_REJECTED, ShapeflowError, ShapeflowWarning, display_path
 
 EPILOG = """\b
 Exit codes: 0 clean, 1 error-level findings, 2 usage error or rejected input, 3 internal error.
@@ -75,6 +76,19 @@ def cli(debug: bool) -> None:
     """Symbolic shapes, axis lint and exact Squeeze/Unsqueeze rewrites for ONNX models."""
 
 
+_SHOW_WARNING = warnings.showwarning
+
+
+def _show_warning(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+                  file: TextIO | None = None, line: str | None = None) -> None:
+    """shapeflow's own warnings as one line on stderr (``shapeflow: warning: ...``); others as
+    Python shows them."""
+    if issubclass(category, ShapeflowWarning):
+        click.echo(display_path(f"shapeflow: warning: {message}"), err=True)  # (names from the model)
+    else:
+        _SHOW_WARNING(message, category, filename, lineno, file, line)
+
+
 class Terminated(SystemExit):
     """SIGTERM arrived: raised where the program is, so that a write in progress removes its
     temporary file on the way out (as for Ctrl-C) instead of leaving it beside its target."""
@@ -86,6 +100,7 @@ def _terminate(signum: int, frame: object) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     """Entry point: maps errors to exit codes and never shows a traceback unless --debug."""
+    warnings.showwarning = _show_warning
     args = sys.argv[1:] if argv is None else argv
     debug = "--debug" in args or bool(os.environ.get("SHAPEFLOW_DEBUG"))
     if sys.stdout is None or _closed(1):

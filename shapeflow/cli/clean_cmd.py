@@ -21,7 +21,7 @@ def command(cache_dir: str | None, config_path: str | None, isolated: bool, quie
     """Remove the lint cache: the entries shapeflow wrote and the folder if it made it. Nothing
     else is removed, and no link is followed; a folder that is not a shapeflow cache is left
     alone (exit 2)."""
-    from ..cache import cache_location, clean
+    from ..drivers.cache import cache_location, clean
 
     if cache_dir:
         target, anchor = os.path.abspath(cache_dir), None

@@ -7,7 +7,7 @@ import json
 import click
 
 from ..errors import UsageError, display_path
-from ..modeldiff import diff_models, diff_text
+from ..drivers.modeldiff import diff_models, diff_text
 from .options import assume_option, dim_option, limit_options, limits_from, parse_dims
 
 

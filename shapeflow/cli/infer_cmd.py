@@ -3,17 +3,18 @@
 from __future__ import annotations
 
 import time
+from typing import Sequence
 
 import click
 
-from ..analysis import gc_paused, premise_hints
-from ..annotate import annotate, drop_fixed
+from ..drivers.analysis import Analysis, gc_paused, premise_hints
+from ..drivers.annotate import AnnotateResult, annotate, drop_fixed
 from ..errors import EXIT_CLEAN, EXIT_FINDINGS, UsageError, display_path
 from ..io import STDOUT, check_output_path, load_model, refuse_unsafe_external_data, save_model, write_to_stdout
-from ..pictures import DEFAULT_DEPTH, DEFAULT_MAX_DRAW, FORMATS, PictureOptions, picture
+from ..render.pictures import DEFAULT_DEPTH, DEFAULT_MAX_DRAW, FORMATS, PictureOptions, picture
 from ..render import count_by_severity, infer_text, summary_line
 from ..render.json import infer_json_chunks
-from ..infer_settings import infer_with_settings, unknown_symbols
+from ..drivers.infer_settings import infer_with_settings, unknown_symbols
 from .options import (
     assume_option, check_stdout_output, clear_progress, debug_option, dim_option, limit_options, limits_from,
     parse_dims, progress_printer,
@@ -143,6 +144,24 @@ def infer(model: str, all_tensors: bool, fmt: str, around: tuple[str, ...], dept
         else:
             save_model(loaded.proto, output, input_path=model, force=force, in_place=in_place,
                        max_memory=limits.max_memory)
+    _print_result(result, fmt, drawing, all_tensors=all_tensors, err=to_stdout)
+    counts = count_by_severity(result.diagnostics)
+    elapsed = time.perf_counter() - started
+    nodes = result.graph.node_count()
+    if not quiet:
+        click.echo(f"{display_path(model)}: {len(result.inference.axis_nodes):,} Squeeze/Unsqueeze, "
+                   f"{summary_line(counts)} ({nodes:,} node{'' if nodes == 1 else 's'} in {elapsed:.2f} s)"
+                   + (f"; assuming {', '.join(premises)}" if premises else ""), err=True)
+        _premise_hints(model, result)
+    if annotated is not None and output is not None:
+        _report_written(output, annotated, premises, quiet=quiet)
+    code = EXIT_FINDINGS if counts["error"] else EXIT_CLEAN
+    click.get_current_context().exit(code)
+    return code
+
+
+def _print_result(result: Analysis, fmt: str, drawing: str | None, *, all_tensors: bool, err: bool) -> None:
+    """The shapes and findings (on stderr when the model itself goes to stdout)."""
     # Rendering a large model allocates a container per row; none forms a cycle, and collecting
     # would mean traversing the whole analysis again.
     with gc_paused():
@@ -151,28 +170,27 @@ def infer(model: str, all_tensors: bool, fmt: str, around: tuple[str, ...], dept
             # piece: the document of a 500k-node model is 200 MB, not worth joining and encoding whole.
             chunks = list(infer_json_chunks(result))
             for chunk in chunks:
-                click.echo(chunk, nl=False, err=to_stdout)
-            click.echo(err=to_stdout)
+                click.echo(chunk, nl=False, err=err)
+            click.echo(err=err)
         elif drawing is not None:
-            click.echo(drawing, nl=False, err=to_stdout)
+            click.echo(drawing, nl=False, err=err)
         else:
-            click.echo(infer_text(result, all_tensors=all_tensors), err=to_stdout)
-    counts = count_by_severity(result.diagnostics)
-    elapsed = time.perf_counter() - started
-    nodes = result.graph.node_count()
+            click.echo(infer_text(result, all_tensors=all_tensors), err=err)
+
+
+def _premise_hints(model: str, result: Analysis) -> None:
+    """A dim left unknown only for want of a premise: say which one would decide it."""
+    for text, added, simpler in premise_hints(result):
+        what = [f"{added:,} more dim{'' if added == 1 else 's'}"] if added else []
+        if simpler:
+            what.append(f"{simpler:,} dim{'' if simpler == 1 else 's'} more simply")
+        click.echo(f"{display_path(model)}: hint: assuming {text} would state {' and '.join(what)} "
+                   f"(--assume '{text}')", err=True)
+
+
+def _report_written(output: str, annotated: AnnotateResult, premises: Sequence[str], *, quiet: bool) -> None:
+    """What ``-o`` wrote into the model, on stderr."""
     if not quiet:
-        click.echo(f"{display_path(model)}: {len(result.inference.axis_nodes):,} Squeeze/Unsqueeze, "
-                   f"{summary_line(counts)} ({nodes:,} node{'' if nodes == 1 else 's'} in {elapsed:.2f} s)"
-                   + (f"; assuming {', '.join(premises)}" if premises else ""), err=True)
-    if not quiet:
-        # a dim left unknown only for want of a premise: say which one would decide it
-        for text, added, simpler in premise_hints(result):
-            what = [f"{added:,} more dim{'' if added == 1 else 's'}"] if added else []
-            if simpler:
-                what.append(f"{simpler:,} dim{'' if simpler == 1 else 's'} more simply")
-            click.echo(f"{display_path(model)}: hint: assuming {text} would state {' and '.join(what)} "
-                       f"(--assume '{text}')", err=True)
-    if annotated is not None and output is not None and not quiet:
         more = f", {annotated.replaced} invented dim names replaced" if annotated.replaced else ""
         if annotated.fixed:
             more += f", {annotated.fixed} contradicting declarations rewritten"
@@ -180,10 +198,7 @@ def infer(model: str, all_tensors: bool, fmt: str, around: tuple[str, ...], dept
             more += f", {annotated.kept} contradicting declarations kept (SF112)"
         click.echo(f"{display_path(output)}: {annotated.added} value_info entries added, "
                    f"{annotated.filled} declared dims filled{more}", err=True)
-    if annotated is not None and output is not None and premises:
+    if premises:
         # the file records shapes, not the ranges they hold in (a model gains no metadata keys)
         click.echo(f"{display_path(output)}: warning: the shapes written hold only where "
                    f"{', '.join(premises)}; the file does not record that", err=True)
-    code = EXIT_FINDINGS if counts["error"] else EXIT_CLEAN
-    click.get_current_context().exit(code)
-    return code

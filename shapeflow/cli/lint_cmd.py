@@ -4,20 +4,24 @@ from __future__ import annotations
 
 import json
 import os
+from typing import TYPE_CHECKING
 
 import click
 
-from ..config import CommandLine, ConfigCache, parse_severities, resolve, settings_text, split_selectors
+from ..drivers.config import CommandLine, ConfigCache, parse_severities, resolve, settings_text, split_selectors
 from ..errors import UsageError, display_path
 from ..render.github import annotation, escape_data, escape_property, safe
-from ..linter import FileResult, LintOptions, find_repo_root, run_exit_code
+from ..drivers.linter import FileResult, LintOptions, find_repo_root, run_exit_code
 from ..render import lint_summary, lint_text
 from ..render.json import lint_json
-from ..report import concise_text, statistics_text
+from ..render.report import concise_text, statistics_text
 from ..rules import REJECTION_RULES, resolve_selector
 from ..render.sarif import relative_path, sarif_log, truncation_note
 from ..assume import parse_assumptions
 from .options import assume_option, complete_codes, debug_option, dim_option, file_progress, limit_options, limits_from, parse_dims
+
+if TYPE_CHECKING:
+    from ..drivers.workspace import RunResult
 
 FORMATS = ("text", "concise", "json", "jsonl", "sarif", "github")
 # codes reported when a file cannot be processed at all: no setting can turn them off
@@ -125,19 +129,14 @@ def command(models: tuple[str, ...], fmt: str, select: tuple[str, ...], extend_s
     Findings go to stdout, one summary line to stderr. Every file is processed: one that cannot
     be read is reported (SF001) and the others are still checked.
     """
-    from .. import workspace
+    from ..drivers import workspace
 
     limits = limits_from(kwargs)
     bindings = parse_dims(dims)
     fix = fix or diff
     if add_ignore and (fix or write_baseline):
         raise UsageError("--add-ignore cannot be combined with --fix, --diff or --write-baseline")
-    for key, values in (("--ignore", ignore), ("--extend-ignore", extend_ignore)):
-        for item in split_selectors(values, key):
-            codes = set(resolve_selector(item))
-            if codes and codes <= UNIGNORABLE:
-                raise UsageError(f"{key} {item}: cannot be ignored: {', '.join(sorted(codes))} reports a file "
-                                 "that could not be linted at all, and hiding it would pass it unchecked")
+    _check_ignorable(ignore, extend_ignore)
     cli = CommandLine(
         select=split_selectors(select, "--select") if select else None,
         extend_select=split_selectors(extend_select, "--extend-select"),
@@ -149,32 +148,19 @@ def command(models: tuple[str, ...], fmt: str, select: tuple[str, ...], extend_s
         assume=assume,
     )
     if show_settings:
-        cache = ConfigCache(config_path, isolated)
-        blocks = []
-        for arg in models or (".",):
-            probe = os.path.join(arg, "model.onnx") if os.path.isdir(arg) else arg
-            settings = cache.for_path(probe)
-            blocks.append(settings_text(settings, resolve(settings, cli, probe), arg))
-        click.echo("\n\n".join(blocks))
+        _show_settings(models, cli, config_path, isolated)
         click.get_current_context().exit(0)
         return 0
     if files_from:
         models = models + tuple(_listed(files_from))
-    if executor != "ray" and (ray_address or task_timeout is not None):
-        raise UsageError(f"{'--ray-address' if ray_address else '--task-timeout'} needs --executor ray")
-    if unordered and fmt != "jsonl":
-        raise UsageError("--unordered needs --format jsonl")
-    if not models:
-        raise UsageError("no model files given (name .onnx files or directories)")
+    _check_usage(models, fmt, unordered, executor, ray_address, task_timeout)
     options = LintOptions(dims=tuple(bindings.items()), limits=limits, fix=fix, diff=diff, repo_root=find_repo_root(),
                           show_info=show_info)
     workers = jobs or os.cpu_count() or 1
     shown_progress = None if quiet or executor == "ray" else file_progress("linting")
-    from ..cache import LintCache, cache_for
+    from ..drivers.cache import cache_for
 
-    store: LintCache | None = None
-    if not no_cache and not fix:
-        store = cache_for(cache_dir, config_path, isolated)
+    store = None if no_cache or fix else cache_for(cache_dir, config_path, isolated)
     stream = _JsonLines(unordered, show_info) if fmt == "jsonl" and not (write_baseline or add_ignore or statistics) else None
     run = workspace.run(list(models), cli, options, config=config_path, isolated=isolated, jobs=workers,
                         use_baseline=not write_baseline, progress=shown_progress.file if shown_progress else None,
@@ -188,24 +174,13 @@ def command(models: tuple[str, ...], fmt: str, select: tuple[str, ...], extend_s
             click.echo("0 files: every model file named is excluded (--force-exclude)", err=True)
         click.get_current_context().exit(0)
         return 0
-    if assume:  # an --assume that names a symbol of no model linted is a typo, not a no-op
-        used = {name for r in results for name in parse_assumptions(r.assumptions).names()}
-        for name in sorted(parse_assumptions(assume).names()):
-            if name not in used and any(not r.rejected for r in results):
-                raise UsageError(f"--assume names '{name}', which is a symbol of no model linted")
+    if assume:
+        _check_assumed(assume, results)
     debug = _debug()
     if write_baseline:
-        from .._version import __version__
-        from ..baseline import write_baseline as write
-
         read = [s.source for _, s, _ in run.settings if s.source] + ([config_path] if config_path else []) \
             + [f for f in files_from if f != "-"]
-        n = write(write_baseline, results, run.root, __version__, inputs=read)
-        _notes(results, debug)
-        if not quiet:
-            click.echo(f"{display_path(write_baseline)}: recorded {n:,} finding{'s' if n != 1 else ''} "
-                       f"of {len(results):,} file{'s' if len(results) != 1 else ''}", err=True)
-        code = max((r.exit_code for r in results if r.exit_code >= 2), default=0)
+        code = _write_baseline(write_baseline, results, run.root, read, quiet=quiet, debug=debug)
         click.get_current_context().exit(code)
         return code
     if add_ignore:
@@ -215,29 +190,95 @@ def command(models: tuple[str, ...], fmt: str, select: tuple[str, ...], extend_s
     _emit(results, fmt, diff=diff, debug=debug, show_info=show_info, statistics=statistics, root=run.root,
           quiet=quiet)
     if not quiet:
-        diags = [d for r in results for d in r.diagnostics]
-        reported = [d for r in results for d in r.reported(show_info)]
-        line = lint_summary(len(results) - len(run.excluded), diags, rejected=sum(r.rejected for r in results if r.excluded_by is None),
-                            failed=sum(1 for r in results if r.error), fixed=sum(r.fixed for r in results),
-                            changed=sum(r.changed for r in results), fix=fix, diff=diff,
-                            info_hidden=0 if statistics else len(diags) - len(reported),
-                            fixable=sum(1 for d in reported if d.fixable))
-        if run.baselined:
-            line += f"; {run.baselined:,} in the baseline"
-        if run.excluded:
-            # a settings file's exclude is the repository's word: it cannot pass a model onnxruntime refuses
-            n = len(run.excluded)
-            out_of = sum(1 for r in results if r.excluded_by is not None and r.rejected)
-            line += (f"; {n:,} more file{'s' if n != 1 else ''}{f' ({out_of:,} rejected)' if out_of else ''}, "
-                     f"excluded by {', '.join(sorted({workspace.shown_source(s) for s in run.excluded.values()}))}, "
-                     "checked only for what onnxruntime refuses")
-        assumed = _assumptions(results)
-        if assumed:
-            line += f"; assuming {', '.join(assumed)}"
-        click.echo(line, err=True)
+        click.echo(_summary(results, run, fix=fix, diff=diff, show_info=show_info, statistics=statistics), err=True)
     code = run_exit_code(results)
     click.get_current_context().exit(code)
     return code
+
+
+def _check_usage(models: tuple[str, ...], fmt: str, unordered: bool, executor: str, ray_address: str | None,
+                 task_timeout: float | None) -> None:
+    """Usage errors of options that need others, and of a run with no model named."""
+    if executor != "ray" and (ray_address or task_timeout is not None):
+        raise UsageError(f"{'--ray-address' if ray_address else '--task-timeout'} needs --executor ray")
+    if unordered and fmt != "jsonl":
+        raise UsageError("--unordered needs --format jsonl")
+    if not models:
+        raise UsageError("no model files given (name .onnx files or directories)")
+
+
+def _check_ignorable(ignore: tuple[str, ...], extend_ignore: tuple[str, ...]) -> None:
+    """A usage error for ``--ignore`` of what cannot be ignored (a file that could not be linted)."""
+    for key, values in (("--ignore", ignore), ("--extend-ignore", extend_ignore)):
+        for item in split_selectors(values, key):
+            codes = set(resolve_selector(item))
+            if codes and codes <= UNIGNORABLE:
+                raise UsageError(f"{key} {item}: cannot be ignored: {', '.join(sorted(codes))} reports a file "
+                                 "that could not be linted at all, and hiding it would pass it unchecked")
+
+
+def _check_assumed(assume: tuple[str, ...], results: list[FileResult]) -> None:
+    """An --assume that names a symbol of no model linted is a typo, not a no-op."""
+    used = {name for r in results for name in parse_assumptions(r.assumptions).names()}
+    for name in sorted(parse_assumptions(assume).names()):
+        if name not in used and any(not r.rejected for r in results):
+            raise UsageError(f"--assume names '{name}', which is a symbol of no model linted")
+
+
+def _show_settings(models: tuple[str, ...], cli: CommandLine, config_path: str | None, isolated: bool) -> None:
+    """``--show-settings``: the resolved settings of each model (or folder) and where they came from."""
+    cache = ConfigCache(config_path, isolated)
+    blocks = []
+    for arg in models or (".",):
+        probe = os.path.join(arg, "model.onnx") if os.path.isdir(arg) else arg
+        settings = cache.for_path(probe)
+        blocks.append(settings_text(settings, resolve(settings, cli, probe), arg))
+    click.echo("\n\n".join(blocks))
+
+
+def _write_baseline(path: str, results: list[FileResult], root: str | None, inputs: list[str], *,
+                    quiet: bool, debug: bool) -> int:
+    """``--write-baseline``: record every current finding (and the settings files read, ``inputs``);
+    the exit code (2 when a file was rejected)."""
+    from .._version import __version__
+    from ..drivers.baseline import write_baseline as write
+
+    n = write(path, results, root, __version__, inputs=inputs)
+    _notes(results, debug)
+    if not quiet:
+        click.echo(f"{display_path(path)}: recorded {n:,} finding{'s' if n != 1 else ''} "
+                   f"of {len(results):,} file{'s' if len(results) != 1 else ''}", err=True)
+    return max((r.exit_code for r in results if r.exit_code >= 2), default=0)
+
+
+def _summary(results: list[FileResult], run: "RunResult", *, fix: bool, diff: bool, show_info: bool,
+             statistics: bool) -> str:
+    """The summary line on stderr: every finding counted, with how many are not reported (info
+    not shown or named) and how many of the reported ones --fix would act on; the files a settings
+    file excluded apart."""
+    from ..drivers import workspace
+
+    diags = [d for r in results for d in r.diagnostics]
+    reported = [d for r in results for d in r.reported(show_info)]
+    line = lint_summary(len(results) - len(run.excluded), diags,
+                        rejected=sum(r.rejected for r in results if r.excluded_by is None),
+                        failed=sum(1 for r in results if r.error), fixed=sum(r.fixed for r in results),
+                        changed=sum(r.changed for r in results), fix=fix, diff=diff,
+                        info_hidden=0 if statistics else len(diags) - len(reported),
+                        fixable=sum(1 for d in reported if d.fixable))
+    if run.baselined:
+        line += f"; {run.baselined:,} in the baseline"
+    if run.excluded:
+        # a settings file's exclude is the repository's word: it cannot pass a model onnxruntime refuses
+        n = len(run.excluded)
+        out_of = sum(1 for r in results if r.excluded_by is not None and r.rejected)
+        line += (f"; {n:,} more file{'s' if n != 1 else ''}{f' ({out_of:,} rejected)' if out_of else ''}, "
+                 f"excluded by {', '.join(sorted({workspace.shown_source(s) for s in run.excluded.values()}))}, "
+                 "checked only for what onnxruntime refuses")
+    assumed = _assumptions(results)
+    if assumed:
+        line += f"; assuming {', '.join(assumed)}"
+    return line
 
 
 def _assumptions(results: list[FileResult]) -> list[str]:
@@ -254,7 +295,7 @@ def _debug() -> bool:
 def _add_ignore(results: list[FileResult], limits: object, *, show_info: bool, quiet: bool, debug: bool) -> int:
     """``--add-ignore``: markers for each file's current findings, written in place."""
     from ..io import load_model, save_model
-    from ..suppress import UNSUPPRESSIBLE, UNUSED_CODE, add_markers
+    from ..drivers.suppress import UNSUPPRESSIBLE, UNUSED_CODE, add_markers
 
     _notes(results, debug)
     written = files = unmarked = 0

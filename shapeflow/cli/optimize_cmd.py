@@ -9,13 +9,15 @@ from typing import TYPE_CHECKING, Sequence
 
 import click
 
-from ..config import ConfigCache
-from ..discover import model_files
+from ..drivers.config import ConfigCache
+from ..drivers.discover import model_files
 from ..errors import EXIT_CLEAN, EXIT_FINDINGS, ShapeflowError, UsageError, display_path
 from ..io import STDOUT, LoadedModel, check_output_path, load_model, save_model, write_to_stdout
 from ..limits import Limits
-from ..optimizer import OptimizeRefused, optimize_model
-from ..passes import RULE_NAMES, OptimizeResult
+from ..drivers.optimizer import OptimizeRefused, optimize_model
+from ..passes import OptimizeResult
+from ..rewrites import NAMES as RULE_NAMES
+from ..rewrites import select as select_rewrites
 from ..results import header
 from ..render import format_diagnostic
 from ..assume import parse_assumptions
@@ -26,8 +28,8 @@ from .options import (
 )
 
 if TYPE_CHECKING:
-    from ..rewritediff import Rewrite
-    from ..verify import VerifyReport
+    from ..drivers.rewritediff import Rewrite
+    from ..drivers.verify import VerifyReport
 
 COUNTS = ("nodes", "Squeeze", "Unsqueeze")
 
@@ -44,9 +46,9 @@ Examples:
                                                     --in-place and --dry-run)
 
 \b
-Rules (--rules, comma-separated; all by default):
+Rules (--rules, comma-separated codes, prefixes or names, as lint --select; all by default):
 {textwrap.fill(", ".join(RULE_NAMES), 96, initial_indent="  ", subsequent_indent="  ", break_on_hyphens=False)}
-Nodes a rewrite leaves unread are always removed (dead-nodes).
+Nodes a rewrite leaves unread are always removed (SF205 dead-nodes).
 
 \b
 Exit codes: 0 done (or nothing to do), 1 error-level findings in the model (refused), --verify
@@ -62,7 +64,8 @@ is 0.""")
 @click.option("--force", is_flag=True, help="Overwrite OUTPUT if it exists.")
 @click.option("--check", is_flag=True, help="Write nothing; exit 1 if any rewrite applies.")
 @click.option("--dry-run", is_flag=True, help="Report what would change; write nothing.")
-@click.option("--rules", "rule_names", metavar="NAME,...", help="Only these rewrite rules.")
+@click.option("--rules", "rule_names", metavar="CODES",
+              help="Only these rewrites: codes (SF201), prefixes (SF2) or names, comma-separated.")
 @click.option("--force-exclude", is_flag=True,
               help="Apply the config's exclude to files named on the command line too (pre-commit names every file).")
 @click.option("--strict", is_flag=True,
@@ -108,10 +111,7 @@ def command(models: tuple[str, ...], output: str | None, in_place: bool, force: 
     if writes and output is None and not in_place:
         raise UsageError("-o OUTPUT is required (or --in-place, --check, --dry-run)")
     rules = [r.strip() for r in rule_names.split(",") if r.strip()] if rule_names is not None else None
-    for name in rules or ():
-        if name.replace("_", "-").lower() == "dead-nodes":
-            raise UsageError("--rules dead-nodes: not a rule to select; nodes a rewrite leaves unread are "
-                             "always removed, and a model with nothing to rewrite has none")
+    select_rewrites(rules)  # a usage error for an unknown one, before any file is read
     files = model_files(list(models), ConfigCache().for_path, force_exclude=force_exclude)
     if not files:  # --force-exclude left nothing: the files named are not the project's to check
         if not quiet:
@@ -178,7 +178,7 @@ def _one(model: str, output: str | None, in_place: bool, force: bool, check: boo
 
     rewrites = None
     if show_diff:  # (before the input's bytes are freed for the write)
-        from ..rewritediff import optimize_diff
+        from ..drivers.rewritediff import optimize_diff
 
         rewrites = optimize_diff(loaded.raw, result.model, model, result.log, limits) if result.changed else []
     target = model if in_place else output
@@ -224,7 +224,7 @@ def _verify(model: str, loaded: LoadedModel, result: OptimizeResult, rules: list
     """``--verify``: compare the models; on a difference, find the rewrite rule responsible by
     optimizing the input again with fewer rules (``verify.culprit``)."""
     from ..io import load_model_bytes
-    from ..verify import DIFFERS, culprit, verify_models
+    from ..drivers.verify import DIFFERS, culprit, verify_models
 
     show_status("verifying in onnxruntime")
     report = verify_models(loaded.raw, result.model, directory=loaded.directory, values=(1, verify_value),
@@ -320,7 +320,7 @@ def _report(model: str, output: str | None, result: OptimizeResult, fmt: str, ve
         lines.append("not fired:")
         lines.extend(f"  {line}" for line in result.skipped)
     if rewrites:
-        from ..rewritediff import diff_text
+        from ..drivers.rewritediff import diff_text
 
         lines.append(diff_text(rewrites))
     click.echo("\n".join(lines), err=err)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from typing import Any, Callable, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, TypeVar
 
 import click
 
@@ -66,7 +66,15 @@ def assume_option(fn: F) -> F:
                         help="State a premise about symbolic dims (repeatable): a range, e.g. --assume seq>=3 "
                              "or --assume 'seq<=4096'; '*>=1' for every input dim; 'a==b' for two names "
                              "of one dim. Results then hold under it, and say so.")(fn)
-class MemorySize(click.ParamType):
+
+
+if TYPE_CHECKING:
+    _IntParam = click.ParamType[int]  # (generic in the stubs of click 8.2 on, not at run time before)
+else:
+    _IntParam = click.ParamType
+
+
+class MemorySize(_IntParam):
     """A size in bytes: ``3000000000``, ``512M``, ``4G`` (powers of 1024)."""
 
     name = "size"

@@ -6,10 +6,11 @@ import json
 
 import click
 
-from ..docs import flat, rule_markdown, rule_text, rules_markdown, rules_table_rows, sections
+from ..render.docs import flat, rule_markdown, rule_text, rules_markdown, rules_table_rows, sections
 from ..errors import UsageError
 from ..render import table
-from ..rules import ALL_RULES, Rule, rule_by_code
+from ..rewrites import deprecated
+from ..rules import ALL_RULES, Rule, rule_by_code, rules_for_alias
 
 
 @click.command("rules", epilog="""\b
@@ -25,14 +26,18 @@ def command(rule: str | None, fmt: str) -> int:
     """List the lint rules, or document RULE (a code such as SF104, or a name)."""
     if rule is not None:
         found = rule_by_code(rule)
-        if found is None:
+        chosen = [found] if found is not None else rules_for_alias(rule)
+        if not chosen:
             raise UsageError(f"unknown rule {rule!r} (see `shapeflow rules`)")
+        if found is None:  # a former name: what it means now, then each rule's documentation
+            click.echo(f"shapeflow: warning: {deprecated(rule.strip().lower(), [r.name for r in chosen])}", err=True)
         if fmt == "json":
-            click.echo(json.dumps(_rule_json(found), indent=2))
+            docs = [_rule_json(r) for r in chosen]
+            click.echo(json.dumps(docs[0] if found is not None else docs, indent=2))
         elif fmt == "markdown":
-            click.echo(rule_markdown(found), nl=False)
+            click.echo("\n".join(rule_markdown(r) for r in chosen), nl=False)
         else:
-            click.echo(rule_text(found), nl=False)
+            click.echo("\n".join(rule_text(r) for r in chosen), nl=False)
         return 0
     if fmt == "json":
         click.echo(json.dumps([_rule_json(r) for r in ALL_RULES], indent=2))

@@ -82,93 +82,98 @@ def external_data_problems(loaded: LoadedModel) -> list[ExternalDataProblem]:
         roots.append(os.path.dirname(model_real))
     # (real data path, offset, end, tensor) for the overlap check
     extents: list[tuple[str, int, int, str]] = []
-
     for ref in _iter_tensors(loaded.proto):
-        t = ref.tensor
-        name = ref.name
-        add = _ProblemSink(problems, ref)
-        if not _is_external(t):
-            if len(t.external_data):
-                add("warning", "has external_data entries but data_location is not EXTERNAL (ignored)")
-            continue
+        extent = _check_tensor(ref, _ProblemSink(problems, ref), base, roots)
+        if extent is not None:
+            extents.append(extent)
+    _check_overlaps(extents, problems)
+    return problems
 
-        values: dict[str, list[str]] = {}
-        for entry in t.external_data:
-            values.setdefault(entry.key, []).append(entry.value)
-        loc = values.get("location", [""])[-1]
-        for key, vals in values.items():
-            if key not in _EXTERNAL_KEYS:
-                add("warning", f"unknown external data key {_q(key)}", loc)
-            elif len(vals) > 1:
-                # readers disagree on which copy wins (first or last): ambiguous, so unsafe
-                add("error", f"external data key {_q(key)} given {len(vals)} times", loc)
 
-        string_problem = _location_string_problem(loc)
-        if string_problem is not None:
-            add(string_problem[0], string_problem[1], loc)
-            continue
+def _check_tensor(ref: "_TensorRef", add: "_ProblemSink", base: str | None,
+                  roots: list[str]) -> tuple[str, int, int, str] | None:
+    """The problems of one tensor's external-data reference; its extent in its data file when
+    the reference is sound enough to have one."""
+    t = ref.tensor
+    if not _is_external(t):
+        if len(t.external_data):
+            add("warning", "has external_data entries but data_location is not EXTERNAL (ignored)")
+        return None
+    values: dict[str, list[str]] = {}
+    for entry in t.external_data:
+        values.setdefault(entry.key, []).append(entry.value)
+    loc = values.get("location", [""])[-1]
+    for key, vals in values.items():
+        if key not in _EXTERNAL_KEYS:
+            add("warning", f"unknown external data key {_q(key)}", loc)
+        elif len(vals) > 1:
+            # readers disagree on which copy wins (first or last): ambiguous, so unsafe
+            add("error", f"external data key {_q(key)} given {len(vals)} times", loc)
+    string_problem = _location_string_problem(loc)
+    if string_problem is not None:
+        add(string_problem[0], string_problem[1], loc)
+        return None
+    offset = length = None
+    bad_numbers = False
+    for key in ("offset", "length"):
+        if key in values:
+            value, why = _parse_int(values[key][-1], key)
+            if why is not None:
+                add("error", why, loc)
+                bad_numbers = True
+            elif key == "offset":
+                offset = value
+            else:
+                length = value
+    count = _element_count(t)
+    expected = _raw_nbytes(t.data_type, count) if isinstance(count, int) else None
+    if length is not None and expected is not None and length != expected:
+        add("error", f"external data length {length} but the tensor declares {expected} bytes", loc)
+    if not base:
+        add("warning", "data file not checked: the model was not loaded from a file", loc)
+        return None
+    real = os.path.realpath(os.path.join(base, loc))
+    size = _data_file_size(add, loc, real, roots)
+    if size is None or bad_numbers:
+        return None
+    start = offset or 0
+    # without a length, readers take the rest of the file; the tensor needs `expected`
+    span = length if length is not None else expected
+    end = start + span if span is not None else size
+    if start > size or end > size:
+        shown_len = "to end" if span is None else str(span)
+        add("error", f"offset+length beyond data file size ({size} B): offset {start}, length {shown_len}", loc)
+        return None
+    return real, start, end, ref.name
 
-        offset = length = None
-        bad_numbers = False
-        for key in ("offset", "length"):
-            if key in values:
-                value, why = _parse_int(values[key][-1], key)
-                if why is not None:
-                    add("error", why, loc)
-                    bad_numbers = True
-                elif key == "offset":
-                    offset = value
-                else:
-                    length = value
-        count = _element_count(t)
-        expected = _raw_nbytes(t.data_type, count) if isinstance(count, int) else None
-        if length is not None and expected is not None and length != expected:
-            add("error", f"external data length {length} but the tensor declares {expected} bytes", loc)
 
-        if not base:
-            add("warning", "data file not checked: the model was not loaded from a file", loc)
-            continue
-        full = os.path.join(base, loc)
-        real = os.path.realpath(full)
-        if not any(_is_within(real, r) for r in roots):
-            add(
-                "error",
-                f"external data location {_q(loc)} resolves outside the model folder via a symlink (to {_q(real)})",
-                loc,
-            )
-            continue
-        try:
-            st = os.stat(real)
-        except FileNotFoundError:
-            add("error", f"external data file {_q(loc)} not found", loc)
-            continue
-        except OSError as exc:
-            add("error", f"external data file {_q(loc)} cannot be inspected: {exc.strerror or exc}", loc)
-            continue
-        if not stat.S_ISREG(st.st_mode):
-            add("error", f"external data file {_q(loc)} is not a regular file ({_file_kind(st.st_mode)})", loc)
-            continue
-        if st.st_nlink > 1:
-            add("warning", f"external data file {_q(loc)} is a hard link ({st.st_nlink} links)", loc)
-        if bad_numbers:
-            continue
-        start = offset or 0
-        # without a length, readers take the rest of the file; the tensor needs `expected`
-        span = length if length is not None else expected
-        end = start + span if span is not None else st.st_size
-        if start > st.st_size or end > st.st_size:
-            shown_len = "to end" if span is None else str(span)
-            add(
-                "error",
-                f"offset+length beyond data file size ({st.st_size} B): offset {start}, length {shown_len}",
-                loc,
-            )
-            continue
-        extents.append((real, start, end, name))
+def _data_file_size(add: "_ProblemSink", loc: str, real: str, roots: list[str]) -> int | None:
+    """The size of the data file at ``real`` (``loc`` resolved), or None after saying why it
+    cannot be used: outside the model's folder, missing, not a regular file."""
+    if not any(_is_within(real, r) for r in roots):
+        add("error", f"external data location {_q(loc)} resolves outside the model folder via a symlink "
+                     f"(to {_q(real)})", loc)
+        return None
+    try:
+        st = os.stat(real)
+    except FileNotFoundError:
+        add("error", f"external data file {_q(loc)} not found", loc)
+        return None
+    except OSError as exc:
+        add("error", f"external data file {_q(loc)} cannot be inspected: {exc.strerror or exc}", loc)
+        return None
+    if not stat.S_ISREG(st.st_mode):
+        add("error", f"external data file {_q(loc)} is not a regular file ({_file_kind(st.st_mode)})", loc)
+        return None
+    if st.st_nlink > 1:
+        add("warning", f"external data file {_q(loc)} is a hard link ({st.st_nlink} links)", loc)
+    return st.st_size
 
-    # Two tensors sharing bytes is legal to read but a sign of a crafted or broken file.
-    # Sorted by (file, offset), each extent is compared with the furthest-reaching one before
-    # it in the same file, so an extent nested inside a long one is still found.
+
+def _check_overlaps(extents: list[tuple[str, int, int, str]], problems: list[ExternalDataProblem]) -> None:
+    """Two tensors sharing bytes is legal to read but a sign of a crafted or broken file. Sorted by
+    (file, offset), each extent is compared with the furthest-reaching one before it in the same
+    file, so an extent nested inside a long one is still found."""
     extents.sort()
     reach: tuple[str, int, str] | None = None  # (file, end, tensor)
     for real, start, end, name in extents:
@@ -181,7 +186,6 @@ def external_data_problems(loaded: LoadedModel) -> list[ExternalDataProblem]:
             )  # fmt: skip
         if reach is None or reach[0] != real or end > reach[1]:
             reach = (real, end, name)
-    return problems
 
 
 def refuse_unsafe_external_data(loaded: LoadedModel) -> None:

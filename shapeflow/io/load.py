@@ -286,7 +286,7 @@ def _read_url(url: str, limits: Limits) -> bytes:
         raise ModelUnreadableError(f"cannot open: {first}", file=url) from None
     if len(data) > limits.max_bytes:
         raise ModelUnreadableError(_size_limit_message(len(data), limits), file=url)
-    return data
+    return bytes(data)
 
 
 def read_model_file(shown: str, limits: Limits = DEFAULT_LIMITS, *, repo_root: str | None = None) -> bytes:

@@ -170,7 +170,7 @@ def _serialize(model: onnx.ModelProto, max_memory: int, shown: str, size: int | 
     the caller has it (measuring encodes the whole model)."""
     require_memory(2 * (size if size is not None else _byte_size(model, shown)), max_memory, shown)
     try:
-        return model.SerializeToString()
+        return bytes(model.SerializeToString())
     except (EncodeError, MemoryError):
         raise _out_of_memory(shown) from None
 
@@ -325,26 +325,8 @@ def save_model(
                 proto = onnx.ModelProto.FromString(bytes(model))
             except (DecodeError, ValueError, RuntimeError):
                 proto = None  # not a model we can inspect: written as given
-    locations = _external_locations(proto) if proto is not None else []
-
-    if locations:
-        if inp is None:
-            raise UsageError(
-                "model has external data; save_model needs the input path to keep its data references valid",
-                file=shown,
-            )
-        if not _same_dir(inp, out_dir):
-            raise UsageError(
-                "model has external data; write the output next to the input (same folder) "
-                "so its data references stay valid",
-                file=shown,
-            )
-        if overwrite:
-            for loc in locations:
-                data_file = os.path.join(os.path.dirname(os.path.abspath(inp)), loc)
-                if loc and _same_file(data_file, out):
-                    raise UsageError(f"refusing to overwrite external data file {_q(loc)} of the input", file=shown)
-
+    _check_data_references(_external_locations(proto) if proto is not None else [], inp, out, out_dir, overwrite,
+                           shown)
     mode = _new_file_mode()
     if overwrite:
         try:
@@ -377,6 +359,30 @@ def save_model(
     finally:
         if tmp is not None:
             _remove_quietly(tmp)
+
+
+def _check_data_references(locations: list[str], inp: str | None, out: str, out_dir: str, overwrite: bool,
+                           shown: str) -> None:
+    """Refuse a write that would leave the model's external data references dangling (the output
+    elsewhere than the input's folder) or overwrite one of the input's data files."""
+    if not locations:
+        return
+    if inp is None:
+        raise UsageError(
+            "model has external data; save_model needs the input path to keep its data references valid",
+            file=shown,
+        )
+    if not _same_dir(inp, out_dir):
+        raise UsageError(
+            "model has external data; write the output next to the input (same folder) "
+            "so its data references stay valid",
+            file=shown,
+        )
+    if overwrite:
+        for loc in locations:
+            data_file = os.path.join(os.path.dirname(os.path.abspath(inp)), loc)
+            if loc and _same_file(data_file, out):
+                raise UsageError(f"refusing to overwrite external data file {_q(loc)} of the input", file=shown)
 
 
 def _same_dir(inp: str, out_dir: str) -> bool:

@@ -201,7 +201,8 @@ def _utf8_checking_model() -> type[Message] | None:
                     f.options.ClearField("packed")
         pool = descriptor_pool.DescriptorPool()
         pool.Add(file)
-        return message_factory.GetMessageClass(pool.FindMessageTypeByName(onnx.ModelProto.DESCRIPTOR.full_name))
+        found: type[Any] = message_factory.GetMessageClass(pool.FindMessageTypeByName(onnx.ModelProto.DESCRIPTOR.full_name))
+        return found
     except Exception:  # an older protobuf without editions: fall back to the walk
         return None
 
@@ -606,6 +607,15 @@ def parse_cost(data: bytes, max_nodes: int, budget: int, check: Any = None) -> i
     fields (the time limit). The walk stops early only where upb refuses the file too (a field
     running past its end, a bad wire type, an unclosed group, nesting past upb's depth); a group,
     which upb keeps as unknown bytes, is stepped over, not a reason to stop."""
+    total = _walk_cost(data, max_nodes, budget, check)
+    if total > budget:
+        raise CostExceeded(total)
+    return total
+
+
+def _walk_cost(data: bytes, max_nodes: int, budget: int, check: Any) -> int:
+    """``parse_cost``'s walk: the estimate so far where it stops (the end, or where upb refuses
+    the file); raises ``CostExceeded`` once it passes ``budget``."""
     total = len(data)
     units = 0
     frames: list[tuple[int, int, Any]] = []  # the enclosing messages: (where to go on, end, table.get)
@@ -677,6 +687,4 @@ def parse_cost(data: bytes, max_nodes: int, budget: int, check: Any = None) -> i
             pos, end, get = frames.pop()
     except (IndexError, _Overrun, _Malformed):
         pass  # a truncated or corrupt file: the parse rejects it
-    if total > budget:
-        raise CostExceeded(total)
     return total

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import sys
 
 from .._onnx import onnx
@@ -21,7 +23,7 @@ def is_external(t: onnx.TensorProto) -> bool:
     return t.data_location == TensorProto.EXTERNAL
 
 
-def tensor_values(t: onnx.TensorProto) -> tuple | None:
+def tensor_values(t: onnx.TensorProto) -> tuple[Any, ...] | None:
     """The elements of a small, embedded integer (or integral float) tensor; never reads external data."""
     if is_external(t):
         return None
@@ -70,7 +72,7 @@ _NARROWED = frozenset({TensorProto.INT8, TensorProto.UINT8, TensorProto.INT16, T
 _HALF_TYPES = (TensorProto.FLOAT16, TensorProto.BFLOAT16)
 
 
-def flat_values(t: onnx.TensorProto) -> list:
+def flat_values(t: onnx.TensorProto) -> list[Any]:
     """The elements of an embedded tensor, flattened, as onnxruntime reads them whatever field
     holds them; raises on data it cannot decode (or that onnxruntime refuses).
 
@@ -86,7 +88,7 @@ def flat_values(t: onnx.TensorProto) -> list:
             raw = t.raw_data
             if len(raw) % _ITEMSIZE[fmt]:
                 raise ValueError(f"raw_data of {len(raw)} bytes is not a whole number of elements")
-            return memoryview(raw).cast(fmt).tolist()  # type: ignore[call-overload, unused-ignore]
+            return list(memoryview(raw).cast(fmt).tolist())  # type: ignore[call-overload, unused-ignore]
         values = list(getattr(t, _FIELDS[dtype]))
         if dtype in _NARROWED:
             return [wrap_int(dtype, v) for v in values]
@@ -98,7 +100,7 @@ def flat_values(t: onnx.TensorProto) -> list:
         for v in t.int32_data:
             if not 0 <= v <= 0xFFFF:
                 raise ValueError(f"{v} in int32_data is no 16-bit pattern")
-    return onnx.numpy_helper.to_array(t).reshape(-1).tolist()
+    return list(onnx.numpy_helper.to_array(t).reshape(-1).tolist())
 
 
 def tensor_info_from_proto(t: onnx.TensorProto) -> TensorInfo:

@@ -134,7 +134,7 @@ def _pow_in(dtype: int) -> Callable[[Dim, Dim], Dim]:
     def power(a: Dim, b: Dim) -> Dim:
         if type(a) is not int or type(b) is not int or not 0 <= b <= 64:
             return None
-        r = a**b
+        r: int = a**b
         if bounds is not None and not (bounds[0] <= r <= bounds[1] and float_holds(DOUBLE, r)):
             return None
         return r

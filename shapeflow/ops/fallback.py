@@ -11,6 +11,7 @@ values go in as constant inputs.
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from .._onnx import onnx
 from ..dims import Dim, Sym
@@ -129,7 +130,7 @@ _PROBE_DIM = 7919
 
 def _distrust_numbers_from_symbols(result: list[TensorInfo | None], sch: onnx.defs.OpSchema, node: onnx.NodeProto,
                                    inputs: list[TensorInfo | None], types: dict[str, onnx.TypeProto],
-                                   data: dict[str, onnx.TensorProto], imports: list) -> None:
+                                   data: dict[str, onnx.TensorProto], imports: list[Any]) -> None:
     probe_types = dict(types)
     for name, t in zip(node.input, inputs):
         if name and t is not None and t.shape is not None and any(type(d) is not int for d in t.shape):
@@ -234,7 +235,8 @@ def _constant_tensor(node: onnx.NodeProto) -> onnx.TensorProto | None:
         if a.ref_attr_name:
             return None
         if a.name == "value" and a.HasField("t"):
-            return a.t
+            t: onnx.TensorProto = a.t
+            return t
         if a.name == "value_int":
             return helper.make_tensor("", tp.INT64, [], [a.i])
         if a.name == "value_ints":

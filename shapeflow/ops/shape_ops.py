@@ -7,6 +7,8 @@ that exporters write end in symbolic shapes such as ``[batch, seq, 4, 16]``.
 
 from __future__ import annotations
 
+from typing import Any
+
 from collections.abc import Callable, Sequence
 
 from .._onnx import onnx
@@ -203,7 +205,7 @@ def slice_(call: OpCall) -> list[TensorInfo | None]:
     if call.since < 10:
         starts, ends = call.attr_ints("starts"), call.attr_ints("ends")
         axes = call.attr_ints("axes")
-        steps: list | None = None
+        steps: list[Any] | None = None
     else:
         given_starts, given_ends = call.value(1), call.value(2)
         starts = list(given_starts) if given_starts is not None else None
@@ -241,7 +243,7 @@ def slice_(call: OpCall) -> list[TensorInfo | None]:
     value = None
     if data.value is not None and numel(data.shape) == len(data.value):
         # the elements of a small static tensor (a shape vector, a pads table), axis by axis
-        picks: list = [range(d) for d in data.shape]  # type: ignore[arg-type]  # every dim is an int: numel() is
+        picks: list[Any] = [range(d) for d in data.shape]  # type: ignore[arg-type]  # every dim is an int: numel() is
         for a, (s, e, st) in spec.items():
             if type(s) is not int or type(e) is not int:
                 picks = []
@@ -739,7 +741,7 @@ def transpose(call: OpCall) -> list[TensorInfo | None]:
     return [TensorInfo(data.dtype, out, value)]
 
 
-def _row_major(shape: tuple, picks: list, perm: list[int] | None = None) -> list[int]:
+def _row_major(shape: tuple[Any, ...], picks: list[Any], perm: list[int] | None = None) -> list[int]:
     """Flat indices into a row-major tensor of int ``shape``, for every output position in row-major
     order: output axis ``k`` takes the input indices ``picks[k]`` along input axis ``perm[k]``."""
     rank = len(shape)

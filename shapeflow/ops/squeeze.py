@@ -13,6 +13,8 @@ answer is sound there and the intended one (the axes removed) is kept.
 
 from __future__ import annotations
 
+from typing import Any
+
 from ..axes import AxisError, normalize_axes, squeeze_shape
 from ..dims import Shape
 from ..facts import AXES_ABSENT, AxisNode
@@ -30,7 +32,7 @@ def squeeze_all(shape: Shape) -> Shape:
     return tuple(d for d in shape if d != 1)
 
 
-def _squeeze_axes(in_shape: tuple, values: tuple[int, ...]) -> tuple[tuple[int, ...] | None, Shape, bool]:
+def _squeeze_axes(in_shape: tuple[Any, ...], values: tuple[int, ...]) -> tuple[tuple[int, ...] | None, Shape, bool]:
     """(normalised axes, output shape, whether a squeezed dim is known != 1) for explicit axes;
     (None, None, False) for an axis out of range."""
     try:

@@ -8,6 +8,8 @@ no-op. Axes known only at run time still give the rank when their count is known
 
 from __future__ import annotations
 
+from typing import Any
+
 from ..axes import AxisError, normalize_axes, unsqueeze_shape
 from ..dims import Shape
 from ..facts import AxisNode
@@ -16,7 +18,7 @@ from .axes_input import read_axes
 from .base import OpCall, register
 
 
-def _unsqueeze_axes(in_shape: tuple, values: tuple[int, ...]) -> tuple[tuple[int, ...] | None, Shape]:
+def _unsqueeze_axes(in_shape: tuple[Any, ...], values: tuple[int, ...]) -> tuple[tuple[int, ...] | None, Shape]:
     """(normalised axes, output shape) for known axes; (None, None) when they are invalid."""
     try:
         normalized = normalize_axes(values, len(in_shape) + len(values))

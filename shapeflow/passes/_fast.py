@@ -13,11 +13,12 @@ from typing import TYPE_CHECKING
 from ..graph import INITIALIZER
 
 if TYPE_CHECKING:
-    from .base import RewriteRule, RoundContext
-    from .manager import _Dispatch
+    from .context import RoundContext
+    from .dispatch import Dispatch
+    from .spec import Rewrite
 
-# What produces a root's data input, besides an op type (``RewriteRule.after``; ``base`` exports
-# them: they live here because base imports this module)
+# What produces a root's data input, besides an op type (``Pattern.after``; ``context`` exports
+# them: they live here because context imports this module)
 FROM_INITIALIZER = "<initializer>"
 FROM_GRAPH_INPUT = "<graph input>"
 FROM_OUTER_SCOPE = "<outer scope>"
@@ -58,13 +59,13 @@ def chain(self: "RoundContext", nid: int, op_type: str, limit: int = 16) -> list
     return out
 
 
-def plan(dispatch: "_Dispatch", ctx: "RoundContext", roots: list[int]) -> list[tuple[int, list["RewriteRule"]]]:
-    """``_Dispatch.plan_plain`` over ``roots``, with ``is_standard`` and ``input_kind`` written out."""
+def plan(dispatch: "Dispatch", ctx: "RoundContext", roots: list[int]) -> list[tuple[int, list["Rewrite"]]]:
+    """``Dispatch.plan_plain`` over ``roots``, with ``is_standard`` and ``input_kind`` written out."""
     graph = ctx.graph
     nodes = graph.nodes
     producers = [scope.producer for scope in graph.scopes]
     table = dispatch._table
-    out: list[tuple[int, list[RewriteRule]]] = []
+    out: list[tuple[int, list[Rewrite]]] = []
     for nid in roots:
         info = nodes[nid]
         if info.domain != "" or info.since_version is None:

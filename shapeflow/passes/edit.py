@@ -6,7 +6,7 @@ bookkeeping that the index no longer tells:
 
 * how many nodes read each tensor *directly* (its input list), so that a tensor whose last reader
   went away is known at once, and the nodes and initializers it leaves dead can be removed
-  (``dead_nodes.sweep``), including through subgraphs that read a tensor by name;
+  (``sweep.sweep``), including through subgraphs that read a tensor by name;
 * which nodes are deleted and which were created, and where the created ones go;
 * which tensors vanished, so that their value_info entries go too.
 
@@ -25,7 +25,7 @@ from typing import Any
 
 from .._onnx import onnx
 from ..graph import ModelGraph
-from .base import AXES_INPUT_SINCE, RoundContext
+from .context import AXES_INPUT_SINCE, RoundContext
 
 # Suffixes of the names the editor creates. Only existing names that end like these can collide
 # with a new one, so only those are collected when the registry is built.
@@ -354,7 +354,7 @@ class Editor:
                 self._add_read(sid, n)
         body.node.append(node)  # a copy; the entry in the list is the one to keep
         index = len(body.node) - 1
-        entry = body.node[index]
+        entry: onnx.NodeProto = body.node[index]
         self._new.append(_NewNode(sid, entry, anchor, len(self._new), index))
         for o in outputs:
             if o:
@@ -415,7 +415,7 @@ class Editor:
     def add_initializer(self, sid: int, tensor: TensorProto) -> TensorProto:
         body = self.g.scopes[sid].proto
         body.initializer.append(tensor)  # graph scopes only
-        entry = body.initializer[len(body.initializer) - 1]
+        entry: TensorProto = body.initializer[len(body.initializer) - 1]
         self._made.add((sid, tensor.name))
         self._added_inits.add((sid, tensor.name))
         self.changed = True
@@ -500,11 +500,8 @@ class Editor:
 
     # -- end of round ----------------------------------------------------------------------------
     def finish(self) -> None:
-        """Remove what the round's rewrites left dead, check that nothing read is left without a
-        producer, and write the node, initializer and value_info lists back."""
-        from .dead_nodes import sweep  # the sweep is a pass of its own; it uses this editor
-
-        sweep(self)
+        """Check that nothing read is left without a producer, and write the node, initializer and
+        value_info lists back (after the round's rewrites and its sweep)."""
         self._check_producers()
         self._compact()
 

@@ -16,7 +16,7 @@ from typing import Iterable
 
 from ..errors import LimitExceededError
 from ..graph import ModelGraph
-from ..inference import Inference
+from ..inference import Inference, rule_crashed
 from ..ops import REGISTRY
 from ..ops.base import OpCall
 from ..ops.constants import tensor_info_from_proto
@@ -66,6 +66,7 @@ def carry_inference(graph: ModelGraph, previous: Inference, made: Iterable[tuple
                 rule(OpCall(None, info.since_version, ins, nid, sid, result, info))
             except LimitExceededError:
                 raise
-            except Exception:  # as in inference: a strange node is unknown, never a crash
+            except Exception as exc:  # as in inference: said, and the node's facts unknown
+                rule_crashed(graph, nid, info, exc)
                 continue
     return result

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from json.encoder import encode_basestring_ascii as _json_str  # the C encoder when available
 
 from .._version import __version__
-from ..analysis import Analysis, dtype_name
+from ..drivers.analysis import Analysis, dtype_name
 from ..results import SCHEMA, LintJSON
 from ..diagnostics import Diagnostic
 from ..dims import shape_to_json

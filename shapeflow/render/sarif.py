@@ -26,7 +26,7 @@ import urllib.parse
 from typing import Iterable, Sequence
 
 from ..diagnostics import Diagnostic, Severity
-from ..docs import flat, full_description, plain, rule_markdown, rule_text, sections
+from .docs import flat, full_description, plain, rule_markdown, rule_text, sections
 from ..rules import ALL_RULES, Rule
 from .._version import PROJECT_URL, RULES_DOC_URL
 

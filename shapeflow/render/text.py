@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Iterable, Sequence
 
-from ..analysis import Analysis, dtype_name
+from ..drivers.analysis import Analysis, dtype_name
 from ..declared import merged_text
 from ..diagnostics import Diagnostic, Severity
 from ..dims import format_shape

@@ -1,15 +1,20 @@
 """The lint rules, one per file, and the registry that selects them.
 
-Each rule's code, name, default severity and fixable flag are in ``shapeflow/codes.py`` (the one
-code table); a rule class holds its check and its docstring (the docs). The hundreds group the
-codes: SF0xx the file and its graph, SF1xx axes and shapes, SF2xx what ``optimize`` would rewrite.
+Each judging rule's code, name, default severity and fixable flag are in ``shapeflow/codes.py``; a
+rule class holds its check and its docstring (the docs). The SF2xx rules are made from the rewrite
+specs (``rules/rewrites.py``). The hundreds group the codes: SF0xx the file and its graph, SF1xx
+axes and shapes, SF2xx what ``optimize`` would rewrite.
 """
 
 from __future__ import annotations
 
+import warnings
 from typing import Iterable, Sequence
 
+from .. import codes
+from ..codes import Code
 from ..diagnostics import Diagnostic
+from ..errors import DeprecatedNameWarning
 from ..errors import GraphInvalidError
 from ..errors import LimitExceededError
 from ..errors import ShapeflowError
@@ -52,20 +57,8 @@ from .sf117_invalid_attribute import InvalidAttribute
 from .sf118_attribute_ref_type import AttributeRefType
 from .sf119_attribute_ref_missing import AttributeRefMissing
 from .sf120_function_opset_mismatch import FunctionOpsetMismatch
-from .sf201_cancelling_pair import CancellingPair
-from .sf202_mergeable_chain import MergeableChain
-from .sf203_foldable_constant import FoldableConstant
-from .sf204_shape_slice import ShapeSlice
-from .sf206_fan_out_merge import FanOutMerge
-from .sf207_common_subexpression import CommonSubexpression
-from .sf208_no_op_cast import NoOpCast
-from .sf209_identity_node import IdentityNode
-from .sf210_constant_node import ConstantNode
-from .sf211_static_reshape_target import StaticReshapeTarget
-from .sf212_no_op_reshape import NoOpReshape
-from .sf213_identity_element import IdentityElement
-from .sf214_merge_concat import MergeConcat
-from .sf215_reshape_round_trip import ReshapeRoundTrip
+from ..rewrites import ALIASES, deprecated
+from .rewrites import HINT_RULES
 
 ALL_RULES: tuple[type[Rule], ...] = tuple(
     sorted(
@@ -79,15 +72,29 @@ ALL_RULES: tuple[type[Rule], ...] = tuple(
             DuplicateAttribute, EmptyOutputName, AttributeMismatch, ArityMismatch, TypeMismatch,
             InvalidAttributeValue, ShapeInferenceError, InvalidElementType, InvalidSparseTensor, DuplicateFunction,
             AttributeRefType, AttributeRefMissing, FunctionOpsetMismatch,
-            CancellingPair, MergeableChain, FoldableConstant, ShapeSlice, FanOutMerge,
-            CommonSubexpression, NoOpCast, IdentityNode, ConstantNode, StaticReshapeTarget, NoOpReshape,
-            IdentityElement, MergeConcat, ReshapeRoundTrip,
+            *HINT_RULES,
         ),
         key=lambda r: r.code,
     )
 )
 
 BY_CODE: dict[str, type[Rule]] = {r.code: r for r in ALL_RULES}
+
+
+def _table() -> tuple[Code, ...]:
+    """Every code: the judging rules' (``codes.py``) and the rewrites' (their specs). A code or a
+    name used twice is a bug, caught at import."""
+    table = (*codes.ALL_CODES, *(r.entry for r in HINT_RULES))  # type: ignore[attr-defined]
+    for key in ("code", "name"):
+        seen: dict[str, Code] = {}
+        for c in table:
+            other = seen.setdefault(getattr(c, key), c)
+            if other is not c:
+                raise ImportError(f"{key} {getattr(c, key)} is used by {other.code} and {c.code}")
+    return tuple(sorted(table, key=lambda c: c.code))
+
+
+ALL_CODES: tuple[Code, ...] = _table()
 
 # Rules whose verdicts come from an exception that stops the processing of a file, not from check().
 REJECTION_RULES = (ModelUnreadable, GraphInvalid, LimitExceeded)
@@ -101,16 +108,27 @@ def rule_by_code(code: str) -> type[Rule] | None:
     return next((r for r in ALL_RULES if r.name == code.lower()), None)
 
 
+def rules_for_alias(name: str) -> list[type[Rule]]:
+    """The rules a former name now means (``cancelling-pair``: SF201 and SF216), or ``[]``."""
+    now = ALIASES.get(name.strip().lower())
+    return [r for r in ALL_RULES if r.name in now] if now else []
+
+
 def resolve_selector(selector: str) -> list[str]:
-    """The codes a selector names: a code prefix (``SF``, ``SF1``, ``SF104``, any case) or a rule
-    name. ``[]`` when it names nothing, which callers treat as a usage error (a typo in
-    ``--ignore`` must not silently ignore nothing)."""
+    """The codes a selector names: a code prefix (``SF``, ``SF1``, ``SF104``, any case), a rule
+    name, or a former name (deprecated: it warns, and names every rule it now means). ``[]`` when
+    it names nothing, which callers treat as a usage error (a typo in ``--ignore`` must not
+    silently ignore nothing)."""
     s = selector.strip()
     if not s:
         return []
     rule = rule_by_code(s)
     if rule is not None:
         return [rule.code]
+    former = rules_for_alias(s)
+    if former:
+        warnings.warn(deprecated(s.lower(), [r.name for r in former]), DeprecatedNameWarning, stacklevel=2)
+        return [r.code for r in former]
     prefix = s.upper()
     return [r.code for r in ALL_RULES if r.code.startswith(prefix)]
 
@@ -143,6 +161,6 @@ def rejection_diagnostic(exc: ShapeflowError, file: str) -> Diagnostic:
 
 
 __all__ = [
-    "ALL_RULES", "BY_CODE", "REJECTION_RULES", "Finding", "LintContext", "Rule", "rejection_diagnostic",
-    "resolve_selector", "rule_by_code", "select_rules",
+    "ALL_CODES", "ALL_RULES", "BY_CODE", "REJECTION_RULES", "Finding", "LintContext", "Rule", "rejection_diagnostic",
+    "resolve_selector", "rule_by_code", "rules_for_alias", "select_rules",
 ]

@@ -65,7 +65,8 @@ class Finding:
 
 class Rule:
     """A lint rule. A subclass sets ``code``; its name, default severity and fixable flag come from
-    the one code table, ``shapeflow/codes.py``."""
+    the code table, ``shapeflow/codes.py`` (or, for a rule generated from a rewrite spec, from the
+    spec's :class:`~shapeflow.codes.Code`, given as ``entry``)."""
 
     code: ClassVar[str]
     name: ClassVar[str]
@@ -79,7 +80,7 @@ class Rule:
     def __init_subclass__(cls, **kwargs: object) -> None:
         super().__init_subclass__(**kwargs)
         if "code" in cls.__dict__:  # (abstract bases such as RewriteHint set none)
-            entry = codes.lookup(cls.code)
+            entry = cls.__dict__.get("entry") or codes.lookup(cls.code)
             cls.name, cls.severity, cls.fixable = entry.name, entry.severity, entry.fixable
             cls.refusal = entry.refusal
 

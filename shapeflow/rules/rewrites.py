@@ -1,17 +1,23 @@
-"""What the rewrite engine would do, as lint findings: the info rules SF2xx.
+"""What the rewrite engine would do, as lint findings: the SF2xx rules, made from the rewrite specs.
 
-The rules judge nothing themselves and import no rewrite code: the lint driver
-(``analysis.analyze``) asks the engine (``shapeflow.passes.find_candidates``) for its candidates on
-the graph and inference it already has, and leaves them in the context under ``CANDIDATES``. So
-lint's SF2xx findings are exactly what ``optimize`` and ``lint --fix`` would rewrite.
+Each rewrite of ``shapeflow/rewrites/`` (and the dead-node sweep, SF205) becomes a lint rule here:
+same code, same name, its docstring as documentation. No rule file is written for them.
+
+The rules judge nothing themselves: the lint driver (``analysis.analyze``) asks the engine
+(``shapeflow.passes.find_candidates``) for its candidates on the graph and inference it already
+has, and leaves them in the context under ``CANDIDATES``. So lint's SF2xx findings are exactly what
+``optimize`` and ``lint --fix`` would rewrite.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Iterator, Protocol, Sequence, cast
 
-from .. import codes
+from ..codes import Code
 from ..diagnostics import Diagnostic, Location
+from ..passes.spec import Documented
+from ..passes.sweep import DeadNodes
+from ..rewrites import REWRITES
 from .base import Finding, LintContext, Rule
 
 if TYPE_CHECKING:
@@ -20,9 +26,6 @@ if TYPE_CHECKING:
 # ctx.cache key of the engine's candidates, put there by the driver before the SF2xx rules run
 CANDIDATES = "rewrite_candidates"
 _BY_CODE = "rewrite_candidates_by_code"
-# The codes whose findings are rewrite candidates (SF205 dead-nodes has none of its own: the sweep
-# only removes what the other rewrites leave unread).
-CODES = frozenset(c for c in codes.REWRITE_CODES if c != codes.DEAD_NODES.code)
 HINT = "`shapeflow optimize` or `shapeflow lint --fix` rewrites it"
 
 
@@ -68,7 +71,9 @@ def findings(ctx: LintContext, code: str) -> Iterator[Finding]:
 
 
 class RewriteHint(Rule):
-    """Base of the SF2xx rewrite rules: each reports the rewrite candidates of its code."""
+    """Base of the SF2xx rules: each reports the rewrite candidates of its code."""
+
+    spec: type[Documented]
 
     def check(self, ctx: LintContext) -> Iterator[Finding]:
         return findings(ctx, self.code)
@@ -80,3 +85,22 @@ class RewriteHint(Rule):
         for c in _by_code(ctx, code):
             # (positional: the fields in their order, cheaper to pass than keywords)
             yield Diagnostic(code, name, severity, file, c.message, HINT, fixable, _location(ctx, c))
+
+
+def hint_rule(spec: type[Documented]) -> type[RewriteHint]:
+    """The lint rule of a rewrite spec (or of the sweep): its code, name and documentation."""
+    entry = spec.code
+    if not isinstance(entry, Code):
+        raise TypeError(f"{spec.__name__} has no code")
+    return type(spec.__name__, (RewriteHint,), {
+        "__doc__": spec.__doc__, "__module__": spec.__module__, "__qualname__": spec.__qualname__,
+        "code": entry.code, "entry": entry, "spec": spec,
+    })
+
+
+# The SF2xx rules, in code order; the sweep's reports nothing of its own (it only removes what the
+# other rewrites leave unread), but its code is documented like the others.
+HINT_RULES: tuple[type[RewriteHint], ...] = tuple(
+    sorted((hint_rule(s) for s in (*REWRITES, DeadNodes)), key=lambda r: r.code))
+# The codes whose findings are rewrite candidates.
+CODES = frozenset(r.code for r in HINT_RULES if r.spec is not DeadNodes)

@@ -27,5 +27,5 @@ class UnusedSuppression(Rule):
     code = "SF008"
 
     def check(self, ctx: LintContext) -> Iterator[Finding]:
-        # The verdicts come from the suppression step after every rule has run (shapeflow/suppress.py).
+        # The verdicts come from the suppression step after every rule has run (shapeflow/drivers/suppress.py).
         return iter(())

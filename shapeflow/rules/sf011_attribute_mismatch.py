@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from typing import Iterator
+from typing import Any, Iterator
 
 from .._onnx import onnx
 from .base import Finding, LintContext, Rule
@@ -17,7 +17,7 @@ _FIELD_TYPE = {
 
 def type_label(kind: int) -> str:
     try:
-        return _A.AttributeType.Name(kind)
+        return str(_A.AttributeType.Name(kind))
     except ValueError:
         return f"type {kind}"
 
@@ -88,7 +88,7 @@ class AttributeMismatch(Rule):
                                   f"add the '{name}' attribute")
 
     @staticmethod
-    def _problem(attr: onnx.AttributeProto, fields: list, expected: tuple[int, bool] | None, check_type: bool,
+    def _problem(attr: onnx.AttributeProto, fields: list[Any], expected: tuple[int, bool] | None, check_type: bool,
                  unchecked: bool, label: str) -> tuple[str, str] | None:
         name = attr.name
         if not name:

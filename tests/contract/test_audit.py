@@ -24,7 +24,9 @@ import os
 import re
 import sys
 import sysconfig
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -128,73 +130,77 @@ def _in(path: str, folder: str | None) -> bool:
 
 def _key_folder() -> str:
     """Where lint keeps the user's cache key (shapeflow/cache.py, key_path): the test runs' own."""
-    from shapeflow.cache import key_path
+    from shapeflow.drivers.cache import key_path
 
     return os.path.dirname(key_path() or "/nonexistent/key")
 
 
-def violations(events: list, model: Path, data_files: list[Path], wrote: bool,
-               cache: str | None = None) -> list[str]:
-    """What the audit log shows shapeflow doing that it must not (empty when all is well).
-    ``cache``: lint's cache folder, where entries may be read and atomically written."""
-    folder = os.path.abspath(model.parent)
-    key_folder = _key_folder() if cache is not None else None
-    cache_temps: set[str] = set()
-    out = os.path.join(folder, "out.onnx")
-    forbidden = {os.path.realpath(p) for p in data_files} | {os.path.abspath(p) for p in data_files}
-    found: list[str] = []
-    temps: set[str] = set()
-    reads: list[str] = []
-    for ev in events:
-        kind = ev[0]
-        if kind == "open":
-            path, mode, flags = ev[1], ev[2], ev[3]
-            if isinstance(path, int):
-                continue  # os.fdopen of a descriptor opened (and logged) just before
-            absolute = os.path.abspath(os.path.join(folder, path))
-            if absolute in forbidden or os.path.realpath(absolute) in forbidden:
-                found.append(f"opened external data {path}")
-            elif _in(absolute, key_folder):
-                pass  # the user's cache key (read, or created once with O_EXCL and linked into place)
-            elif absolute == cache and isinstance(flags, int) and flags & os.O_DIRECTORY:
-                pass  # the cache folder itself, opened to open what is in it
-            elif absolute == folder and cache is not None and isinstance(flags, int) and flags & os.O_DIRECTORY:
-                pass  # the folder the cache folder is opened from, without following links
-            elif _in(absolute, cache):
-                if _writes(mode, flags):
-                    if not (isinstance(flags, int) and flags & os.O_EXCL) and not (
-                            isinstance(mode, str) and "x" in mode):
-                        found.append(f"cache file opened for writing without O_EXCL: {path}")
-                    cache_temps.add(absolute)
-            elif _writes(mode, flags):
-                if os.path.dirname(absolute) != folder or not TEMP.match(os.path.basename(absolute)):
-                    found.append(f"wrote something other than a temp file in the output folder: {path}")
-                elif not (isinstance(flags, int) and flags & os.O_EXCL):
-                    found.append(f"temp file opened without O_EXCL: {path}")
-                temps.add(absolute)
-            elif absolute == os.path.abspath(model):
-                reads.append(absolute)
-            elif absolute == folder and isinstance(flags, int) and flags & os.O_DIRECTORY:
-                pass  # the output folder itself, to fsync the rename
-            elif absolute == "/proc/self/status" or os.path.basename(absolute) == "pyproject.toml":
-                pass  # the umask (io._current_umask); lint's [tool.shapeflow] settings
-            elif not _is_python_file(absolute):
-                found.append(f"opened a file that is not the model: {path}")
-        elif kind in ("os.rename", "os.link"):
+@dataclass
+class _Audit:
+    """The walk of one audit log: what it has seen, and what it found wrong."""
+
+    folder: str  # the model's folder, where the output goes
+    model: str
+    forbidden: set[str]  # the external data files (never to be opened)
+    cache: str | None
+    key_folder: str | None  # where lint keeps the user's cache key
+    found: list[str] = field(default_factory=list)
+    temps: set[str] = field(default_factory=set)
+    cache_temps: set[str] = field(default_factory=set)
+    reads: list[str] = field(default_factory=list)
+
+    def opened(self, path: object, mode: object, flags: object) -> None:
+        if isinstance(path, int):
+            return  # os.fdopen of a descriptor opened (and logged) just before
+        folder, cache = self.folder, self.cache
+        absolute = os.path.abspath(os.path.join(folder, str(path)))
+        is_dir = isinstance(flags, int) and bool(flags & os.O_DIRECTORY)
+        if absolute in self.forbidden or os.path.realpath(absolute) in self.forbidden:
+            self.found.append(f"opened external data {path}")
+        elif _in(absolute, self.key_folder):
+            pass  # the user's cache key (read, or created once with O_EXCL and linked into place)
+        elif absolute == cache and is_dir:
+            pass  # the cache folder itself, opened to open what is in it
+        elif absolute == folder and cache is not None and is_dir:
+            pass  # the folder the cache folder is opened from, without following links
+        elif _in(absolute, cache):
+            if _writes(mode, flags):
+                if not (isinstance(flags, int) and flags & os.O_EXCL) and not (isinstance(mode, str) and "x" in mode):
+                    self.found.append(f"cache file opened for writing without O_EXCL: {path}")
+                self.cache_temps.add(absolute)
+        elif _writes(mode, flags):
+            if os.path.dirname(absolute) != folder or not TEMP.match(os.path.basename(absolute)):
+                self.found.append(f"wrote something other than a temp file in the output folder: {path}")
+            elif not (isinstance(flags, int) and flags & os.O_EXCL):
+                self.found.append(f"temp file opened without O_EXCL: {path}")
+            self.temps.add(absolute)
+        elif absolute == self.model:
+            self.reads.append(absolute)
+        elif absolute == folder and is_dir:
+            pass  # the output folder itself, to fsync the rename
+        elif absolute == "/proc/self/status" or os.path.basename(absolute) == "pyproject.toml":
+            pass  # the umask (io._current_umask); lint's [tool.shapeflow] settings
+        elif not _is_python_file(absolute):
+            self.found.append(f"opened a file that is not the model: {path}")
+
+    def changed(self, ev: list[Any]) -> None:
+        """Anything but an open: renames, removals, processes."""
+        kind, cache, folder, key_folder = ev[0], self.cache, self.folder, self.key_folder
+        if kind in ("os.rename", "os.link"):
             src, dst = (os.path.abspath(os.path.join(folder, x)) for x in ev[1:3])
-            if src in cache_temps and _in(dst, cache) and dst.endswith(".json"):
-                continue  # a cache entry, written whole then renamed into place
+            if src in self.cache_temps and _in(dst, cache) and dst.endswith(".json"):
+                return  # a cache entry, written whole then renamed into place
             if kind == "os.link" and _in(src, key_folder) and _in(dst, key_folder):
-                continue  # the user's cache key, created once
-            if src not in temps or dst != out:
-                found.append(f"{kind} {src} -> {dst}")
+                return  # the user's cache key, created once
+            if src not in self.temps or dst != os.path.join(folder, "out.onnx"):
+                self.found.append(f"{kind} {src} -> {dst}")
         elif kind == "os.remove":
             removed = os.path.abspath(os.path.join(folder, ev[1]))
-            if removed not in temps and not _in(removed, key_folder):
-                found.append(f"removed {ev[1]}")
+            if removed not in self.temps and not _in(removed, key_folder):
+                self.found.append(f"removed {ev[1]}")
         elif kind == "os.chmod":
-            if not isinstance(ev[1], int) and os.path.abspath(ev[1]) not in temps:
-                found.append(f"chmod {ev[1]}")
+            if not isinstance(ev[1], int) and os.path.abspath(ev[1]) not in self.temps:
+                self.found.append(f"chmod {ev[1]}")
         elif kind == "os.mkdir" and (_in(ev[1], cache) or (cache is not None and os.path.abspath(ev[1]) == cache)):
             pass  # the cache folder and its subfolders
         elif kind == "os.mkdir" and key_folder is not None and \
@@ -202,10 +208,25 @@ def violations(events: list, model: Path, data_files: list[Path], wrote: bool,
             pass  # the folder of the user's cache key
         elif kind in ("os.truncate", "os.symlink", "os.rmdir", "os.mkdir", "os.utime", "os.chown",
                       "shutil.copyfile", "shutil.rmtree"):
-            found.append(f"unexpected {kind} {ev[1:]}")
+            self.found.append(f"unexpected {kind} {ev[1:]}")
         elif kind in ("subprocess.Popen", "os.system", "os.exec", "os.posix_spawn", "os.fork"):
-            found.append(f"started a process: {ev}")
-    if not reads:
+            self.found.append(f"started a process: {ev}")
+
+
+def violations(events: list[Any], model: Path, data_files: list[Path], wrote: bool,
+               cache: str | None = None) -> list[str]:
+    """What the audit log shows shapeflow doing that it must not (empty when all is well).
+    ``cache``: lint's cache folder, where entries may be read and atomically written."""
+    forbidden = {os.path.realpath(p) for p in data_files} | {os.path.abspath(p) for p in data_files}
+    audit = _Audit(os.path.abspath(model.parent), os.path.abspath(model), forbidden, cache,
+                   _key_folder() if cache is not None else None)
+    for ev in events:
+        if ev[0] == "open":
+            audit.opened(ev[1], ev[2], ev[3])
+        else:
+            audit.changed(ev)
+    found, temps = audit.found, audit.temps
+    if not audit.reads:
         found.append("the model was never opened (is the hook working?)")
     if wrote and len(temps) != 1:
         found.append(f"expected exactly one temp file, saw {sorted(temps)}")

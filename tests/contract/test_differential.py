@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from shapeflow.api import lint
+from shapeflow.drivers.api import lint
 
 from .harness import Row
 

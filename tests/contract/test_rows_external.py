@@ -237,7 +237,7 @@ ROWS = [
     Row("37-location-drive-letter", location("C:\\weights.bin"), escaping("has a drive letter")),
     Row("37-location-nul", location("weights.bin\x00../../secret.bin"), escaping("contains a NUL byte")),
     Row("37-location-empty", location(""), escaping("external data location is empty")),
-    # (passes/manager.py _preflight once skipped the check when the file had no b"location" bytes)
+    # (the engine's preflight, now passes/requires.py, once skipped the check when the file had no b"location" bytes)
     Row("37-location-key-missing", no_location_key, escaping("external data location is empty")),
     Row("37-location-key-missing-padded", no_location_key_padded, escaping("external data location is empty")),
     Row("38-data-symlink-out", data_symlink_out, escaping("resolves outside the model folder via a symlink")),
