@@ -7,12 +7,13 @@ tracked value through its tensor's element type after each op, so no rule has to
 known ints are wrapped (integer types) or kept only when the float type holds them exactly, and a
 symbolic element survives only when its bounds prove it fits (otherwise it is unknown).
 
-Slice, Range and Cast have index rules of their own here, written from onnxruntime's kernels and
+Slice, Range, Cast and Reshape have rules of their own here, written from onnxruntime's kernels and
 checked against them by brute force (tests/test_numeric.py).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from contextvars import ContextVar
 from typing import Mapping
 
@@ -42,6 +43,7 @@ FLOAT_FORMATS: dict[int, tuple[int, int]] = {
 
 BOOL = TensorProto.BOOL
 INT64 = TensorProto.INT64
+DOUBLE = TensorProto.DOUBLE
 # An end at either of these means "to the end" in onnxruntime's Slice (and, for a negative step,
 # "to the beginning": the spec would clamp it to dim - 1 instead; onnxruntime is what runs).
 SLICE_TO_END = frozenset({2**31 - 1, 2**63 - 1})
@@ -79,21 +81,23 @@ def _exact_range(dtype: int) -> tuple[int, int] | None:
     return None
 
 
-# Symbolic arithmetic is exact; int64 agrees while a value fits. A symbolic int64 value is stated
-# where it fits for every symbol up to OVERFLOW_CAP: ``64*batch*seq`` does, ``(batch*seq)**4``
-# and anything with an INT64_MAX sentinel in it do not. (The cap is about 17 minutes of 16 kHz
-# audio on one axis; products of dims that large are tensors of 2**48 elements.)
+# Symbolic arithmetic is exact; a typed tensor agrees while the value fits its type. The one
+# premise of the value domain: a symbolic value is stated where it fits its type for every symbol
+# up to OVERFLOW_CAP, in every type alike. ``64*batch*seq`` fits int64, ``seq`` fits int32 and
+# float32 (tf2onnx's shape arithmetic is int32), ``batch*seq`` fits int64 but not int32;
+# ``(batch*seq)**4`` and anything with an INT64_MAX sentinel in it fit nothing. (The cap is about
+# 17 minutes of 16 kHz audio on one axis; products of dims that large are tensors of 2**48 elements.)
 OVERFLOW_CAP = 2**24
 
 
+_INT64_RANGE = (-(2**63), 2**63 - 1)
+
+
 def _sym_fits(dtype: int, v: Sym) -> bool:
-    if dtype == INT64:
-        lo, hi = dim_bounds(v, OVERFLOW_CAP)
-        return lo is not None and hi is not None and -(2**63) <= lo and hi < 2**63
-    r = _exact_range(dtype)
+    r = _INT64_RANGE if dtype == INT64 else _exact_range(dtype)  # (int64: shape vectors, the common case)
     if r is None:
         return False
-    lo, hi = dim_bounds(v)
+    lo, hi = dim_bounds(v, OVERFLOW_CAP)
     return lo is not None and hi is not None and r[0] <= lo and hi <= r[1]
 
 
@@ -190,7 +194,7 @@ def cast_element(src: int, dst: int, v: Dim) -> Dim:
         lo, hi = INT_RANGES[dst]
         if type(v) is int:
             return v if lo <= v <= hi else None
-        blo, bhi = dim_bounds(v)
+        blo, bhi = dim_bounds(v, OVERFLOW_CAP)
         return v if blo is not None and bhi is not None and lo <= blo and bhi <= hi else None
     return canonical_element(dst, v)
 
@@ -216,3 +220,54 @@ def slice_range(d: int, start: int, end: int, step: int) -> range:
     else:
         n = max(0, -((end - start) // -step))
     return range(start, start + n * step, step) if n else range(0)
+
+
+# -- Reshape ----------------------------------------------------------------------------------------
+
+def reshape_dims(dims: Sequence[int], target: Sequence[int], allowzero: int) -> list[int] | None:
+    """The output shape onnxruntime's Reshape gives ``dims`` for ``target``, or None where it
+    fails. A 0 copies the input's dim (unless ``allowzero``); a -1 is the input's size over the
+    product of the other dims, and where that product is 0 (only possible with ``allowzero``: a
+    0 without it fails) the input must be empty and the -1 is the product of the input's non-zero
+    dims over the target's non-zero ones (``[0, 5, 64] -> [0, 5, -1, 16]`` is ``[0, 5, 4, 16]``)."""
+    out: list[int] = []
+    minus_at = -1
+    size = 1
+    for k, t in enumerate(target):
+        if t == 0 and not allowzero:
+            if k >= len(dims):
+                return None
+            t = dims[k]
+        if t == -1:
+            if minus_at >= 0:
+                return None
+            minus_at = k
+        elif t < 0:
+            return None
+        else:
+            size *= t
+        out.append(t)
+    n = 1
+    for d in dims:
+        n *= d
+    if minus_at >= 0:
+        if size:
+            if n % size:
+                return None
+            out[minus_at] = n // size
+        else:
+            if not allowzero or n:
+                return None
+            nz_in = nz_out = 1
+            for d in dims:
+                nz_in *= d or 1
+            for k, t in enumerate(out):
+                if k != minus_at:
+                    nz_out *= t or 1
+            if nz_in % nz_out:
+                return None
+            out[minus_at] = nz_in // nz_out
+    total = 1
+    for d in out:
+        total *= d
+    return out if total == n else None

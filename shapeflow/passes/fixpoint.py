@@ -30,10 +30,11 @@ from dataclasses import dataclass, field, replace
 from typing import Callable, Collection, Mapping, Sequence
 
 from .._onnx import onnx
+from ..assume import assumption_texts
 from ..dims import Bound, assuming
 from ..errors import LimitExceededError, timeout_as_configured
 from ..graph import ModelGraph, build_graph
-from ..inference import Inference, infer
+from ..inference import Inference, infer, shared_dim_names
 from ..io import LoadedModel
 from ..limits import DEFAULT_LIMITS, Limits
 from .context import RoundContext
@@ -69,6 +70,8 @@ class _Run:
     blocked: Collection[Place]
     names: NameRegistry
     assumptions: dict[str, Bound]
+    aliases: dict[str, str]  # --assume a==b: b read as a
+    premises: tuple[str, ...]  # the --assume statements, as reported
     fired: dict[str, int] = field(default_factory=dict)
     log: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
@@ -79,7 +82,7 @@ class _Run:
 
     def result(self, skipped: list[str], after: dict[str, int]) -> OptimizeResult:
         return OptimizeResult(self.loaded.proto, self.changed, self.fired, self.log, skipped, self.before, after,
-                              self.rounds, self.notes, self.roots, self.assumptions)
+                              self.rounds, self.notes, self.roots, self.assumptions, self.aliases, self.premises)
 
 
 def rewrite_model(loaded: LoadedModel, rewrites: Sequence[Rewrite], *, graph: ModelGraph | None = None,
@@ -105,9 +108,11 @@ def rewrite_model(loaded: LoadedModel, rewrites: Sequence[Rewrite], *, graph: Mo
     if any(isinstance(r, str) for r in rewrites):
         raise TypeError("rewrite_model takes rewrite instances (shapeflow.rewrites.select names them)")
     require_file(loaded)
+    ranges = dict(assumptions if assumptions is not None else inference.assumptions if inference is not None else {})
     run = _Run(loaded, Dispatch(rewrites), strict, limits, progress, time.monotonic(), explain, full_inference,
-               blocked, names or NameRegistry(),
-               dict(assumptions if assumptions is not None else inference.assumptions if inference is not None else {}))
+               blocked, names or NameRegistry(), ranges,
+               dict(inference.aliases) if inference is not None else {},
+               inference.premises if inference is not None else tuple(assumption_texts(ranges)))
     # The index and inference allocate millions of small objects per round and free them all at
     # its end; the cyclic collector only adds super-linear time here (it is restored below).
     gc_was_enabled = gc.isenabled()
@@ -133,10 +138,14 @@ def _fixpoint(run: _Run, given_graph: ModelGraph | None, given_inference: Infere
         if run.rounds == 1 and given_graph is not None and given_inference is not None:
             graph, inference = given_graph, given_inference  # the caller's analysis: not redone
             given_graph = given_inference = None
+            if not inference.independent and shared_dim_names(graph):
+                # Graph inputs share dim names: the rewrites rely only on what holds when each is
+                # fed its own sizes, as onnxruntime allows (inference.infer, independent)
+                inference = infer(graph, None, round_limits, run.progress, run.assumptions, run.aliases, independent=True)
         else:
             graph = build_graph(run.loaded, round_limits)
-            inference = infer(graph, None, round_limits, run.progress, run.assumptions) if carried is None \
-                else carry_inference(graph, carried[0], carried[1])
+            inference = infer(graph, None, round_limits, run.progress, run.assumptions, run.aliases, independent=True) \
+                if carried is None else carry_inference(graph, carried[0], carried[1])
         carried = None
         if run.rounds == 1:
             require_known_ops(graph)

@@ -13,7 +13,6 @@ from json.encoder import encode_basestring_ascii as _json_str  # the C encoder w
 
 from .._version import __version__
 from ..drivers.analysis import Analysis, dtype_name
-from ..assume import assumption_texts
 from ..results import SCHEMA, LintJSON
 from ..diagnostics import Diagnostic
 from ..dims import Shape, shape_to_json
@@ -49,17 +48,20 @@ def infer_json_chunks(a: Analysis) -> Iterator[str]:
     yield ',\n  "diagnostics": '
     # one at a time: a large model can have a hundred thousand info findings
     yield from _json_list("    " + _json_indented(d.to_json(), "    ") for d in a.diagnostics)
-    if a.inference.assumptions:  # only an output that used assumptions carries them (SPEC.md section 6)
-        yield ',\n  "assumptions": ' + _json_indented(assumption_texts(a.inference.assumptions), "  ")
+    if a.inference.premises:  # only an output that used assumptions carries them (SPEC.md section 6)
+        yield ',\n  "assumptions": ' + _json_indented(list(a.inference.premises), "  ")
     yield "\n}"
 
 
-def lint_json(n_files: int, diags: Sequence[Diagnostic]) -> LintJSON:
-    """The ``lint --format json`` object of SPEC.md section 3."""
-    c = count_by_severity(diags)
+def lint_json(n_files: int, diags: Sequence[Diagnostic], counted: Sequence[Diagnostic] | None = None) -> LintJSON:
+    """The ``lint --format json`` object of SPEC.md section 3: the reported findings ``diags``,
+    and the summary of every finding ``counted`` (default: ``diags``)."""
+    c = count_by_severity(diags if counted is None else counted)
+    listed = count_by_severity(diags)["info"]
     return {"shapeflow_version": __version__, "schema": SCHEMA, "files": n_files,
             "diagnostics": [d.to_json() for d in diags],
-            "summary": {"error": c["error"], "warning": c["warning"], "info": c["info"]}}
+            "summary": {"error": c["error"], "warning": c["warning"], "info": c["info"]},
+            "info_not_shown": c["info"] - listed}
 
 
 def optimize_json(model: str, output: str | None, before: Mapping[str, int], after: Mapping[str, int],
