@@ -14,9 +14,11 @@ checked against them by brute force (tests/test_numeric.py).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextvars import ContextVar
+from typing import Mapping
 
 from .._onnx import onnx
-from ..dims import Dim, Sym, dim_bounds
+from ..dims import Bound, Dim, Sym, current_assumptions, dim_bounds
 
 TensorProto = onnx.TensorProto
 
@@ -121,7 +123,11 @@ def canonical_element(dtype: int, v: Dim) -> Dim:
 
 def canonical_value(dtype: int, value: tuple[Dim, ...]) -> tuple[Dim, ...] | None:
     """``value`` as a tensor of ``dtype`` holds it (see the module docstring); None when no
-    element is known or the type is not one whose values are tracked."""
+    element is known or the type is not one whose values are tracked.
+
+    ``canonical_value_plain`` with a memo of the values whose every symbolic element fits, by
+    value, for the assumptions in force (a model repeats a few shape vectors, ``[batch, seq, 8]``,
+    thousands of times, and each symbol's bounds took most of the time of inferring them)."""
     if dtype == INT64:
         # the common case: shape vectors of small ints, unchanged
         for v in value:
@@ -131,11 +137,52 @@ def canonical_value(dtype: int, value: tuple[Dim, ...]) -> tuple[Dim, ...] | Non
             return value
     elif dtype not in INT_RANGES and dtype not in FLOAT_FORMATS and dtype != BOOL:
         return None
+    if not MEMO:
+        return canonical_value_plain(dtype, value)
+    for v in value:  # only ints and symbols are keys: True == 1 and 1.0 == 1 would share an entry
+        t = type(v)
+        if t is not int and t is not Sym:
+            return canonical_value_plain(dtype, value)
+    under = current_assumptions()
+    memo = _FITTING.get()
+    if memo is None or memo[0] is not under:
+        memo = (under, {})
+        _FITTING.set(memo)
+    key = (dtype, value)
+    found = memo[1].get(key)
+    if found is not None:
+        return found
+    out = canonical_value_plain(dtype, value)
+    if out is not None:
+        for v in out:
+            if v is None:
+                break
+        else:
+            # Every element fits. Within one ``assuming`` block ranges only ever narrow (inference's
+            # ``prove_at_*``), and a value that fits keeps fitting in a narrower range: the
+            # answer holds for the rest of the block. (An element that does not fit might later:
+            # such answers are not kept.)
+            memo[1][key] = out
+    return out
+
+
+def canonical_value_plain(dtype: int, value: tuple[Dim, ...]) -> tuple[Dim, ...] | None:
+    """``canonical_value`` without its fast paths: every element through ``canonical_element``."""
+    if dtype not in INT_RANGES and dtype not in FLOAT_FORMATS and dtype != BOOL:
+        return None
     out = tuple(canonical_element(dtype, v) for v in value)
     for v in out:
         if v is not None:
             return out
     return None
+
+
+# Whether ``canonical_value`` keeps its memo (tests/test_fast_paths.py compares it with the plain one),
+# and the memo: the assumptions it was made under (``dims.current_assumptions``, an object of one
+# ``assuming`` block) and (dtype, value) -> answer. A context variable, as the assumptions are.
+MEMO = True
+_FITTING: ContextVar[tuple[Mapping[str, Bound], dict[tuple[int, tuple[Dim, ...]], tuple[Dim, ...]]] | None] = \
+    ContextVar("shapeflow_fitting", default=None)
 
 
 def cast_element(src: int, dst: int, v: Dim) -> Dim:

@@ -15,7 +15,7 @@ from .._version import __version__
 from ..drivers.analysis import Analysis, dtype_name
 from ..results import SCHEMA, LintJSON
 from ..diagnostics import Diagnostic
-from ..dims import shape_to_json
+from ..dims import Shape, shape_to_json
 from ..opsets import opset_map
 from .text import count_by_severity
 
@@ -185,6 +185,13 @@ def _node_entries(a: Analysis) -> Iterator[str]:
             text = cache[id(value)] = _json_indented(json_value, inner)
         return text
 
+    def enc_shape(shape: Shape) -> str:
+        # (as ``enc``, with the JSON value made only on a miss: most nodes share interned shapes)
+        text = shapes.get(id(shape))
+        if text is None:
+            text = shapes[id(shape)] = _json_indented(shape_to_json(shape), inner)
+        return text
+
     for n in a.inference.axis_nodes:
         axes = "null" if n.normalized is None else enc(axes_texts, n.normalized, list(n.normalized))
         yield (f"{ind}{{\n{inner}\"name\": {_json_str(n.node)},\n"
@@ -194,6 +201,6 @@ def _node_entries(a: Analysis) -> Iterator[str]:
                f"{inner}\"input\": {_json_str(n.input)},\n"
                f"{inner}\"output\": {_json_str(n.output)},\n"
                f"{inner}\"axes\": {axes},\n"
-               f"{inner}\"input_shape\": {enc(shapes, n.input_shape, shape_to_json(n.input_shape))},\n"
-               f"{inner}\"output_shape\": {enc(shapes, n.output_shape, shape_to_json(n.output_shape))}\n"
+               f"{inner}\"input_shape\": {enc_shape(n.input_shape)},\n"
+               f"{inner}\"output_shape\": {enc_shape(n.output_shape)}\n"
                f"{ind}}}")
