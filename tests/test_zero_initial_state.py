@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "fuzz"))
 import shapearith  # noqa: E402
 from test_passes_support import optimize, signature  # noqa: E402
 
-H, I = 3, 4
+H, IN = 3, 4  # hidden size, input size
 GATES = {"RNN": 1, "GRU": 3, "LSTM": 4}
 
 
@@ -38,12 +38,12 @@ def const(name: str, values: object, dtype: type = np.int64) -> onnx.TensorProto
 
 def recurrent_model(op: str, direction: str, state: str, *, lens: bool = False, zero: float = 0.0,
                     extra_outputs: tuple[str, ...] = (), opset: int = 17) -> onnx.ModelProto:
-    """x: float[b, s, I] transposed to [s, b, I]; the state built as ``state`` says."""
+    """x: float[b, s, IN] transposed to [s, b, IN]; the state built as ``state`` says."""
     nd = 2 if direction == "bidirectional" else 1
     rng = np.random.default_rng(7)
     g = GATES[op]
     inits = [
-        numpy_helper.from_array(rng.standard_normal((nd, g * H, I)).astype(np.float32), "W"),
+        numpy_helper.from_array(rng.standard_normal((nd, g * H, IN)).astype(np.float32), "W"),
         numpy_helper.from_array(rng.standard_normal((nd, g * H, H)).astype(np.float32), "R"),
         numpy_helper.from_array(rng.standard_normal((nd, 2 * g * H)).astype(np.float32), "B"),
         const("zero", [zero], np.float32), const("ax0", [0]), const("one", [1]), const("nd", [nd]),
@@ -77,7 +77,7 @@ def recurrent_model(op: str, direction: str, state: str, *, lens: bool = False, 
     outs = ["Y", "Y_h"] + (["Y_c"] if op == "LSTM" else [])
     nodes.append(helper.make_node(op, ins, outs, hidden_size=H, direction=direction))
     nodes.append(helper.make_node("Neg", ["Y_h"], ["yh"]))
-    graph_inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["b", "s", I])]
+    graph_inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["b", "s", IN])]
     if lens:
         graph_inputs.append(helper.make_tensor_value_info("lens", TensorProto.INT32, ["b"]))
     if state == "input":
@@ -91,7 +91,7 @@ def recurrent_model(op: str, direction: str, state: str, *, lens: bool = False, 
 
 def feeds_for(m: onnx.ModelProto, b: int, s: int, seed: int) -> dict[str, np.ndarray]:
     rng = np.random.default_rng(seed)
-    x = rng.standard_normal((b, s, I)).astype(np.float32)
+    x = rng.standard_normal((b, s, IN)).astype(np.float32)
     x[rng.random(x.shape) < 0.2] = -0.0
     out = {"x": x}
     names = {i.name for i in m.graph.input}
