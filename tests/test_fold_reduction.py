@@ -159,3 +159,21 @@ def test_near_misses() -> None:
     m = reduce_model("ReduceMax", 13, np.array([1, 2, 3], np.int64), TensorProto.INT64, None, 0, None)
     m.graph.input.append(c)
     assert "fold-reduction" not in optimize(m).fired
+
+
+def test_graph_output_becomes_a_constant_node() -> None:
+    # the reduction is a graph output: it keeps its name as a Constant node's output
+    text = model("""
+      sh = Shape(w)
+      y = ReduceMax <keepdims = 0> (sh)
+      z = ReduceMin <keepdims = 1> (sh)
+      o = Add(x, x)
+    """, inputs="float[b] x", outputs="int64 y, int64[1] z, float[b] o", inits="float[2, 5, 3] w")
+    text = text.replace("float[2, 5, 3] w", "float[2, 5, 3] w = {" + ", ".join(["1.0"] * 30) + "}")
+    out = optimize(text)
+    assert out.fired.get("fold-reduction") == 2, out.fired
+    assert sorted(out.ops()) == ["Add", "Constant", "Constant"]
+    values = {n.output[0]: numpy_helper.to_array(n.attribute[0].t).tolist() for n in out.after.graph.node
+              if n.op_type == "Constant"}
+    assert values == {"y": 5, "z": [2]}
+    check_rewrite(out, values=SIZES)
