@@ -131,6 +131,8 @@ def test_einsum_lowering_target_folds() -> None:
     target = [t for t in out.after.graph.initializer if t.name == out.after.graph.node[0].input[1]][0]
     assert numpy_helper.to_array(target).tolist() == [-1, 32]
     check_rewrite(out, values=SIZES)
+    # the round after the fold infers the whole model again: what --full-inference does every round
+    assert optimize(text, full_inference=True).data == out.data
 
 
 def test_near_misses() -> None:
