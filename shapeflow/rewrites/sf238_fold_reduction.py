@@ -36,6 +36,7 @@ EXACT_IN_DOUBLE = 2**53
 
 _UNKNOWN = not_applicable("input value not known before run time")
 _SYMBOLIC = not_applicable("input value is symbolic")
+_KNOWN = not_applicable("output value known to inference (fold-known-value's case)")
 
 
 class _Plan(NamedTuple):
@@ -158,7 +159,8 @@ class FoldReduction(Rewrite):
     ``shapeflow optimize MODEL -o OUT`` or ``shapeflow lint --fix MODEL`` folds it.
 
     ## When it does not fire
-    When an element of the input is symbolic (``batch``), for float types, for an integer
+    When inference already knows the output's value (fold-known-value folds the run it ends),
+    when an element of the input is symbolic (``batch``), for float types, for an integer
     ``ReduceSum``/``ReduceProd`` where a partial result could leave the integers onnxruntime
     computes exactly (it computes them in double and converts back saturating: the fold needs the
     sum of the absolute values, or the product of the non-zero ones, to stay within the type and
@@ -177,6 +179,9 @@ class FoldReduction(Rewrite):
         nid = b.root
         info = ctx.info(nid)
         sid = info.scope
+        y = tensor_of(ctx, sid, info.outputs[0]) if info.outputs else None
+        if y is not None and y.value is not None:
+            return _KNOWN  # inference evaluated the reduction: fold-known-value folds its run
         x = tensor_of(ctx, sid, info.inputs[0])
         if x is None or x.value is None or x.shape is None:
             return _UNKNOWN
