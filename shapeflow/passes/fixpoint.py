@@ -161,12 +161,12 @@ def _fixpoint(run: _Run, given_graph: ModelGraph | None, given_inference: Infere
         ctx.release()
         if not edit.changed:
             return run.result([t for _, t in result.skipped], count_ops(graph))
-        last, bodies = _finish_round(run, ctx, edit, result)
+        last, whole = _finish_round(run, ctx, edit, result)
         if last:
             # Nothing a next round could match has changed: that round would find nothing.
             gone = edit.deleted | result.written
             return run.result([t for nid, t in result.skipped if nid not in gone], counts_after(graph, edit))
-        if not run.full_inference and not bodies:
+        if not run.full_inference and not whole:
             carried = (inference, edit.made)
         # Drop this round's index before building the next one: peak memory is one round's.
         # (Nothing here forms reference cycles, so this frees it without the cyclic collector.)
@@ -177,7 +177,8 @@ def _fixpoint(run: _Run, given_graph: ModelGraph | None, given_inference: Infere
 
 def _finish_round(run: _Run, ctx: RoundContext, edit: Editor, result: RoundResult) -> tuple[bool, bool]:
     """Sweep, write back and account for a round that changed the model. Returns whether it is
-    the last round, and whether it rewrote a model-local function's body."""
+    the last round, and whether the next one infers the whole model again (a model-local function's
+    body was rewritten, or a fold revealed a value)."""
     dispatch = run.dispatch
     # (before the sweep, which only deletes: the judgement reads the index's protos)
     keyed = bool(dispatch.keyed) and keyed_collision(ctx, edit)
@@ -187,7 +188,10 @@ def _finish_round(run: _Run, ctx: RoundContext, edit: Editor, result: RoundResul
     # round rewrote (say, a failing pair cancelled) can make a caller's outputs known, which
     # carrying inference over would miss. Such a round is followed by a whole inference.
     bodies = rewrote_function_bodies(ctx.graph, edit, result.written)
-    last = not (run.full_inference or bodies or keyed or another_round(ctx, edit, dispatch, result))
+    # A fold that gives a tensor a value inference did not know (``Rewrite.reveals``): what reads
+    # it is inferred again, by a whole inference, in a next round.
+    whole = bodies or any(r.reveals and r.name in result.fired for r in dispatch.rules)
+    last = not (run.full_inference or whole or keyed or another_round(ctx, edit, dispatch, result))
     run.changed = True
     for name, n in result.fired.items():
         run.fired[name] = run.fired.get(name, 0) + n
@@ -201,7 +205,7 @@ def _finish_round(run: _Run, ctx: RoundContext, edit: Editor, result: RoundResul
         run.log.extend(f"{DEAD_NODES}: removed initializer '{name}'" + ("" if sid == 0 else f" in {scopes[sid].path}")
                        for sid, name in edit.removed_initializers)
     run.notes.extend(result.notes)
-    return last, bodies
+    return last, whole
 
 
 @dataclass(frozen=True)
