@@ -33,6 +33,7 @@ VALUE_OPS: tuple[str, ...] = (
     "Neg", "Abs", "Not", "Cast", "CastLike", "Floor", "Ceil", "Round",
     "Add", "Sub", "Mul", "Div", "Mod", "Pow", "Max", "Min", "Sum",
     "Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual", "And", "Or", "Xor", "Where",
+    "ReduceProd", "ReduceSum", "ReduceMin", "ReduceMax",
 )
 _AXIS_OPS = frozenset({"Squeeze", "Unsqueeze"})
 _ROOTS = frozenset(VALUE_OPS)
