@@ -8,7 +8,7 @@ from ..codes import INFO, Code
 from ..dims import Dim
 from ..passes.context import RoundContext, fmt_axes
 from ..passes.edit import Editor
-from ..passes.match import Match, NoMatch, Result
+from ..passes.match import Match, NoMatch, Result, not_applicable
 from ..passes.pattern import Bound, DataInput, Op, exclusive_cone, tensor_of
 from ..passes.spec import Rewrite
 from .sf215_reshape_round_trip import ELEMENTWISE
@@ -19,6 +19,8 @@ from .sf215_reshape_round_trip import ELEMENTWISE
 CARRY: frozenset[str] = ELEMENTWISE | {"Identity", "MatMul"}
 # Nodes in the region at most: a longer region is left alone (keeps a match cheap).
 MAX_REGION = 32
+
+_IN_FUNCTION = not_applicable("in a function body")
 
 
 class _Plan(NamedTuple):
@@ -68,8 +70,9 @@ class CancelAcrossRegion(Rewrite):
     of the region or the Unsqueeze's output is read outside the region, is a graph output or is
     read by a subgraph; when an op of the region is another op, a MatMul reads the region as its
     right operand or has a right operand that is not 2-D (a 3-D one broadcasts over the unit
-    axis), or an outside operand could broadcast against a unit axis or add rank; when a rank is
-    unknown; in a region of more than 32 nodes.
+    axis), or an outside operand could broadcast against a unit axis or add rank, or is an
+    initializer that is also a graph input (a caller may pass another shape); when a rank is
+    unknown; in function bodies; in a region of more than 32 nodes.
     """
 
     code = Code("SF220", "cancel-across-region", INFO, fixable=True)
@@ -80,6 +83,8 @@ class CancelAcrossRegion(Rewrite):
         nid = b.root
         info = ctx.graph.nodes[nid]
         sid, z = info.scope, info.inputs[0]
+        if ctx.graph.scopes[sid].kind != "graph":
+            return _IN_FUNCTION
         axes = ctx.squeeze_axes(nid)
         if isinstance(axes, NoMatch):
             return axes
@@ -190,6 +195,9 @@ def _walk(ctx: RoundContext, nid: int, z: str, rank: int, axes: tuple[int, ...])
             left, right = _rank(ctx, sid, names[0]), _rank(ctx, sid, names[1])
             if left is None or right is None:
                 return NoMatch(f"{me}: a rank at {ctx.display(p)} is unknown")
+            if (sid, names[1]) in ctx.overridable:
+                return NoMatch(f"{me}: '{names[1]}' is an initializer that is also a graph input (its shape "
+                               "may change at run time)")
             if len(left) != rank or len(right) != 2 or last >= rank - 1:
                 return NoMatch(f"{me}: {ctx.display(p)} does not carry the unit axes (its left operand "
                                f"has rank {len(left)}, its right operand rank {len(right)}; the axes "
@@ -204,7 +212,11 @@ def _walk(ctx: RoundContext, nid: int, z: str, rank: int, axes: tuple[int, ...])
                 return NoMatch(f"{me}: the rank of '{name}' is unknown")
             if len(shape) == rank:
                 stack.append(name)
-            elif not _stays_clear(shape, rank, axes):
+                continue
+            if (sid, name) in ctx.overridable:
+                return NoMatch(f"{me}: '{name}' is an initializer that is also a graph input (its shape "
+                               "may change at run time)")
+            if not _stays_clear(shape, rank, axes):
                 return NoMatch(f"{me}: '{name}' (read by {ctx.display(p)}) could broadcast against a unit axis")
     if u < 0:
         return NoMatch(f"{me}: no Unsqueeze starts the region")
