@@ -61,8 +61,8 @@ class SqueezeIntoReshape(Rewrite):
     ## When it does not fire
     When the Squeeze's (Unsqueeze's) output has another reader or is a graph output; when its axes
     are not constants; when ``allowzero`` is 0 and a target element is unknown, or is (or may be)
-    a 0 at a position the axes move whose copied dim is not a static positive integer; for a
-    Reshape of opset < 5; when the model has initializers that are also graph inputs and the
+    a 0 at a position the axes move whose copied dim is not a static positive integer, or such a 0
+    would have to be spelled out beside a symbolic element; for a Reshape of opset < 5; when the model has initializers that are also graph inputs and the
     decision reads the target's value.
     """
 
