@@ -216,3 +216,12 @@ def test_near_misses() -> None:
       m = Add(u, v)
       y = Squeeze(m, a1)
     """, inputs="float[n, 8] x, float[n, 1, 8] v", outputs="float[n, 8] y")) == {}
+
+
+def test_new_names_never_collide_with_existing_ones() -> None:
+    # a graph input already named as the region's renamed tensor would be ("m/squeeze")
+    text = PADDLE.replace("y = MatMul(r, w2)", 'y0 = MatMul(r, w2)\n  y = Add(y0, "m/squeeze")') \
+        .replace("float[n, 8] x)", 'float[n, 8] x, float[4] "m/squeeze")')
+    out = optimize(text)
+    assert out.fired.get(RULE) == 1, out.fired
+    check_rewrite(out, values=(0, 1, 2))

@@ -222,3 +222,13 @@ def test_carried_and_full_inference_agree() -> None:
     for text in (GPT2, mlp(GELU, outputs="float[?, 4] y, float[?, 4] view_13")):
         a, b = optimize(text), optimize(text, full_inference=True)
         assert a.data == b.data and a.fired == b.fired
+
+
+def test_new_names_never_collide_with_existing_ones() -> None:
+    # a graph input already named as the region's renamed tensor would be: the rewrite picks another
+    # name (the editor collects existing names ending in /unreshaped)
+    text = GPT2.replace("y = MatMul(view_13, w)", 'y0 = MatMul(view_13, w)\n      y = Add(y0, "mul_160/unreshaped")') \
+        .replace("float[b, s, 4] inp", 'float[b, s, 4] inp, float[4] "mul_160/unreshaped"')
+    out = optimize(text)
+    assert out.fired.get(RULE) == 1, out.fired
+    check_rewrite(out, values=(0, 1, 2))
