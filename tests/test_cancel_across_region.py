@@ -137,6 +137,27 @@ def test_opset_11_attribute_axes_and_a_one_dim_input(runner: shapearith.Runner) 
     check_rewrite(out, values=(1,))
 
 
+def test_a_last_unit_axis_and_pow_max_min(runner: shapearith.Runner) -> None:
+    # onnxruntime computes Pow/Max/Min beside a one-element operand another way (bit-different)
+    # when the last dim is 1: with the unit axis last they stay; Add, Mul, Tanh go
+    body = """
+      u = Unsqueeze(x, a2)
+      p = {op}(u, k)
+      y = Squeeze(p, a2)
+    """
+    extra = ", int64[1] a2 = {2}, float k = {3}"
+    for op in ("Pow", "Max", "Min"):
+        assert only_this(region(body.format(op=op), outputs="float[n, 8] y", extra=extra)) == {}, op
+    text = region(body.format(op="Add").replace("y = Squeeze(p, a2)", "t = Tanh(p)\n      y = Squeeze(t, a2)"),
+                  outputs="float[n, 8] y", extra=extra)
+    assert only_this(text) == {RULE: 1}
+    oracle(runner, text, ("n",))
+    # with the unit axis elsewhere, Pow is exact
+    inner = region(body.format(op="Pow").replace("a2", "a1"), outputs="float[n, 8] y", extra=extra)
+    assert only_this(inner) == {RULE: 1}
+    oracle(runner, inner, ("n",))
+
+
 def test_near_misses() -> None:
     assert only_this(PADDLE) == {RULE: 1}  # (the reference: each case below changes one thing)
     # a second reader of a region tensor

@@ -21,6 +21,10 @@ CARRY: frozenset[str] = ELEMENTWISE | {"Identity", "MatMul"}
 MAX_REGION = 32
 
 _IN_FUNCTION = not_applicable("in a function body")
+# Ops onnxruntime computes by another, bit-different path beside a one-element operand when the last
+# dim is 1 (brute force, onnxruntime 1.32: Pow(x, 3) as x*x*x or powf; Max/Min and -0.0, NaN): with a
+# unit axis last, the region's last dim changes from 1 to x's, so they must not be in it.
+_LAST_DIM_PATH = frozenset({"Pow", "Max", "Min"})
 
 
 class _Plan(NamedTuple):
@@ -72,7 +76,9 @@ class CancelAcrossRegion(Rewrite):
     right operand or has a right operand that is not 2-D (a 3-D one broadcasts over the unit
     axis), or an outside operand could broadcast against a unit axis or add rank, or is an
     initializer that is also a graph input (a caller may pass another shape); when a rank is
-    unknown; in function bodies; in a region of more than 32 nodes.
+    unknown; when a unit axis is the last one and the region has a ``Pow``, ``Max`` or ``Min``
+    (onnxruntime computes them by another, bit-different path when the last dim is 1); in function
+    bodies; in a region of more than 32 nodes.
     """
 
     code = Code("SF220", "cancel-across-region", INFO, fixable=True)
@@ -187,6 +193,9 @@ def _walk(ctx: RoundContext, nid: int, z: str, rank: int, axes: tuple[int, ...])
             return NoMatch(f"{me}: {ctx.display(p)} does not carry the unit axes")
         if len(members) >= MAX_REGION:
             return NoMatch(f"{me}: the region has more than {MAX_REGION} nodes")
+        if pinfo.op_type in _LAST_DIM_PATH and last == rank - 1:
+            return NoMatch(f"{me}: {ctx.display(p)} with a unit axis last (onnxruntime computes it another "
+                           "way when the last dim is 1: not bit-exact)")
         members.append(p)
         names = pinfo.inputs
         if pinfo.op_type == "MatMul":
