@@ -850,9 +850,9 @@ class _Gen:
         absorbs. Targets with 0s that may move, allowzero=1 now and then, a second reader."""
         rng = self.rng
         d = self.pick_data()
-        if d.rank > 3:
+        if d.rank < 1 or d.rank > 3:
             return
-        if d.rank >= 1 and rng.random() < 0.4:
+        if rng.random() < 0.4:
             ax = rng.randrange(d.rank)  # (a dim that may not be 1: then the original fails there)
             su, rank = self.axes_form("Squeeze", d.name, [ax], d.dtype), d.rank - 1
         else:
@@ -873,7 +873,7 @@ class _Gen:
         if rng.random() < 0.7:
             out = self.node("Neg", [out], d.dtype) if d.dtype == FLOAT else out
         self.add_data(out, out_rank, d.bound ** max(d.rank, 1), d.dtype)
-        if rng.random() < 0.15:
+        if rank >= 1 and rng.random() < 0.15:  # (the other steps take data of rank >= 1)
             self.add_data(su, rank, d.bound, d.dtype)  # a second reader: nothing to absorb
 
     def op_unit_region(self) -> None:
@@ -892,7 +892,8 @@ class _Gen:
         region = [cur]
         last: int | None = None  # the region's last dim when static (after a MatMul)
         for _ in range(rng.randint(1, 4)):
-            op = rng.choice(("MatMul", "MatMul", "Tanh", "Relu", "Identity", "Add", "Mul", "Sub", "Self", "Cast"))
+            op = rng.choice(("MatMul", "MatMul", "Tanh", "Relu", "Identity", "Add", "Mul", "Sub", "Div", "Pow",
+                             "Max", "Min", "Self", "Cast"))
             if op == "MatMul" and rank - 1 not in ones:
                 n = rng.choice((1, 3))
                 if last is None:  # [K, n] with K the input's last dim, read from the input's shape
@@ -905,7 +906,7 @@ class _Gen:
                 if rng.random() < 0.1:
                     w = self.axes_form("Unsqueeze", w, [0], FLOAT)  # a 3-D right operand
                 cur, last = self.node("MatMul", [cur, w], FLOAT), n
-            elif op in ("Add", "Mul", "Sub"):
+            elif op in ("Add", "Mul", "Sub", "Div", "Pow", "Max", "Min"):
                 shape = rng.choice(((), (1,), (1, 1), (1, 1, 1), (1,) * rank, (2,)))
                 c = self.const(np.full(shape, 0.75).tolist() if shape else 0.75, FLOAT)
                 cur = self.node(op, [cur, c] if rng.random() < 0.8 else [c, cur], FLOAT)
