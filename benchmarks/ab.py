@@ -1,8 +1,10 @@
 """A/B timing of two shapeflow trees in the same run: ``optimize`` and ``lint`` (what bench_optimize.py
-and bench_lint.py time), on the synthetic chains and on corpus models.
+and bench_lint.py time) and ``infer`` (text and JSON: bench_infer.py), on the synthetic graphs of
+benchmarks/synthetic.py (the chain, and the mix with --kinds) and on corpus models.
 
     python benchmarks/ab.py --baseline main                       # main against this checkout
     python benchmarks/ab.py --baseline main --sizes 10000,100000 --corpus DIR --repeat 5
+    python benchmarks/ab.py --baseline main --kinds chain,mix --commands infer,infer-json,optimize
 
 Each round runs every command once with the baseline tree and once with this one, back to back, in
 a fresh ``python -m shapeflow`` process (``PYTHONPATH`` pointing at the tree); a command's best CPU
@@ -27,10 +29,16 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 
 def cpu_of(tree: Path, args: list[str]) -> float:
-    env = dict(os.environ, PYTHONPATH=str(tree))
+    # Both trees' bytecode cached outside them (a PYTHONDONTWRITEBYTECODE environment would have the
+    # tree without a __pycache__ compile every module on every run, some 80 ms on a small model)
+    env = dict(os.environ, PYTHONPATH=str(tree),
+               PYTHONPYCACHEPREFIX=os.path.join(tempfile.gettempdir(), "sf-ab-pycache"))
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    # (not from a checkout's root: ``python -m`` puts the working directory first on sys.path, and
+    # both sides would import the shapeflow found there)
     proc = subprocess.run([sys.executable, "-m", "shapeflow", *args], env=env, stdout=subprocess.DEVNULL,
-                          stderr=subprocess.PIPE)
+                          stderr=subprocess.PIPE, cwd=tempfile.gettempdir())
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if proc.returncode not in (0, 1):
         sys.exit(f"{tree}: shapeflow {' '.join(args)} failed ({proc.returncode}): {proc.stderr.decode()[-400:]}")
@@ -40,7 +48,9 @@ def cpu_of(tree: Path, args: list[str]) -> float:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--baseline", default="main", help="a git ref or a folder holding the other tree")
-    ap.add_argument("--sizes", default="10000,100000,500000", help="chain sizes (squeeze_unsqueeze_chain)")
+    ap.add_argument("--sizes", default="10000,100000,500000", help="sizes of the synthetic graphs")
+    ap.add_argument("--kinds", default="chain", help="synthetic graph kinds (benchmarks/synthetic.py)")
+    ap.add_argument("--commands", default="optimize,lint", help="of optimize, lint, infer, infer-json")
     ap.add_argument("--corpus", action="append", default=[], help="a folder of models to time too (repeatable)")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--limit", type=float, default=1.10)
@@ -53,21 +63,25 @@ def main(argv: list[str] | None = None) -> int:
     base = export_tree(args.baseline, work / "baseline-tree")
     current = ROOT
     import onnx
-    from model_builders import squeeze_unsqueeze_chain
+    import synthetic
 
     models: list[Path] = []
-    for n in (int(s) for s in args.sizes.split(",") if s.strip()):
-        path = work / f"chain_{n}.onnx"
-        if not path.exists():
-            onnx.save(squeeze_unsqueeze_chain(n, 13), str(path))
-        models.append(path)
+    for kind in (k for k in args.kinds.split(",") if k.strip()):
+        for n in (int(s) for s in args.sizes.split(",") if s.strip()):
+            path = work / f"{kind}_{n}.onnx"
+            if not path.exists():
+                onnx.save(synthetic.build(kind, n), str(path))
+            models.append(path)
     for folder in args.corpus:
         models.extend(sorted(Path(folder).glob("*.onnx")))
     out = work / "out.onnx"
-    commands = {
+    every = {
         "optimize": lambda m: ["optimize", str(m), "-o", str(out), "--force", "-q"],
         "lint": lambda m: ["lint", "--no-cache", "--isolated", "-q", str(m)],
+        "infer": lambda m: ["infer", "--isolated", "-q", str(m)],
+        "infer-json": lambda m: ["infer", "--isolated", "-q", "--format", "json", str(m)],
     }
+    commands = {c: every[c] for c in args.commands.split(",") if c.strip()}
     best: dict[tuple[str, str, str], float] = {}
     for _ in range(args.repeat):
         for m in models:

@@ -293,6 +293,11 @@ def _session(model: onnx.ModelProto) -> tuple[Any, list[str]]:
 Run = tuple[str, dict[str, int], dict[str, tuple[int, ...]]]  # (label, symbol bindings, tensor -> shape)
 
 
+def _shapes(names: list[str], outs: list[Any]) -> dict[str, tuple[int, ...]]:
+    """The runtime shape of each tensor output (a sequence, e.g. a TorchScript loop's list, has none)."""
+    return {n: tuple(o.shape) for n, o in zip(names, outs) if hasattr(o, "shape")}
+
+
 def runtime_shapes(model: onnx.ModelProto, cm: corpora.CorpusModel) -> tuple[list[Run], list[Run], list[str]]:
     """(runs at the corpus's sizes, runs at split sizes, split sizes refused)."""
     sess, names = _session(model)
@@ -306,7 +311,7 @@ def runtime_shapes(model: onnx.ModelProto, cm: corpora.CorpusModel) -> tuple[lis
         except Exception:  # noqa: BLE001  # a size this configuration cannot take (a window overhangs): no evidence
             refused.append(label)
             continue
-        runs.append((label, b, {n: o.shape for n, o in zip(names, outs)}))
+        runs.append((label, b, _shapes(names, outs)))
     if not runs:
         raise RuntimeError(f"onnxruntime runs the model at none of the sizes {refused}")
     split: list[Run] = []
@@ -327,7 +332,7 @@ def runtime_shapes(model: onnx.ModelProto, cm: corpora.CorpusModel) -> tuple[lis
             except Exception:  # noqa: BLE001  # the model does not run there: no evidence
                 refused.append(label)
                 continue
-            split.append((label, b, {n: o.shape for n, o in zip(names, outs)}))
+            split.append((label, b, _shapes(names, outs)))
     return runs, split, refused
 
 

@@ -125,7 +125,7 @@ def main() -> int:
                 import ray  # noqa: F401
                 rows.append(("ray, new local cluster", timed(["--no-cache", "--executor", "ray", "."], folder)))
             except ImportError:
-                print("ray is not installed: its rows are skipped (pip install 'shapeflow[ray]')")
+                print("ray is not installed: its rows are skipped (pip install -e '.[ray]')")
             warm = ray_in_process(paths, args.jobs)
             if warm is not None:
                 print(f"ray local cluster start-up ({args.jobs} CPUs): {warm[0]:.1f} s")

@@ -3,8 +3,9 @@
 A refactor of the rewrite engine must not change a single output byte. This script builds one
 model collection, runs both trees on it (each in a process of its own, ``PYTHONPATH`` pointing at
 the tree), and compares, per model: the bytes ``optimize -o`` writes and its exit code, the bytes
-``lint --fix`` leaves and its exit code, and lint's SF2xx findings (place and message; codes and
-names may differ between the trees by design, e.g. a code split in two).
+``lint --fix --show-info`` leaves and its exit code (every SF2xx finding reported, so every rewrite
+applied), and lint's SF2xx findings (place and message; codes and names may differ between the
+trees by design, e.g. a code split in two).
 
     python benchmarks/compare_outputs.py --baseline main            # main against this checkout
     python benchmarks/compare_outputs.py --baseline main --quick    # a smaller collection
@@ -235,9 +236,12 @@ def worker(models: Path, out: Path) -> None:
         rec["optimize_strict"] = [code, _digest(strict)]
         fixed = out / f"{p.stem}.fix.onnx"
         shutil.copy(p, fixed)
-        code, _, _ = _run_cli(["lint", "--fix", "--isolated", "--no-cache", "-q", "--format", "json", str(fixed)])
+        # --show-info: every SF2xx finding is reported, so --fix applies every rewrite (a tree where
+        # --fix acts only on reported findings would otherwise apply none of them)
+        code, _, _ = _run_cli(["lint", "--fix", "--show-info", "--isolated", "--no-cache", "-q", "--format", "json",
+                               str(fixed)])
         rec["lint_fix"] = [code, _digest(fixed)]
-        code, stdout, _ = _run_cli(["lint", "--isolated", "--no-cache", "-q", "--format", "json", str(p)])
+        code, stdout, _ = _run_cli(["lint", "--show-info", "--isolated", "--no-cache", "-q", "--format", "json", str(p)])
         rec["lint"] = [code, _findings(stdout)]
         for f in (opt, strict, fixed):
             if f.exists():

@@ -221,6 +221,10 @@ def _session(path: str, level: Any) -> Any:
     so.intra_op_num_threads = 1
     so.inter_op_num_threads = 1
     so.log_severity_level = 3
+    if level == ort.GraphOptimizationLevel.ORT_DISABLE_ALL:
+        # the graphs' semantics, as optimize --verify compares them: a MatMul weight that is an
+        # initializer is pre-packed and summed in another order than one computed by a node
+        so.add_session_config_entry("session.disable_prepacking", "1")
     return ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
 
 

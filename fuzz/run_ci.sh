@@ -16,7 +16,7 @@ cd "$(dirname "$0")/.."
 budget="${FUZZ_SECONDS:-60}"
 seed="${FUZZ_SEED:-1}"
 if ! python -c "import atheris" >/dev/null 2>&1; then
-    echo "fuzz: atheris is not installed; skipping the fuzz run (pip install atheris)"
+    echo "fuzz: atheris is not installed; skipping the fuzz run (pip install -e \".[fuzz]\")"
     exit 0
 fi
 

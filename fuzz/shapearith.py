@@ -61,6 +61,10 @@ CAST_TYPES = (TensorProto.INT32, TensorProto.UINT8, TensorProto.INT8, TensorProt
 DIM_CAP = 48
 MAX_INPUT_ELEMS = 400_000
 RUN_TIMEOUT_S = 20.0
+# What onnxruntime says when a tensor's size contradicts the shared dim names its planner relied on.
+SHARED_NAME_REFUSAL = "Shape mismatch attempting to re-use buffer"
+# The worker's answer when onnxruntime cannot make a session of the model at all.
+LOAD_FAILED = "cannot load: "
 CRASH_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "crashes")
 
 
@@ -844,6 +848,244 @@ class _Gen:
         if rng.random() < 0.15:  # a region tensor read outside the region
             self.add_data(rng.choice(region), rank1, d.bound ** d.rank, FLOAT)
 
+    # -- issue 22: what exporters write that inference now states --------------------------------
+    def op_heads(self) -> None:
+        """Dynamo's attention split: Reshape(x, Concat(Shape(x)[0:r-1], [-1, h])), allowzero 0 or
+        1, so that -1 sits beside dims that may be 0; sometimes a computed ``h*dim`` target."""
+        rng = self.rng
+        d = self.pick_data()
+        if d.rank < 1 or d.rank > 3:
+            return
+        shape = self.node("Shape", [d.name], INT64)
+        head = [self.node("Slice", [shape, self.const([0]), self.const([d.rank - 1])], INT64)] if d.rank > 1 else []
+        tail = self.const([-1, rng.choice((1, 2, 4))]) if rng.random() < 0.7 else self.const([rng.choice((1, 2)), -1])
+        if head and rng.random() < 0.3:
+            # a target k*dim at a position whose input dim is dim: 0 only where the dim is
+            k = self.const([rng.choice((1, 2, 4))])
+            head = [self.node("Mul", [head[0], k], INT64)] if d.rank == 2 else head
+        target = self.node("Concat", head + [tail], INT64, axis=0)
+        attrs = {"allowzero": rng.choice((0, 1))} if self.opset >= 14 else {}
+        out = self.node("Reshape", [d.name, target], d.dtype, **attrs)
+        self.add_data(out, d.rank + 1, d.bound, d.dtype)
+
+    def op_reduce_val(self) -> None:
+        """ReduceProd/Sum/Min/Max of a shape vector (tf2onnx builds Einsum and LayerNorm shapes
+        so), in int64 or after a Cast to int32, keepdims or not."""
+        rng = self.rng
+        v = self.vec_of(self.pick_val())
+        assert v.length is not None
+        op = rng.choice(("ReduceProd", "ReduceSum", "ReduceMin", "ReduceMax"))
+        name, dtype = v.name, INT64
+        if rng.random() < 0.4:
+            dtype = TensorProto.INT32
+            name = self.node("Cast", [name], dtype, to=dtype)
+        keep = rng.randint(0, 1)
+        since = 13 if op == "ReduceSum" else 18
+        if rng.random() < 0.5:
+            ins, attrs = [name], {"keepdims": keep}
+        elif self.opset >= since:
+            ins, attrs = [name, self.const([0])], {"keepdims": keep}
+        else:
+            ins, attrs = [name], {"keepdims": keep, "axes": [0]}
+        r = self.node(op, ins, dtype, **attrs)
+        if dtype != INT64:
+            r = self.node("Cast", [r], INT64, to=INT64)
+        bound = v.bound ** v.length if op == "ReduceProd" else v.bound * v.length
+        self.add_val(r, 1 if keep else None, min(bound, 2**63))
+
+    def op_int32_chain(self) -> None:
+        """tf2onnx's shape arithmetic: Cast to int32, Gather / Mul / Add / Sub / Concat in int32,
+        back to int64."""
+        rng = self.rng
+        v = self.pick_val()
+        i32 = TensorProto.INT32
+        cur = self.node("Cast", [v.name], i32, to=i32)
+        bound = v.bound
+        length = v.length
+        for _ in range(rng.randint(1, 3)):
+            op = rng.choice(("Mul", "Add", "Sub", "Gather", "Concat"))
+            if op == "Gather" and length is not None:
+                idx = rng.randrange(-length, length)
+                cur = self.node("Gather", [cur, self.const(idx, i32)], i32, axis=0)
+                length = None
+            elif op == "Concat":
+                if length is None:
+                    cur = self.axes_form("Unsqueeze", cur, [0], i32)
+                    length = 1
+                if length >= 4:
+                    continue
+                cur = self.node("Concat", [cur, self.const([rng.choice((-1, 1, 4))], i32)], i32, axis=0)
+                length += 1
+            elif op in ("Mul", "Add", "Sub"):
+                k = rng.choice((2, 3, 4, 64, -1, 2**20))
+                cur = self.node(op, [cur, self.const(k, i32)], i32)
+                bound = bound * abs(k) if op == "Mul" else bound + abs(k)
+        self.add_val(self.node("Cast", [cur], INT64, to=INT64), length, min(bound, 2**63))
+
+    def op_broadcast_data(self) -> None:
+        """Two data tensors whose dims are different symbols (or a symbol and a constant),
+        broadcast by Add, Mul, Where or Expand: valid only at some bindings, and what a run proves
+        (equal, or one of them 1) then holds for the nodes after it."""
+        rng = self.rng
+        x, y = self.pick_data(float_only=True), self.pick_data(float_only=True)
+        if x.name == y.name or max(x.rank, y.rank) > 4:
+            return
+        op = rng.choice(("Add", "Mul", "Where", "Expand"))
+        if op == "Expand":
+            out = self.node("Expand", [x.name, self.node("Shape", [y.name], INT64)], FLOAT)
+        elif op == "Where":
+            cond = self.node("Less", [x.name, self.const(0.0, FLOAT)], TensorProto.BOOL)
+            out = self.node("Where", [cond, x.name, y.name], FLOAT)
+        else:
+            out = self.node(op, [x.name, y.name], FLOAT)
+        self.add_data(out, max(x.rank, y.rank), max(x.bound, y.bound))
+
+    # -- value arithmetic in every type (issue 21) ---------------------------------------------------
+    def in_type(self, v: Val, t: int) -> str:
+        """``v`` as a tensor of element type ``t`` (a Cast, unless it already is one)."""
+        return v.name if t == INT64 else self.node("Cast", [v.name], t, to=t)
+
+    def back(self, name: str, t: int) -> str:
+        return name if t == INT64 else self.node("Cast", [name], INT64, to=INT64)
+
+    def typed_const(self, t: int, length: int | None) -> str:
+        """A constant of type ``t`` from its edge values: one element, or ``length`` of them."""
+        vals = _edge_values(t)
+        if length is None:
+            return self.const(self.rng.choice(vals), t)
+        n = length if self.rng.random() < 0.6 else 1
+        return self.const([self.rng.choice(vals) for _ in range(n)], t)
+
+    def op_pow(self) -> None:
+        """Pow in int64, int32, float, double, float16: through double in onnxruntime, by
+        multiplying for a scalar exponent 2 or 3; overflowing powers (3**39, 3**20 in int32)."""
+        rng = self.rng
+        a = self.pick_val()
+        t = rng.choice((INT64, INT64, TensorProto.INT32, FLOAT, TensorProto.DOUBLE, TensorProto.FLOAT16))
+        base = self.in_type(a, t) if rng.random() < 0.7 else self.const(rng.choice((3, 2, -3, 7, 1, 0)), t)
+        te = rng.choice((t, INT64, TensorProto.INT32, FLOAT, TensorProto.DOUBLE))
+        exps = (0, 1, 2, 3, 4, 5, 20, 31, 39, 40, 63, 64)
+        if rng.random() < 0.6 or a.length is None:
+            e = self.const(rng.choice(exps), te)
+        else:
+            e = self.const([rng.choice(exps) for _ in range(a.length)], te)
+        out = self.node("Pow", [base, e], t)
+        if t != INT64 and rng.random() < 0.5:
+            out = self.node("Add", [out, self.typed_const(t, None)], t)
+        self.add_val(self.back(out, t), a.length, 2**63)
+
+    def op_variadic(self) -> None:
+        """Sum/Mean/Max/Min of 1-4 operands: shape values cast to a type and edge constants
+        (2**24 beside 1s: float32 rounds after each addition)."""
+        rng = self.rng
+        op = rng.choice(("Sum", "Sum", "Mean", "Max", "Min"))
+        floats = (FLOAT, FLOAT, TensorProto.DOUBLE, TensorProto.FLOAT16)
+        if op in ("Sum", "Mean"):
+            t = rng.choice(floats)
+        else:
+            t = rng.choice(floats + (INT64, TensorProto.INT32, TensorProto.UINT8, TensorProto.INT8,
+                                     TensorProto.UINT32, TensorProto.UINT64))
+        a = self.pick_val()
+        parts = [self.in_type(a, t)]
+        for _ in range(rng.randint(0, 3)):
+            if rng.random() < 0.5:
+                b = self.pick_val()
+                if b.length is not None and not (a.length is not None and b.length in (1, a.length)):
+                    b = self.scalar_of(b)
+                parts.append(self.in_type(b, t))
+            else:
+                parts.append(self.typed_const(t, a.length))
+        rng.shuffle(parts)
+        # every operand is a scalar, one element or a.length elements: the result has a's length
+        # unless a is a scalar and a constant has one element (then [1])
+        const_lens = [self.lens.get(p_) for p_ in parts if p_ in self.lens]
+        length = a.length if a.length is not None else (1 if any(n == 1 for n in const_lens) else None)
+        out = self.node(op, parts, t)
+        self.add_val(self.back(out, t), length, 2**63)
+
+    def op_int_arith(self) -> None:
+        """Arithmetic in the narrow integer types: a shape value cast to int8/uint8/.../uint64,
+        an edge constant of that type (its extremes, -1), the result cast back."""
+        rng = self.rng
+        t = rng.choice((TensorProto.INT32, TensorProto.UINT8, TensorProto.INT8, TensorProto.INT16,
+                        TensorProto.UINT16, TensorProto.UINT32, TensorProto.UINT64))
+        a = self.pick_val()
+        x = self.in_type(a, t)
+        op = rng.choice(("Add", "Sub", "Mul", "Mul", "Div", "Mod", "Max", "Min", "Abs", "Neg", "Equal", "Less"))
+        if op in ("Max", "Min") and t in (TensorProto.INT16, TensorProto.UINT16):
+            op = "Add"
+        if op == "Neg" and t in (TensorProto.UINT8, TensorProto.UINT16, TensorProto.UINT32, TensorProto.UINT64):
+            op = "Abs"
+        if op in ("Abs", "Neg"):
+            out = self.node(op, [x], t)
+        else:
+            c = self.typed_const(t, a.length)
+            if op in ("Div", "Mod"):
+                c = self.const(rng.choice((2, 3, 7, 100)), t)  # (a constant 0 makes the model fail to load)
+            attrs = {"fmod": rng.randint(0, 1)} if op == "Mod" else {}
+            ins = [x, c] if rng.random() < 0.7 or op in ("Div", "Mod") else [c, x]
+            if op in ("Equal", "Less"):
+                out = self.node("Cast", [self.node(op, ins, TensorProto.BOOL)], t, to=t)
+            else:
+                out = self.node(op, ins, t, **attrs)
+        self.add_val(self.back(out, t), a.length, 2**63)
+
+    def op_float_range(self) -> None:
+        """Range in float, double or int32 near the type's rounding border (float32 2**24 + k:
+        onnxruntime adds delta to the previous element and rounds), its length read back by Shape
+        and its elements cast to int64."""
+        rng = self.rng
+        t = rng.choice((FLOAT, FLOAT, TensorProto.DOUBLE, TensorProto.INT32))
+        base = rng.choice((0, 2**24 - 3, 2**24, -(2**24), 2**53 - 2, 5))
+        if t == TensorProto.INT32 and abs(base) >= 2**31:
+            base = 7
+        v = self.as_dims(self.scalar_of(self.pick_val()), lo=0, hi=12)
+        start = self.const(base, t) if rng.random() < 0.5 else \
+            self.node("Add", [self.const(base, t), self.in_type(v, t)], t)
+        span = self.const(rng.choice((3, 8, 12, 0, -4)), t) if rng.random() < 0.5 else self.in_type(v, t)
+        limit = self.node("Add", [start, span], t)
+        delta = self.const(rng.choice((1, 1, 2, 3, -1)), t)
+        r = self.node("Range", [start, limit, delta], t)
+        self.add_val(self.node("Shape", [r], INT64), 1, 32)
+        self.add_data(self.back(r, t), 1, 32, INT64)
+
+    def op_stored_const(self) -> None:
+        """A constant stored in each field a reader may meet: int32_data holding 300 for a uint8
+        (44 at run time), 200 for an int8, 2 for a bool, uint64_data for a uint32, float16 bit
+        patterns; raw data too; as an initializer, a Constant node or a ConstantOfShape fill."""
+        rng = self.rng
+        t = rng.choice(tuple(_STORED))
+        field, choices = _STORED[t]
+        n = rng.randint(1, 3)
+        vals = [rng.choice(choices) for _ in range(n)]
+        tensor = TensorProto()
+        tensor.data_type = t
+        tensor.dims.append(n)
+        if field == "raw":
+            arr = np.array(vals, dtype=helper.tensor_dtype_to_np_dtype(t))
+            tensor.raw_data = arr.tobytes()
+        else:
+            getattr(tensor, field).extend(vals)
+        name = self.fresh("st")
+        tensor.name = name
+        where = rng.random()
+        if where < 0.5:
+            self.inits.append(tensor)
+        elif where < 0.8 or n != 1:
+            self.nodes.append(helper.make_node("Constant", [], [name], value=tensor))
+        else:
+            shape = self.const([rng.randint(1, 3)])
+            del tensor.dims[:]
+            tensor.dims.append(1)
+            self.nodes.append(helper.make_node("ConstantOfShape", [shape], [name], value=tensor))
+        self.types[name] = t
+        out = self.node("Cast", [name], INT64, to=INT64)
+        if rng.random() < 0.6:
+            a = self.pick_val()
+            if a.length is None or a.length in (1, n):
+                out = self.node("Add", [a.name, out], INT64)
+        self.add_val(out, n, 2**16)
+
     def op_absorb_reshape(self) -> None:
         """A Squeeze or Unsqueeze read by a Reshape (tf2onnx's ``GlobalAveragePool -> Squeeze ->
         Reshape``, its Conv1D's ``Unsqueeze -> Reshape [0, 1, 1, -1]``): what squeeze-into-reshape
@@ -937,11 +1179,16 @@ class _Gen:
             (self.op_positions, 0.5), (self.op_fan_out, 1.5), (self.op_own_shape, 1),
             (self.op_duplicate, 0.8), (self.op_identity, 0.4),
             (self.op_cast_chain, 0.6), (self.op_round_trip, 0.8),
+            (self.op_heads, 0.8), (self.op_reduce_val, 0.8), (self.op_int32_chain, 0.8),
+            (self.op_broadcast_data, 0.8),
+            (self.op_pow, 0.8), (self.op_variadic, 0.8), (self.op_int_arith, 0.8), (self.op_stored_const, 0.6),
+            (self.op_float_range, 0.4),
             (self.op_absorb_reshape, 0.6), (self.op_unit_region, 0.6),
         ]
         checked = {self.op_expand, self.op_reshape, self.op_tile, self.op_pad, self.op_arith,
                    self.op_where, self.op_concat_val, self.op_fan_out, self.op_own_shape,
-                   self.op_round_trip, self.op_absorb_reshape, self.op_unit_region}
+                   self.op_round_trip, self.op_heads, self.op_broadcast_data, self.op_int32_chain,
+                   self.op_absorb_reshape, self.op_unit_region}
         funcs = [f for f, _ in ops]
         weights = [w for _, w in ops]
         self.new_shape_val()
@@ -1011,6 +1258,37 @@ class _Gen:
         return model
 
 
+def _edge_values(t: int) -> list[Any]:
+    """Values of element type ``t`` at the edges: 0, 1, 2, 3, -1, the extremes, rounding borders."""
+    if t in _FLOAT_BITS:
+        p, largest = _FLOAT_BITS[t]
+        return [0.0, -0.0, 1.0, 2.0, 3.0, -1.0, float(2**p - 1), float(2**p), float(2**p + 2), 0.5, -2.5,
+                largest, float(-(2**p))]
+    info = np.iinfo(helper.tensor_dtype_to_np_dtype(t))
+    vals = [0, 1, 2, 3, -1, int(info.max), int(info.min), int(info.max) - 1, 2 ** (info.bits // 2)]
+    return [v for v in vals if info.min <= v <= info.max]
+
+
+_FLOAT_BITS = {TensorProto.FLOAT16: (11, 65504.0), FLOAT: (24, 3.4028234663852886e38),
+               TensorProto.DOUBLE: (53, 1.7976931348623157e308)}
+# element type -> (the field its values go in, values to store there)
+_STORED: dict[int, tuple[str, tuple[Any, ...]]] = {
+    TensorProto.UINT8: ("int32_data", (300, 44, -1, 255, 256, 2, 70000)),
+    TensorProto.INT8: ("int32_data", (200, -56, 127, -129, 3, 2**31 - 1)),
+    TensorProto.INT16: ("int32_data", (40000, -1, 3, 65535)),
+    TensorProto.UINT16: ("int32_data", (-1, 70000, 3, 65535)),
+    TensorProto.BOOL: ("int32_data", (2, 0, 1, -1, 256)),
+    TensorProto.UINT32: ("uint64_data", (2**32 + 5, 2**64 - 1, 3)),
+    TensorProto.INT32: ("int32_data", (3, -5, 2**31 - 1)),
+    TensorProto.INT64: ("int64_data", (3, -5, 2**40)),
+    TensorProto.UINT64: ("uint64_data", (3, 2**63 + 1, 2**64 - 1)),
+    TensorProto.FLOAT16: ("int32_data", (0x3C00, 0x4000, 0x4248, 0x4200, 0x7BFF, 0x8000)),
+    TensorProto.BFLOAT16: ("int32_data", (0x3F80, 0x4040, 0x4B80, 0x4B81)),
+    FLOAT: ("float_data", (3.0, -0.0, 16777217.0, 2.5)),
+    TensorProto.DOUBLE: ("double_data", (3.0, 2.0**60, -1.0)),
+}
+
+
 def generate(seed: int) -> Generated:
     """A random model for ``seed`` (the same model for the same seed)."""
     return _Gen(seed).build()
@@ -1030,6 +1308,28 @@ def bindings_for(symbols: Sequence[str], big: int, seed: int) -> list[dict[str, 
         b = {s: rng.choice((0, 1, 2, 3, 5, big)) for s in symbols}
         if b not in out:
             out.append(b)
+    return out
+
+
+def independent_for(model: onnx.ModelProto, big: int) -> list[dict[str, int]]:
+    """Bindings that give each graph input its own size for a dim name it shares with an earlier
+    input (``batch@x1``: see check_model): 1 beside ``big`` both ways (a broadcast onnxruntime
+    accepts), 0 beside 1, and 2 beside 3 (which most models refuse). Empty when no name is
+    shared."""
+    first: dict[str, str] = {}
+    later: list[str] = []
+    for vi in model.graph.input:
+        for d in vi.type.tensor_type.shape.dim:
+            if d.dim_param:
+                if first.setdefault(d.dim_param, vi.name) != vi.name and f"{d.dim_param}@{vi.name}" not in later:
+                    later.append(f"{d.dim_param}@{vi.name}")
+    if not later:
+        return []
+    out = []
+    for a, b in ((1, big), (big, 1), (0, 1), (2, 3)):
+        binding = {name: a for name in first}
+        binding.update({copy: b for copy in later})
+        out.append(binding)
     return out
 
 
@@ -1075,11 +1375,17 @@ def _worker_main() -> None:
             return
         try:
             if cached is None or cached[0] != model_bytes:
-                cached = (model_bytes, ort.InferenceSession(model_bytes, so, providers=["CPUExecutionProvider"]))
+                try:
+                    session = ort.InferenceSession(model_bytes, so, providers=["CPUExecutionProvider"])
+                except Exception as e:  # said apart from a failing run: the model is refused outright
+                    cached = None
+                    _send(out, ("err", LOAD_FAILED + (str(e).splitlines()[0][:300] if str(e) else type(e).__name__)))
+                    continue
+                cached = (model_bytes, session)
             res = cached[1].run(names, feeds)
             _send(out, ("ok", [np.asarray(r) for r in res]))
         except Exception as e:  # the model fails at this binding: an answer, not a crash
-            _send(out, ("err", str(e).splitlines()[0][:300] if str(e) else type(e).__name__))
+            _send(out, ("err", str(e).splitlines()[0][:1000] if str(e) else type(e).__name__))
 
 
 class Runner:
@@ -1178,6 +1484,7 @@ class Stats:
     optimize_refused: int = 0
     optimize_changed: int = 0
     optimize_runs: int = 0
+    optimize_refused_by_runtime: int = 0  # independent bindings the optimized model is refused at
     invalid_generated: int = 0
     ort_restarts: int = 0
     findings: list[Finding] = field(default_factory=list)
@@ -1194,7 +1501,10 @@ class Stats:
                 f"in onnxruntime, not checked), {self.tensors_checked} tensors / {self.dims_checked} dims / "
                 f"{self.values_checked} values checked ({self.dims_stated_unknown} dims unknown), "
                 f"optimize: {self.optimize_changed} changed, {self.optimize_refused} refused, "
-                f"{self.optimize_runs} runs compared; {len(self.findings)} findings")
+                f"{self.optimize_runs} runs compared"
+                + (f" ({self.optimize_refused_by_runtime} independent bindings refused by onnxruntime's planner)"
+                   if self.optimize_refused_by_runtime else "")
+                + f"; {len(self.findings)} findings")
 
 
 def _model_text(model: onnx.ModelProto) -> str:
@@ -1220,8 +1530,11 @@ def make_feeds(model: onnx.ModelProto, binding: Mapping[str, int], seed: int) ->
         tt = vi.type.tensor_type
         shape = []
         for d in tt.shape.dim:
+            own = f"{d.dim_param}@{vi.name}"  # (independent bindings: this input's own size)
             if d.HasField("dim_value"):
                 shape.append(d.dim_value)
+            elif own in binding:
+                shape.append(binding[own])
             elif d.dim_param in binding:
                 shape.append(binding[d.dim_param])
             else:
@@ -1414,9 +1727,16 @@ def _arrays_identical(a: np.ndarray, b: np.ndarray) -> bool:
 
 def check_model(model: onnx.ModelProto, bindings: Sequence[Mapping[str, int]], runner: Runner, *,
                 optimize_bindings: Sequence[Mapping[str, int]] | None = None,
-                feed_seed: int = 0, workdir: str | None = None) -> Stats:
+                feed_seed: int = 0, workdir: str | None = None,
+                independent: Sequence[Mapping[str, int]] = ()) -> Stats:
     """The oracle for one model: stated dims and values at ``bindings``, then ``optimize``'s
-    outputs bit-identical at ``optimize_bindings`` (default: the same bindings)."""
+    outputs bit-identical at ``optimize_bindings`` (default: the same bindings).
+
+    ``independent`` bindings give a dim name shared by several graph inputs a size of its own on
+    each (``{"batch": 1, "batch@mask": 3}``: ``batch`` on the first input that declares it, 3 on
+    ``mask``), which onnxruntime accepts wherever the model does not need them equal: there the
+    dims and values that inference states with ``independent=True`` (what the rewrites rely on)
+    are checked, and optimize's outputs must be identical too."""
     from shapeflow.drivers import api
     from shapeflow.errors import ShapeflowError
 
@@ -1428,8 +1748,8 @@ def check_model(model: onnx.ModelProto, bindings: Sequence[Mapping[str, int]], r
     try:
         path = os.path.join(workdir, "model.onnx")
         onnx.save(model, path)
-        producers = _producers(model)
         infos: Mapping[str, Any] = {}
+        analysis = None
         try:
             analysis = api.infer(path)
             infos = analysis.inference.tensors[0]
@@ -1437,29 +1757,17 @@ def check_model(model: onnx.ModelProto, bindings: Sequence[Mapping[str, int]], r
             pass
         except Exception as e:
             stats.findings.append(Finding("crash", "infer", "-", f"{type(e).__name__}: {e}", "-", {}))
-        exposed, names = expose_all(model)
-        exposed_bytes = exposed.SerializeToString()
-        out_names = [o.name for o in model.graph.output]
-        originals: list[tuple[dict[str, int], dict[str, np.ndarray], list[np.ndarray]]] = []
-        seen: set[tuple[str, str]] = set()
-        flagged: set[str] = set()
-        for i, b in enumerate(bindings):
-            feeds = make_feeds(model, b, feed_seed * 1000 + i)
-            if feeds is None:
-                continue
-            status, res = runner.run(exposed_bytes, feeds, names)
-            stats.bindings_run += 1
-            if status != "ok":
-                stats.bindings_failed += 1
-                continue
-            runtime = dict(zip(names, res))
-            for f in compare_infos(infos, producers, runtime, b, stats, seen):
-                # report the first wrong tensor of a chain, not everything computed from it
-                node = producers.get(f.tensor)
-                if node is None or not any(i in flagged for i in node.input):
-                    stats.findings.append(f)
-                flagged.add(f.tensor)
-            originals.append((dict(b), feeds, [runtime[n] for n in out_names]))
+        checker = _BindingRuns(model, runner, stats, feed_seed)
+        checker.run(infos, bindings, 0)
+        if independent and analysis is not None:
+            own: Mapping[str, Any] = {}
+            try:
+                from shapeflow.inference import infer
+
+                own = infer(analysis.graph, independent=True).tensors[0]
+            except Exception as e:  # (the contract run above worked: so must this one)
+                stats.findings.append(Finding("crash", "infer", "-", f"{type(e).__name__}: {e}", "-", {}))
+            checker.run(own, independent, 500)
         # optimize
         opt_path = os.path.join(workdir, "optimized.onnx")
         try:
@@ -1470,60 +1778,104 @@ def check_model(model: onnx.ModelProto, bindings: Sequence[Mapping[str, int]], r
         except Exception as e:
             stats.findings.append(Finding("crash", "optimize", "-", f"{type(e).__name__}: {e}", "-", {}))
             return stats
-        if not result.changed:
-            return stats
-        stats.optimize_changed += 1
-        opt = onnx.load(opt_path)
-        inits = {t.name for t in model.graph.initializer}
-        in_names = [i.name for i in model.graph.input if i.name not in inits]
-        opt_inits = {t.name for t in opt.graph.initializer}
-        opt_in = [i.name for i in opt.graph.input if i.name not in opt_inits]
-        opt_out = [o.name for o in opt.graph.output]
-        if opt_in != in_names or opt_out != out_names:
-            stats.findings.append(Finding("optimize-mismatch", "graph", "inputs/outputs",
-                                          f"{opt_in} -> {opt_out}", f"{in_names} -> {out_names}", {}))
-            return stats
-        opt_bytes = opt.SerializeToString()
-        allowed = None if optimize_bindings is None else [dict(b) for b in optimize_bindings]
-        for b, feeds, outs in originals:
-            if allowed is not None and b not in allowed:
-                continue
-            opt_feeds = {k: v for k, v in feeds.items() if k in opt_in}
-            status, res = runner.run(opt_bytes, opt_feeds, out_names)
-            if status != "ok" and (str(res).startswith("timeout") or "Failed to allocate memory" in str(res)
-                                   or str(res).startswith("MemoryError")):
-                # a slow or crowded machine, not a finding (the original ran): the models allocate
-                # what the bindings ask for, up to a few GB, while other work shares the memory
-                continue
-            stats.optimize_runs += 1
-            if status != "ok":
-                stats.findings.append(Finding("optimize-mismatch", "optimized model", "-",
-                                              f"fails: {res}", "runs", b))
-                break
-            mismatch = any(not _arrays_identical(a, o) for a, o in zip(outs, res))
-            if mismatch:
-                # Compare like with like before blaming optimize: the original ran with every
-                # tensor exposed, and a float -> int Cast of an out-of-range value (float16 inf to
-                # uint8) is undefined in onnxruntime, so its result may follow the execution path.
-                status, plain = runner.run(model.SerializeToString(), feeds, out_names)
-                if status == "ok":
-                    outs = plain
-            for n, a, o in zip(out_names, outs, res):
-                if not _arrays_identical(a, o):
-                    op = producers[n].op_type if n in producers else "input"
-                    stats.findings.append(Finding(
-                        "optimize-mismatch", op, n,
-                        f"optimized gives {o.dtype}{list(o.shape)} {_rt_value(o.reshape(-1))}",
-                        f"{a.dtype}{list(a.shape)} {_rt_value(a.reshape(-1))}", b))
-                    break
-            else:
-                continue
-            break
+        if result.changed:
+            stats.optimize_changed += 1
+            _check_optimized(model, onnx.load(opt_path), checker, optimize_bindings)
         return stats
     finally:
         stats.ort_restarts = 0
         if own_dir is not None:
             own_dir.cleanup()
+
+
+class _BindingRuns:
+    """Runs of the original model (every tensor exposed) at bindings, each compared with what
+    inference states; the runs are kept (``originals``) for the optimized model's comparison."""
+
+    def __init__(self, model: onnx.ModelProto, runner: Runner, stats: Stats, feed_seed: int) -> None:
+        self.model, self.runner, self.stats, self.feed_seed = model, runner, stats, feed_seed
+        self.producers = _producers(model)
+        exposed, self.names = expose_all(model)
+        self.exposed_bytes = exposed.SerializeToString()
+        self.out_names = [o.name for o in model.graph.output]
+        self.originals: list[tuple[dict[str, int], dict[str, np.ndarray], list[np.ndarray]]] = []
+        self.seen: set[tuple[str, str]] = set()
+        self.flagged: set[str] = set()
+
+    def run(self, infos: Mapping[str, Any], bindings: Sequence[Mapping[str, int]], seed_offset: int) -> None:
+        stats = self.stats
+        for i, b in enumerate(bindings):
+            feeds = make_feeds(self.model, b, self.feed_seed * 1000 + seed_offset + i)
+            if feeds is None:
+                continue
+            status, res = self.runner.run(self.exposed_bytes, feeds, self.names)
+            stats.bindings_run += 1
+            if status != "ok":
+                stats.bindings_failed += 1
+                continue
+            runtime = dict(zip(self.names, res))
+            for f in compare_infos(infos, self.producers, runtime, b, stats, self.seen):
+                # report the first wrong tensor of a chain, not everything computed from it
+                node = self.producers.get(f.tensor)
+                if node is None or not any(n in self.flagged for n in node.input):
+                    stats.findings.append(f)
+                self.flagged.add(f.tensor)
+            self.originals.append((dict(b), feeds, [runtime[n] for n in self.out_names]))
+
+
+def _check_optimized(model: onnx.ModelProto, opt: onnx.ModelProto, runs: _BindingRuns,
+                     optimize_bindings: Sequence[Mapping[str, int]] | None) -> None:
+    """The optimized model's outputs against the original's, at the bindings the original ran
+    (those of ``optimize_bindings`` only, when given): bit-identical."""
+    stats, runner, out_names, producers = runs.stats, runs.runner, runs.out_names, runs.producers
+    inits = {t.name for t in model.graph.initializer}
+    in_names = [i.name for i in model.graph.input if i.name not in inits]
+    opt_inits = {t.name for t in opt.graph.initializer}
+    opt_in = [i.name for i in opt.graph.input if i.name not in opt_inits]
+    opt_out = [o.name for o in opt.graph.output]
+    if opt_in != in_names or opt_out != out_names:
+        stats.findings.append(Finding("optimize-mismatch", "graph", "inputs/outputs",
+                                      f"{opt_in} -> {opt_out}", f"{in_names} -> {out_names}", {}))
+        return
+    opt_bytes = opt.SerializeToString()
+    allowed = None if optimize_bindings is None else [dict(b) for b in optimize_bindings]
+    for b, feeds, outs in runs.originals:
+        if allowed is not None and b not in allowed:
+            continue
+        opt_feeds = {k: v for k, v in feeds.items() if k in opt_in}
+        status, res = runner.run(opt_bytes, opt_feeds, out_names)
+        if status != "ok" and (str(res).startswith("timeout") or "Failed to allocate memory" in str(res)
+                               or str(res).startswith("MemoryError")):
+            # a slow or crowded machine, not a finding (the original ran): the models allocate
+            # what the bindings ask for, up to a few GB, while other work shares the memory
+            continue
+        if status != "ok" and any("@" in k for k in b) and SHARED_NAME_REFUSAL in str(res):
+            # onnxruntime's own memory planner holds the optimized model to its shared dim
+            # names (the original's Reshape to its own shape hid the relation): a refusal, not
+            # a changed value (README, shared dim names)
+            stats.optimize_refused_by_runtime += 1
+            continue
+        stats.optimize_runs += 1
+        if status != "ok":
+            stats.findings.append(Finding("optimize-mismatch", "optimized model", "-",
+                                          f"fails: {res}", "runs", b))
+            return
+        mismatch = any(not _arrays_identical(a, o) for a, o in zip(outs, res))
+        if mismatch:
+            # Compare like with like before blaming optimize: the original ran with every
+            # tensor exposed, and a float -> int Cast of an out-of-range value (float16 inf to
+            # uint8) is undefined in onnxruntime, so its result may follow the execution path.
+            status, plain = runner.run(model.SerializeToString(), feeds, out_names)
+            if status == "ok":
+                outs = plain
+        for n, a, o in zip(out_names, outs, res):
+            if not _arrays_identical(a, o):
+                op = producers[n].op_type if n in producers else "input"
+                stats.findings.append(Finding(
+                    "optimize-mismatch", op, n,
+                    f"optimized gives {o.dtype}{list(o.shape)} {_rt_value(o.reshape(-1))}",
+                    f"{a.dtype}{list(a.shape)} {_rt_value(a.reshape(-1))}", b))
+                return
 
 
 # ================================================================================================
@@ -1581,7 +1933,10 @@ def shrink(model: onnx.ModelProto, finding: Finding, runner: Runner) -> onnx.Mod
         onnx.checker.check_model(small)
     except Exception:
         return model
-    st = check_model(small, [finding.binding], runner)
+    if any("@" in k for k in finding.binding):  # an independent binding (check_model)
+        st = check_model(small, [], runner, independent=[finding.binding])
+    else:
+        st = check_model(small, [finding.binding], runner)
     if any(f.category == finding.category and f.tensor == finding.tensor for f in st.findings):
         return small
     return model
@@ -1643,7 +1998,8 @@ def fuzz(seed: int, *, seconds: float | None = None, models: int | None = None,
                 total.invalid_generated += 1
                 log(f"shapearith: generated model for seed {mseed} is invalid: {str(e).splitlines()[0]}")
                 continue
-            st = check_model(gen.model, bindings_for(gen.symbols, gen.big, mseed), runner, feed_seed=mseed)
+            st = check_model(gen.model, bindings_for(gen.symbols, gen.big, mseed), runner, feed_seed=mseed,
+                             independent=independent_for(gen.model, gen.big))
             for f in st.findings:
                 key = (f.category, f.op)
                 small = shrink(gen.model, f, runner)

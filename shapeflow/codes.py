@@ -25,7 +25,7 @@ class Code:
     severity: Severity  # the default; --severity and the config file may change it
     fixable: bool = False  # ``lint --fix`` has a rewrite for it
     # onnxruntime refuses to load a model with this finding (checked against an InferenceSession
-    # in tests/test_trust.py). Nothing a pull request can write (a marker in the model, the
+    # in tests/test_trust.py and tests/test_load_validity.py). Nothing a pull request can write (a marker in the model, the
     # repository's config or baseline, a cache entry) lowers the verdict on such an error: only
     # the command line can (SPEC.md sections 7 and 8, docs/threat-model.md).
     refusal: bool = False
@@ -37,12 +37,23 @@ MODEL_UNREADABLE = Code("SF001", "model-unreadable", ERROR, refusal=True)
 GRAPH_INVALID = Code("SF002", "graph-invalid", ERROR, refusal=True)
 NODES_NOT_SORTED = Code("SF003", "nodes-not-sorted", WARNING)
 UNKNOWN_OPERATOR = Code("SF004", "unknown-operator", ERROR, refusal=True)
-UNSUPPORTED_VERSION = Code("SF005", "unsupported-version", WARNING)
+UNSUPPORTED_VERSION = Code("SF005", "unsupported-version", ERROR, refusal=True)
 LIMIT_EXCEEDED = Code("SF006", "limit-exceeded", ERROR)
 UNKNOWN_FIELDS = Code("SF007", "unknown-fields", WARNING)
 UNUSED_SUPPRESSION = Code("SF008", "unused-suppression", INFO)
 DUPLICATE_ATTRIBUTE = Code("SF009", "duplicate-attribute", ERROR, refusal=True)
 EMPTY_OUTPUT_NAME = Code("SF010", "empty-output-name", ERROR, refusal=True)
+
+# What onnxruntime checks when it loads a model (onnx's node checks, type constraints, shape
+# inference, its kernels' attribute checks): a model with one of these never gets a session.
+ATTRIBUTE_MISMATCH = Code("SF011", "attribute-mismatch", ERROR, refusal=True)
+ARITY_MISMATCH = Code("SF012", "arity-mismatch", ERROR, refusal=True)
+TYPE_MISMATCH = Code("SF013", "type-mismatch", ERROR, refusal=True)
+INVALID_ATTRIBUTE_VALUE = Code("SF014", "invalid-attribute-value", ERROR, refusal=True)
+SHAPE_INFERENCE_ERROR = Code("SF015", "shape-inference-error", ERROR, refusal=True)
+INVALID_ELEMENT_TYPE = Code("SF016", "invalid-element-type", ERROR, refusal=True)
+INVALID_SPARSE_TENSOR = Code("SF017", "invalid-sparse-tensor", ERROR, refusal=True)
+DUPLICATE_FUNCTION = Code("SF018", "duplicate-function", ERROR, refusal=True)
 
 AXES_OUT_OF_RANGE = Code("SF101", "axes-out-of-range", ERROR)
 DUPLICATE_AXES = Code("SF102", "duplicate-axes", ERROR)

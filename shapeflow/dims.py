@@ -22,6 +22,13 @@ model that fails at run time anyway (``(batch*seq) // seq == batch``), and symbo
 exact integer arithmetic, which int64 matches while the values fit in it (no tensor has 2**63
 elements; known ints are wrapped as int64 where the op does).
 
+Beyond bounds, the module reasons about when an expression is 0 (:func:`zero_implies`,
+:func:`zero_forcing_symbols`: a Reshape target ``4*batch`` over ``batch``), and keeps expressions
+readable: a new min/max folds a sum into its operands (``max(0, seq - max(3, seq) + 3)`` is
+``min(3, seq)``), the lattice laws and monotone floors decide more min/max, and a univariate
+expression whose min/max settle from some small value on is joined with its small values
+(:func:`simplest`, :func:`join_pieces`: a pool's ``max(floor(L/2), min(1, L))``).
+
 This module is pure Python on purpose: inference, lint rules and rewrites share it, and it
 runs per node on very large graphs, so the common cases (int with int, Sym with int) take a
 short path.
@@ -41,12 +48,19 @@ __all__ = [
     "Sym",
     "Bound",
     "MAX_DIM",
+    "affine_symbol",
     "assuming",
     "broadcast_dim",
     "current_assumptions",
-    "monomial_symbols",
+    "zero_forcing_symbols",
+    "zero_symbol",
+    "zero_implies",
     "plain_symbol",
+    "join_pieces",
     "prove_at_least",
+    "prove_at_most",
+    "prove_broadcast",
+    "rebuild",
     "require_at_least",
     "dim_add",
     "dim_bounds",
@@ -68,7 +82,9 @@ __all__ = [
     "dim_truncdiv",
     "dims_equal",
     "format_shape",
+    "has_minmax",
     "shape_to_json",
+    "simplest",
     "substitute",
 ]
 
@@ -219,6 +235,11 @@ class Sym:
         """Number of terms and atoms (nested atoms count their inside), for --max-expr-size."""
         return self._size
 
+    def term_coefficients(self) -> list[int]:
+        """The coefficient of each top-level term (the constant's included): every atom is an
+        integer, so their gcd divides the expression's value at every binding."""
+        return [c for _, c in self._terms]
+
     def coefficients(self) -> list[int]:
         """Every integer in the expression: coefficients, constant terms, divisors and min/max
         operands, nested ones included."""
@@ -323,6 +344,65 @@ def _add_syms(a: Sym, b: Sym) -> Dim:
     for m, c in b._terms:
         poly[m] = poly.get(m, 0) + c
     return _from_dict(poly)
+
+
+_FOLDING: list[bool] = []
+_FOLD_DEPTH = 3
+
+
+def _fold(d: Union[int, Sym]) -> Union[int, Sym]:
+    """An operand of a new min/max atom, folded (:func:`_fold_minmax`) once: only there, so that
+    sums stay the one canonical polynomial whatever order they were added in."""
+    if type(d) is not Sym or len(d._terms) < 2 or not _nesting(d) or len(_FOLDING) >= _FOLD_DEPTH:
+        return d
+    _FOLDING.append(True)  # the fold's own operands are folded again, a few levels deep
+    try:
+        out = _fold_minmax(d)
+    finally:
+        _FOLDING.pop()
+    return d if out is None else out
+
+
+def _fold_minmax(s: Sym) -> Dim:
+    """``R + max(A, B)`` as ``max(R + A, R + B)`` and ``R - max(A, B)`` as ``min(R - A, R - B)``
+    (min alike), where that is smaller: the rest cancels into the operands, so that
+    ``max(0, seq - max(3, seq) + 3)`` (a slice's length from clamped ends) is ``min(3, seq)``."""
+    terms = s._terms
+    if len(terms) < 2:
+        return s
+    for i, (mono, c) in enumerate(terms):
+        if (c != 1 and c != -1) or len(mono) != 1 or (mono[0].kind != _MIN and mono[0].kind != _MAX):
+            continue
+        atom = mono[0]
+        rest = _from_dict(dict(terms[:i] + terms[i + 1:]))
+        if type(rest) is not Sym or rest.symbols().isdisjoint(_atom_sym(atom).symbols()):
+            continue  # a constant rest is already pulled out (_minmax's canonical form)
+        a, b = atom.expr, atom.other
+        if c == 1:
+            x, y, kind = dim_add(rest, a), dim_add(rest, b), atom.kind
+        else:
+            x, y, kind = dim_sub(rest, a), dim_sub(rest, b), (_MAX if atom.kind == _MIN else _MIN)
+        folded = dim_min(x, y) if kind == _MIN else dim_max(x, y)
+        if type(folded) is int or (type(folded) is Sym and _weight(folded) < _weight(s)):
+            return folded
+    return s
+
+
+def _weight(s: Sym) -> tuple[int, int]:
+    """How hard an expression is to read: its size, then how often it names a symbol."""
+    names = 0
+    stack = [s]
+    while stack:
+        e = stack.pop()
+        for mono, _ in e._terms:
+            for atom in mono:
+                if atom.kind == _NAME:
+                    names += 1
+                else:
+                    stack.append(atom.expr)  # type: ignore[arg-type]  # a non-name atom has one
+                    if type(atom.other) is Sym:
+                        stack.append(atom.other)
+    return s._size, names
 
 
 def _mono_mul(m1: _Mono, m2: _Mono) -> _Mono:
@@ -505,6 +585,14 @@ def _expr_text(s: Sym, whole: bool) -> str:
             inner = _add_const(atom.expr, c)  # type: ignore[arg-type]
             inner_text = _int_text(inner) if type(inner) is int else _expr_text(inner, whole=True)  # type: ignore[arg-type]
             return f"{'min' if atom.kind == _MIN else 'max'}({_int_text(atom.other + c)}, {inner_text})"
+        if atom.kind == _MIN or atom.kind == _MAX:
+            # max(-batch, seq - 1) + 1 reads better with the constant inside: max(-batch + 1, seq)
+            c = terms[1][1]
+            parts = []
+            for operand in (atom.expr, atom.other):
+                v = dim_add(operand, c)
+                parts.append(_int_text(v) if type(v) is int else _expr_text(v, whole=True))  # type: ignore[arg-type]
+            return f"{'min' if atom.kind == _MIN else 'max'}({parts[0]}, {parts[1]})"
     out = []
     for i, (mono, c) in enumerate(terms):
         neg = c < 0
@@ -668,6 +756,41 @@ def prove_at_least(name: str, k: int) -> bool:
     return True
 
 
+def prove_at_most(name: str, k: int) -> bool:
+    """As :func:`prove_at_least`, for ``name <= k``."""
+    ranges = _ASSUMED.get()
+    if not isinstance(ranges, dict) or ranges is _NO_RANGES:
+        return False
+    lo, hi = ranges.get(name, (None, None))
+    if hi is not None and hi <= k:
+        return False
+    ranges[name] = (lo, k)
+    return True
+
+
+def prove_broadcast(a: Dim, b: Dim) -> None:
+    """Record what a broadcast of dims ``a`` and ``b`` proves about a symbol wherever the model
+    runs (they are equal, or one of them is 1): against a known ``k >= 2`` a symbol is 1 or ``k``,
+    so in ``[1, k]``; against 0 it is 0 or 1; against an expression that is never 1 (``seq + 2``,
+    or a symbol proved >= 2) it is >= 1 and at most that expression's bound."""
+    for x, other in ((a, b), (b, a)):
+        name = plain_symbol(x)
+        if name is None or other is None:
+            continue
+        if type(other) is int:
+            if other == 0:
+                prove_at_most(name, 1)
+            elif other >= 2:
+                prove_at_least(name, 1)
+                prove_at_most(name, other)
+        elif dim_is_one(other) is False:
+            lo, hi = dim_bounds(other)
+            if lo is not None and lo >= 2:
+                prove_at_least(name, 1)
+                if hi is not None:
+                    prove_at_most(name, hi)
+
+
 def _monotone(s: Sym) -> bool:
     """Whether ``s`` never decreases as any symbol grows: non-negative coefficients (the constant
     term aside) over names, floor and min/max atoms of such expressions (mod is not monotone)."""
@@ -712,6 +835,19 @@ def require_at_least(d: Dim, k: int) -> bool:
     return prove_at_least(name, low) if low > 0 else False
 
 
+def affine_symbol(d: Dim) -> Optional[tuple[str, int, int]]:
+    """``(x, a, b)`` when ``d`` is ``a*x + b`` for one named symbol ``x`` (``seq - 1``), else None."""
+    if type(d) is not Sym:
+        return None
+    terms, b = _split_const(d)
+    if len(terms) != 1:
+        return None
+    mono, a = terms[0]
+    if len(mono) != 1 or mono[0].kind != _NAME:
+        return None
+    return mono[0].name, a, b  # type: ignore[return-value]  # a _NAME atom always has a name
+
+
 def plain_symbol(d: Dim) -> Optional[str]:
     """The name when ``d`` is one named symbol (``seq``, not ``seq + 1``), else None."""
     if type(d) is Sym and len(d._terms) == 1:
@@ -719,20 +855,6 @@ def plain_symbol(d: Dim) -> Optional[str]:
         if c == 1 and len(mono) == 1 and mono[0].kind == _NAME:
             return mono[0].name
     return None
-
-
-def monomial_symbols(d: Dim) -> Optional[list[str]]:
-    """The names of ``d`` when it is a product of named symbols and a nonzero int (``16*batch*seq``),
-    so that ``d != 0`` means every one of them is >= 1; else None."""
-    if type(d) is not Sym or len(d._terms) != 1:
-        return None
-    mono, _ = d._terms[0]
-    names: list[str] = []
-    for atom in mono:
-        if atom.kind != _NAME:
-            return None
-        names.append(atom.name)  # type: ignore[arg-type]  # a _NAME atom always has a name
-    return names
 
 
 def _emul(x: _Ext, y: _Ext) -> _Ext:
@@ -827,10 +949,73 @@ def _var_key(s: Sym) -> tuple[Any, ...]:
     return s._key if s._terms[-1][0] else s._key[:-1]
 
 
+def _floor_form(d: Union[int, Sym]) -> Optional[tuple[Sym, int, int]]:
+    """``(E, k, c)`` when ``d`` is ``floor(E/k) + c``."""
+    if type(d) is not Sym:
+        return None
+    terms, c = _split_const(d)
+    if len(terms) != 1:
+        return None
+    mono, coeff = terms[0]
+    if coeff != 1 or len(mono) != 1 or mono[0].kind != _FLOOR:
+        return None
+    return mono[0].expr, mono[0].k, c  # type: ignore[return-value]  # a floor atom has an expr
+
+
+def _floor_le(a: Union[int, Sym], b: Union[int, Sym]) -> bool:
+    """``a <= b`` for two ``floor(E/k) + c`` of one ``k``, because floor is monotone:
+    ``floor(E/k) + c`` is ``floor((E + k*c)/k)``, so ``E1 + k*c1 <= E2 + k*c2`` is enough."""
+    fa, fb = _floor_form(a), _floor_form(b)
+    if fa is None or fb is None or fa[1] != fb[1]:
+        return False
+    k = fa[1]
+    lo, _ = _diff_bounds(dim_add(fb[0], k * fb[2]), dim_add(fa[0], k * fa[2]))  # type: ignore[arg-type]
+    return lo >= 0
+
+
+def _minmax_args(d: Union[int, Sym]) -> Optional[tuple[int, Dim, Dim]]:
+    """``(kind, p, q)`` when ``d`` is ``min(p, q)`` or ``max(p, q)`` (its constant put back in)."""
+    if type(d) is not Sym:
+        return None
+    terms, c = _split_const(d)
+    if len(terms) != 1:
+        return None
+    mono, coeff = terms[0]
+    if coeff != 1 or len(mono) != 1 or (mono[0].kind != _MIN and mono[0].kind != _MAX):
+        return None
+    atom = mono[0]
+    return atom.kind, dim_add(atom.expr, c), dim_add(atom.other, c)
+
+
+def _absorb_minmax(kind: int, a: Union[int, Sym], b: Union[int, Sym]) -> Dim:
+    """The lattice laws: ``min(min(x, y), x)`` is ``min(x, y)`` and ``min(max(x, y), x)`` is ``x``
+    (max alike); None when neither applies."""
+    for x, y in ((a, b), (b, a)):
+        args = _minmax_args(x)
+        if args is not None and (args[1] == y or args[2] == y):
+            return x if args[0] == kind else y
+    return None
+
+
 def _minmax(kind: int, a: Union[int, Sym], b: Union[int, Sym]) -> Dim:
+    a, b = _fold(a), _fold(b)
     if a == b:
         return a
+    absorbed = _absorb_minmax(kind, a, b)
+    if absorbed is not None:
+        return absorbed
     lo, hi = _diff_bounds(a, b)
+    if lo < 0 < hi and type(a) is Sym and type(b) is Sym:
+        # min(floor(L/2), floor((L + 1)/2)) is floor(L/2): the bounds of the difference cannot see it
+        if _floor_le(a, b):
+            hi = 0
+        elif _floor_le(b, a):
+            lo = 0
+        else:
+            # nor min(seq, max(0, seq - 3)): the difference folded, max(-3, -seq), is <= 0
+            diff = _fold(dim_sub(a, b))  # type: ignore[arg-type]
+            if type(diff) is Sym:
+                lo, hi = _sym_bounds(diff, _ASSUMED.get())
     if kind == _MIN:
         if hi <= 0:
             return a
@@ -975,6 +1160,12 @@ def broadcast_dim(a: Dim, b: Dim) -> Dim:
             return y
         if _min_of(x, y):
             return y
+    # batch vs seq, both >= 1 (proved, or assumed): one is 1 and the other is the larger, or they
+    # are equal; either way the larger (a 0 would break this: 0 against 1 broadcasts to 0)
+    alo, _ = dim_bounds(a)
+    blo, _ = dim_bounds(b)
+    if alo is not None and alo >= 1 and blo is not None and blo >= 1:
+        return dim_max(a, b)
     return None
 
 
@@ -1036,6 +1227,169 @@ def dim_nonnegative(d: Dim) -> bool:
     return lo is not None and lo >= 0
 
 
+# ---------------------------------------------------------------------------------------------
+# zero sets: when is an expression 0?
+#
+# A zero set is written as a disjunction of conjunctions of "symbol == 0": a frozenset of
+# frozensets of names, ``{{batch}, {seq}}`` for ``batch*seq``, ``{{batch, seq}}`` for
+# ``batch + seq``, ``{frozenset()}`` for "always". Two approximations are computed: one that
+# contains every binding where the expression is 0 (:func:`_zero_over`, None when nothing useful
+# is known), and one contained in it (:func:`_zero_under`, the empty family when nothing is).
+
+_Clauses = frozenset[frozenset[str]]
+_NEVER: _Clauses = frozenset()
+_ALWAYS: _Clauses = frozenset({frozenset()})
+_MAX_CLAUSES = 64
+
+
+def _absorb(clauses: set[frozenset[str]]) -> _Clauses:
+    # a conjunction that contains another one adds nothing to the disjunction
+    return frozenset(c for c in clauses if not any(o < c for o in clauses))
+
+
+def _z_or(a: _Clauses, b: _Clauses) -> _Clauses:
+    return _absorb(set(a) | set(b))
+
+
+def _z_and(a: _Clauses, b: _Clauses) -> Optional[_Clauses]:
+    if len(a) * len(b) > _MAX_CLAUSES:
+        return None
+    return _absorb({x | y for x in a for y in b})
+
+
+def _sign_known(d: Union[int, Sym], lo_at_least: int) -> bool:
+    lo, _ = (d, d) if type(d) is int else _sym_bounds(d, _ASSUMED.get())  # type: ignore[arg-type]
+    return lo >= lo_at_least
+
+
+def _atom_zero_over(atom: _Atom) -> Optional[_Clauses]:
+    kind = atom.kind
+    if kind == _NAME:
+        r = _ASSUMED.get().get(atom.name)  # type: ignore[arg-type]
+        if r is not None and r[0] is not None and r[0] >= 1:
+            return _NEVER
+        return frozenset({frozenset({atom.name})})  # type: ignore[arg-type]
+    lo, hi = _atom_bounds(atom, _ASSUMED.get())
+    if lo > 0 or hi < 0:
+        return _NEVER
+    if kind == _MIN or kind == _MAX:
+        a, b = atom.expr, atom.other
+        assert a is not None and b is not None
+        if not (_sign_known(a, 0) and _sign_known(b, 0)):
+            return None
+        za, zb = _zero_over(a), _zero_over(b)
+        if za is None or zb is None:
+            return None
+        # of two non-negative operands, the min is 0 when either is, the max when both are
+        return _z_or(za, zb) if kind == _MIN else _z_and(za, zb)
+    return None  # floor and mod are 0 on ranges, not only at 0
+
+
+def _zero_over(d: Union[int, Sym]) -> Optional[_Clauses]:
+    """Every binding where ``d`` is 0 satisfies one of the clauses (None: no such family known)."""
+    if type(d) is int:
+        return _ALWAYS if d == 0 else _NEVER
+    lo, hi = _sym_bounds(d, _ASSUMED.get())  # type: ignore[arg-type]
+    if lo > 0 or hi < 0:
+        return _NEVER
+    terms, const = _split_const(d)  # type: ignore[arg-type]
+    if const or len({c > 0 for _, c in terms}) != 1:
+        # mixed signs, or a constant, cancel in ways the clauses cannot say (seq - 1); where the
+        # constant keeps the sum away from 0 the bounds above have seen it
+        return None
+    total = _ALWAYS
+    for mono, _ in terms:
+        # a sum of same-signed non-negative terms is 0 when every term is
+        mono_z: Optional[_Clauses] = _NEVER
+        for atom in mono:
+            lo_a, _ = _atom_bounds(atom, _ASSUMED.get())
+            if lo_a < 0:
+                return None
+            za = _atom_zero_over(atom)
+            if za is None:
+                return None
+            mono_z = _z_or(mono_z, za)  # type: ignore[arg-type]
+        nxt = _z_and(total, mono_z)  # type: ignore[arg-type]
+        if nxt is None:
+            return None
+        total = nxt
+    return total
+
+
+def _atom_zero_under(atom: _Atom) -> _Clauses:
+    kind = atom.kind
+    if kind == _NAME:
+        return frozenset({frozenset({atom.name})})  # type: ignore[arg-type]
+    a = atom.expr
+    assert a is not None
+    if kind == _FLOOR or kind == _MOD:  # floor(0/k) and 0 % k are 0
+        return _zero_under(a)
+    b = atom.other
+    assert b is not None
+    za, zb = _zero_under(a), _zero_under(b)
+    if kind == _MIN:  # min(0, b) is 0 when b >= 0
+        return _z_or(za if _sign_known(b, 0) else _NEVER, zb if _sign_known(a, 0) else _NEVER)
+    both = _z_and(za, zb)  # max(0, 0)
+    return both if both is not None else _NEVER
+
+
+def _zero_under(d: Union[int, Sym]) -> _Clauses:
+    """Each clause, where it holds, makes ``d`` 0 (the empty family: no such clause known)."""
+    if type(d) is int:
+        return _ALWAYS if d == 0 else _NEVER
+    terms, const = _split_const(d)  # type: ignore[arg-type]
+    if const:
+        return _NEVER
+    total = _ALWAYS
+    for mono, _ in terms:
+        mono_z = _NEVER
+        for atom in mono:  # a product is 0 when a factor is
+            mono_z = _z_or(mono_z, _atom_zero_under(atom))
+        nxt = _z_and(total, mono_z)  # and a sum when every term is
+        if nxt is None:
+            return _NEVER
+        total = nxt
+    return total
+
+
+def zero_implies(t: Dim, d: Dim) -> bool:
+    """Whether ``t == 0`` implies ``d == 0`` for every value of the symbols in the domain: a
+    computed Reshape target ``4*batch`` at a position whose input dim is ``batch`` (a 0 there
+    copies ``batch``, which is then 0 as well)."""
+    t, d = _coerce(t), _coerce(d)
+    if t is None or d is None:
+        return False
+    over = _zero_over(t)
+    if over is None:
+        return False
+    if not over:
+        return True
+    under = _zero_under(d)
+    return all(any(u <= c for u in under) for c in over)
+
+
+def zero_symbol(d: Dim) -> Optional[str]:
+    """The one symbol ``x`` such that ``d`` is 0 only where ``x`` is (``seq``, ``4*seq``,
+    ``seq*min(3, seq)``), else None."""
+    d = _coerce(d)
+    if type(d) is not Sym:
+        return None
+    over = _zero_over(d)
+    if over is None or len(over) != 1:
+        return None
+    (clause,) = over
+    return next(iter(clause)) if len(clause) == 1 else None
+
+
+def zero_forcing_symbols(d: Dim) -> list[str]:
+    """The symbols whose being 0 makes ``d`` 0 (``batch`` and ``seq`` for ``16*batch*min(3, seq)``):
+    where the model runs only if ``d != 0``, each of them is >= 1."""
+    d = _coerce(d)
+    if d is None:
+        return []
+    return sorted(next(iter(c)) for c in _zero_under(d) if len(c) == 1)
+
+
 def dim_from_text(text: str) -> Dim:
     """A dim read from a file: a decimal int, ``None`` for an empty string, else a symbol name."""
     if text == "":
@@ -1069,6 +1423,95 @@ def substitute(d: Dim, bindings: Mapping[str, int]) -> Dim:
     return _evaluate(d, bindings)
 
 
+def rebuild(d: Dim) -> Dim:
+    """``d`` built again from its parts, so that min/max/floor/mod are decided in the domain in
+    force now (inside an :func:`assuming` block, ``max(1, seq)`` is ``seq`` under ``seq>=1``)."""
+    d = _coerce(d)
+    return _evaluate(d, {}) if isinstance(d, Sym) else d
+
+
+def join_pieces(x: str, c: int, first: int, lows: list[Dim], high: Dim, indicator: bool = False) -> Dim:
+    """One expression equal to ``high`` wherever symbol ``x >= c`` and to ``lows[i]`` at
+    ``x = first + i``, or None. A few clamp forms of ``high`` are tried and each is checked: at
+    the low values by substitution, and above ``c`` by building it again in that domain
+    (:func:`rebuild`), where its min/max atoms are decided. ``x[T-1:T]`` is 1 from T = 1 and 0 at
+    T = 0: ``min(1, T)``; a 2-wide, stride-2 pool over L is ``floor(L/2)`` from L = 2, 1 at L = 1
+    and 0 at 0: ``max(min(1, L), floor(L/2))``. With ``indicator`` and one low value (``c = 1``),
+    ``high + (low - high(0))*(1 - min(1, x))`` is the last resort: exact at every x, if not pretty
+    (``4*b*min(1, s)`` where high is ``4*b`` and low 0)."""
+    if high is None or any(low is None for low in lows):
+        return None
+    sym = Sym.symbol(x)
+    clamps = [dim_max(dim_add(sym, k), 0) for k in range(-c - 1, c + 2)]
+    candidates: list[Dim] = [high, dim_max(high, 0)]
+    for clamp in clamps:
+        candidates += [dim_min(high, clamp), dim_min(dim_max(high, 0), clamp)]
+    for m in (1, 2):
+        for clamp in clamps:
+            candidates.append(dim_max(high, dim_min(m, clamp)))
+    for k in range(1, c + 2):  # what a falling x leaves: max(batch, 1 - seq)
+        candidates.append(dim_max(high, dim_sub(k, sym)))
+    if indicator and c == 1 and first == 0:
+        zero = dim_sub(1, dim_min(1, sym))
+        candidates.append(dim_add(high, dim_mul(dim_sub(lows[0], substitute(high, {x: 0})), zero)))
+    ranges = _ASSUMED.get()
+    above = {**ranges, x: (c, ranges.get(x, (None, None))[1])}
+    for cand in candidates:
+        if cand is None:
+            continue
+        with assuming(above):
+            if dims_equal(rebuild(cand), high) is not True:
+                continue
+        if all(dims_equal(substitute(cand, {x: first + i}), low) is True for i, low in enumerate(lows)):
+            return cand
+    return None
+
+
+def has_minmax(d: Dim) -> bool:
+    """Whether ``d`` has a min or max in it, at any depth."""
+    if type(d) is not Sym or not _nesting(d):  # (the nesting depth is cached: plain polynomials)
+        return False
+    for mono, _ in d._terms:
+        for atom in mono:
+            if atom.kind == _MIN or atom.kind == _MAX or has_minmax(atom.expr) or has_minmax(atom.other):
+                return True
+    return False
+
+
+# How far above a symbol's lower bound simplest() looks for the point where min/max settle.
+_SETTLE = 8
+
+
+def simplest(d: Dim) -> Dim:
+    """``d`` in a simpler equivalent form, when ``d`` has one symbol and min/max atoms that settle
+    (are decided) from some small value of it on: the settled form joined with the values below
+    (:func:`join_pieces`), kept only when it reads easier. Pool output lengths:
+    ``-floor(max(-2, -L)/2) + floor(max(2, L)/2) - 1`` is ``max(min(1, L), floor(L/2))``."""
+    if type(d) is not Sym or not has_minmax(d):
+        return d
+    names = d.symbols()
+    if len(names) != 1:
+        return d
+    (x,) = names
+    ranges = _ASSUMED.get()
+    lo, hi = ranges.get(x, (None, None))
+    first = max(lo or 0, 0)
+    for c in range(first, first + _SETTLE + 1):
+        if hi is not None and c > hi:
+            return d
+        with assuming({**ranges, x: (c, hi)}):
+            high = rebuild(d)
+        if not has_minmax(high):
+            break
+    else:
+        return d
+    lows = [substitute(d, {x: v}) for v in range(first, c)]
+    joined = join_pieces(x, c, first, lows, high)
+    if type(joined) is int or (type(joined) is Sym and _weight(joined) < _weight(d)):
+        return joined
+    return d
+
+
 def _evaluate(s: Sym, bindings: Mapping[str, int]) -> Dim:
     total: Dim = 0
     for mono, c in s._terms:
@@ -1085,12 +1528,15 @@ def _evaluate_atom(atom: _Atom, bindings: Mapping[str, int]) -> Dim:
             return operator.index(bindings[atom.name])  # type: ignore[index]
         return _atom_sym(atom)
     assert atom.expr is not None
-    inner = substitute(atom.expr, bindings)
+    # (no bindings: rebuild(), every level again)
+    inner = substitute(atom.expr, bindings) if bindings else _evaluate(atom.expr, bindings)
     if atom.kind == _FLOOR:
         return dim_floordiv(inner, atom.k)
     if atom.kind == _MOD:
         return dim_mod(inner, atom.k)
-    other = substitute(atom.other, bindings)
+    other = atom.other
+    if type(other) is Sym:
+        other = substitute(other, bindings) if bindings else _evaluate(other, bindings)
     return dim_min(inner, other) if atom.kind == _MIN else dim_max(inner, other)
 
 

@@ -18,6 +18,7 @@ Everything here walks with explicit stacks and loops: a 200,000-node chain must 
 
 from __future__ import annotations
 
+import time
 from collections import deque
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Iterator, Union
@@ -26,7 +27,7 @@ from ._onnx import onnx
 
 from .errors import GraphInvalidError, LimitExceededError
 from .io import LoadedModel
-from .limits import DEFAULT_LIMITS, Limits
+from .limits import DEFAULT_LIMITS, Limits, deadline
 from .opsets import canonical_domain, opset_map, since_version
 
 if TYPE_CHECKING:
@@ -247,10 +248,15 @@ def build_graph(loaded: LoadedModel, limits: Limits = DEFAULT_LIMITS) -> ModelGr
     pending: deque[_Pending] = deque(
         [(model.graph, "main", "graph", None, None, model_opsets)]
     )
+    if len(model.functions) > limits.max_nodes:  # each body is a unit of --max-nodes (_index_scope)
+        raise LimitExceededError("max-nodes", count_nodes(model), "--max-nodes", file=g.path)
     for fn in model.functions:
         fn_opsets = opset_map(fn.opset_import) or model_opsets
         pending.append((fn, f"{fn.domain}::{fn.name}", "function", None, None, fn_opsets))
+    at = deadline(limits)
     while pending:
+        if not len(g.scopes) & 0xFF and time.monotonic() > at:  # (a body costs ~50 nodes' time to index)
+            raise LimitExceededError("timeout", f"{limits.timeout:g} s", "--timeout", file=g.path)
         body, path, kind, parent, owner, opsets = pending.popleft()
         scope = Scope(len(g.scopes), path, kind, body, parent, owner, opsets)
         if owner is not None:
@@ -298,21 +304,26 @@ def _define_scope(g: ModelGraph, scope: Scope) -> None:
         _define_inputs(scope, file)
 
 
-def _index_attributes(g: ModelGraph, scope: Scope, nid: int, attrs: Any, pending: deque[_Pending]) -> None:
-    """A node's attributes: repeated names are noted (SF009), subgraphs queued for indexing."""
+def _index_attributes(g: ModelGraph, scope: Scope, nid: int, attrs: Any, pending: deque[_Pending]) -> int:
+    """A node's attributes: repeated names are noted (SF009), subgraphs queued for indexing.
+    Returns how many bodies were queued."""
     if len(attrs) > 1:
         names = [attr.name for attr in attrs]
         if len(set(names)) < len(names):
             g.duplicate_attributes.append((nid, names))
     graph_attr, graphs_attr = onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS
+    queued = 0
     for attr in attrs:
         kind = attr.type
         if kind == graph_attr:
+            queued += 1
             pending.append((attr.g, f"{scope.path}/{g.display(nid)}.{attr.name}", "graph", scope.id, nid, scope.opsets))
         elif kind == graphs_attr:
+            queued += len(attr.graphs)
             for k, sub in enumerate(attr.graphs):
                 pending.append((sub, f"{scope.path}/{g.display(nid)}.{attr.name}[{k}]", "graph", scope.id, nid,
                                 scope.opsets))
+    return queued
 
 
 def _first_late_reads(scope: Scope) -> None:
@@ -347,7 +358,10 @@ def _index_scope(g: ModelGraph, scope: Scope, limits: Limits, pending: deque[_Pe
     add_node = nodes.append
     sid = scope.id
     base = len(nodes)  # node ids of one scope are consecutive: nid == base + index
-    room = limits.max_nodes - base
+    # --max-nodes counts the bodies of subgraphs and functions too (those indexed and those
+    # waiting): an empty body costs more to index than a node (wire.SCOPE_COST), and is 2 bytes
+    # on the wire. A node's index must stay below ``room``; each body found lowers it.
+    room = limits.max_nodes - base - (len(g.scopes) - 1) - len(pending)
     node_list = body.node
     # One schema lookup per op type, not per node: domain -> op_type -> (domain, since, op_type).
     # Keeping the first op_type string also shares one str among all nodes of that type.
@@ -387,15 +401,18 @@ def _index_scope(g: ModelGraph, scope: Scope, limits: Limits, pending: deque[_Pe
             elif not g.empty_outputs or g.empty_outputs[-1] != nid:
                 g.empty_outputs.append(nid)
         if attrs and (len(attrs) > 1 or attrs[0].type in _GRAPH_KINDS):
-            _index_attributes(g, scope, nid, attrs, pending)
+            room -= _index_attributes(g, scope, nid, attrs, pending)
+            if index >= room:  # each body queued is a unit of --max-nodes too
+                raise LimitExceededError("max-nodes", count_nodes(g.model), "--max-nodes", file=file)
     scope.nodes = list(range(base, len(nodes)))
     _first_late_reads(scope)
 
 
 def count_nodes(model: onnx.ModelProto) -> int:
-    """Nodes in every graph, subgraph and model-local function (the --max-nodes count), with an
-    explicit stack: only called once the limit is hit, to report the value."""
-    total = 0
+    """Nodes in every graph, subgraph and model-local function, plus the bodies of those subgraphs
+    and functions (the --max-nodes count), with an explicit stack: only called once the limit is
+    hit, to report the value."""
+    total = len(model.functions)
     stack: list[Any] = [model.graph, *model.functions]
     graph_attr, graphs_attr = onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS
     while stack:
@@ -405,8 +422,10 @@ def count_nodes(model: onnx.ModelProto) -> int:
             for attr in node.attribute:
                 if attr.type == graph_attr:
                     stack.append(attr.g)
+                    total += 1
                 elif attr.type == graphs_attr:
                     stack.extend(attr.graphs)
+                    total += len(attr.graphs)
     return total
 
 

@@ -28,19 +28,46 @@ from .dims import Bound, Dim, Shape, Sym, assuming, current_assumptions, substit
 from .errors import LimitExceededError, RuleCrashWarning
 from .facts import AxisNode, CallFacts
 from .graph import ModelGraph, NodeInfo, Scope
-from .limits import DEFAULT_LIMITS, Limits
-from .ops import REGISTRY, fallback
+from .limits import DEFAULT_LIMITS, Limits, deadline
+from .ops import REGISTRY, control, fallback
 from .ops.base import OpCall
 from .ops.constants import tensor_info_from_proto
+from .ops.evaluated import keeps_value
 from .ops.numeric import canonical_value
+from .signatures import DTYPES, input_type_error, signature
 from .tensorinfo import TensorInfo
 
+# A dim declared again (shared_dim_names): (graph input, dim name), or with the axis for a name an
+# input repeats on several of its axes.
+CopyKey = tuple[str, str] | tuple[str, str, int]
+
 Progress = Callable[[int, int], None]
+TensorProto = onnx.TensorProto
 
 # Time and progress are checked every this many nodes: cheap, and often enough for a 120 s limit.
 _CHECK_EVERY = 2048
 # Function calls nested deeper than this are opaque (outputs unknown): no recursion over depth.
 MAX_CALL_DEPTH = 16
+# A Loop/Scan body whose carried inputs are still widened after this many rounds keeps only their
+# element types (one more run).
+_MAX_WIDENINGS = 2
+
+
+def _runtime_input(owner: str, k: int, vi: onnx.ValueInfoProto, declared: TensorInfo) -> TensorInfo:
+    """Input ``k`` of a body of an ``owner`` node as the runtime feeds it, not as declared: the
+    runtime provides it, and onnxruntime does not hold it to its declaration (issue 21).
+
+    A Loop's iteration number is an int64 of shape [] when the body declares it as a scalar and
+    [1] when it declares any other rank (that is what onnxruntime feeds, whatever the declared
+    dims); its condition is the Loop's own condition input in the first iteration and the body's
+    condition output in the others. Carried values may change shape from one iteration to the
+    next, and so may a Scan's state; a Scan's slices are whatever the scanned inputs hold. For
+    all of these only the element type is known, and no value."""
+    if owner == "Loop" and k == 0:
+        tt = vi.type.tensor_type
+        shape = None if not tt.HasField("shape") else () if not tt.shape.dim else (1,)
+        return TensorInfo(TensorProto.INT64, shape)
+    return TensorInfo(declared.dtype, None)
 
 
 @dataclass
@@ -66,6 +93,27 @@ class Inference:
     # (a symbol >= 1 where the model fails otherwise): the domain its results hold in.
     assumptions: Mapping[str, Bound] = field(default_factory=dict)
     ranges: Mapping[str, Bound] = field(default_factory=dict)
+    # Symbols the user stated to be one dim (``--assume a==b``): ``b`` is read as ``a``.
+    aliases: Mapping[str, str] = field(default_factory=dict)
+    # The statements in force, as reported (``*>=1``, ``seq>=3``, ``a==b``).
+    premises: tuple[str, ...] = ()
+    # node id -> why onnx's shape inference of the node fails, as onnxruntime runs it when it
+    # loads the model (asked only of nodes whose inputs a shape rule doubted: ``doubt``)
+    load_errors: dict[int, str] = field(default_factory=dict)
+    # function body node id -> (the input type error a call's run meets there, that call's node
+    # id): onnxruntime checks a function's nodes with each call's types (SF013)
+    call_type_errors: dict[int, tuple[str, int]] = field(default_factory=dict)
+    # Tensors computed by a node that fails (a Squeeze of a dim known != 1, a node onnxruntime
+    # refuses) or from one: their shapes are what the node meant, which no runtime computes, so a
+    # doubt about a node that reads them is not asked (it would blame the reader).
+    tainted: set[str] = field(default_factory=set, repr=False)
+    # Graph inputs that share a dim name were given symbols of their own (``independent``, what
+    # the rewrites rely on): (input, dim name[, axis]) -> the symbol's name (shared_dim_names).
+    independent: bool = False
+    copies: Mapping[CopyKey, str] = field(default_factory=dict)
+    # (independent) the broadcasts of two dims inference cannot tell apart, by name (broadcast_join)
+    joins: dict[frozenset[Dim], Sym] = field(default_factory=dict, repr=False)
+    join_names: dict[str, frozenset[Dim]] = field(default_factory=dict, repr=False)
 
     def domain(self) -> ContextManager[None]:
         """The block in which dims are judged as inference judged them (its ranges in force):
@@ -92,6 +140,27 @@ class Inference:
         t = self.lookup(scope_id, name)
         return None if t is None else t.shape
 
+    def broadcast_join(self, a: Dim, b: Dim) -> Dim:
+        """The broadcast of dims ``a`` and ``b`` when broadcast_dim cannot say which it is, as a
+        symbol of its own, ``bcast(batch, batch@mask)``: wherever the model runs the two are equal
+        or one of them is 1, so the result is a function of the two, the same at every node that
+        broadcasts them, and any dim (a symbol's domain). With independent graph inputs
+        (``infer``'s ``independent``) a mask's ``batch@mask`` against a ``batch`` stays one dim that
+        a Shape reads back and a Reshape target compares with, as it was under the shared name."""
+        key = frozenset((a, b))
+        found = self.joins.get(key)
+        if found is None:
+            x, y = sorted((str(a), str(b)))
+            name = f"bcast({x}, {y})"
+            taken = self.join_names
+            if not taken:
+                taken.update((n, frozenset()) for n in declared_symbols(self.graph))
+            while name in taken:  # (a declared name, or another pair with the same text)
+                name += "'"
+            taken[name] = key
+            found = self.joins[key] = Sym.symbol(name)
+        return found
+
     # -- used by rules -----------------------------------------------------------------------------
     def record(self, call: OpCall, fact: object) -> None:
         if isinstance(fact, AxisNode):
@@ -99,6 +168,22 @@ class Inference:
 
     def subgraph_outputs(self, nid: int, attr: str) -> list[TensorInfo | None] | None:
         return self.subgraph_out.get(nid, {}).get(attr)
+
+    def doubt(self, call: OpCall) -> None:
+        """Ask onnx's inference of ``call``'s node whether onnxruntime refuses it (once per node)."""
+        tainted = self.tainted
+        if tainted and any(name in tainted for name in call.input_names):
+            return  # downstream of a failure: the inputs are not what onnxruntime would see
+        if call.nid not in self.load_errors:
+            why = fallback.load_time_error(call)
+            if why is not None:
+                self.load_errors[call.nid] = why
+        if call.nid in self.load_errors:
+            self.taint(call)
+
+    def taint(self, call: OpCall) -> None:
+        """``call``'s node fails: its outputs (and what is computed from them) are tainted."""
+        self.tainted.update(name for name in call.output_names if name)
 
 
 def rule_crashed(graph: ModelGraph, nid: int, info: NodeInfo, exc: BaseException) -> None:
@@ -115,24 +200,93 @@ def rule_crashed(graph: ModelGraph, nid: int, info: NodeInfo, exc: BaseException
                   RuleCrashWarning, stacklevel=2)
 
 
+def _taint_through(tainted: set[str], info: NodeInfo) -> None:
+    """A node that reads a tainted tensor computes tainted ones (``Inference.tainted``)."""
+    if any(name in tainted for name in info.inputs):
+        tainted.update(name for name in info.outputs if name)
+
+
 def infer(graph: ModelGraph, bindings: Mapping[str, int] | None = None,
           limits: Limits = DEFAULT_LIMITS, progress: Progress | None = None,
-          assumptions: Mapping[str, Bound] | None = None) -> Inference:
+          assumptions: Mapping[str, Bound] | None = None,
+          aliases: Mapping[str, str] | None = None, independent: bool = False) -> Inference:
     """Infer every tensor of ``graph``. ``bindings`` substitutes symbols (``{"batch": 1}``);
-    ``assumptions`` are the ranges the user stated (``{"seq": (3, None)}``, ``--assume seq>=3``)."""
+    ``assumptions`` are the ranges the user stated (``{"seq": (3, None)}``, ``--assume seq>=3``);
+    ``aliases`` the symbols stated to be another (``{"b": "a"}``, ``--assume a==b``).
+
+    By default a dim name is one size on every graph input that declares it (ONNX's contract:
+    what the model says about its inputs). onnxruntime does not check that: two inputs declared
+    ``[batch]`` may be fed 2 and 3 elements, and a model that broadcasts them runs. With
+    ``independent`` each graph input after the first that declares a name gets a symbol of its
+    own for it (``batch@mask``; ``copies``), so that what inference states holds for every input
+    onnxruntime accepts: the rewrites rely on that (SPEC.md section 4). Bindings and assumptions
+    on a name hold for each of its symbols. An alias may name such a symbol
+    (``--assume batch==batch@mask``: the user states the mask's batch is the first input's)."""
     user = dict(assumptions or {})
-    result = _run(graph, bindings, limits, progress, user, user)
-    if result.ranges != user:
+    alias = dict(aliases or {})
+    copies = shared_dim_names(graph) if independent else {}
+    start = user
+    if copies:
+        start = dict(user)
+        for key, copy in copies.items():
+            rep = alias.get(key[1], key[1])  # (a range stated on an aliased name is its representative's)
+            if rep in user and copy not in alias:
+                lo, hi = user[rep]
+                clo, chi = start.get(copy, (None, None))
+                start[copy] = (lo if clo is None else clo if lo is None else max(lo, clo),
+                               hi if chi is None else chi if hi is None else min(hi, chi))
+        if bindings:
+            bindings = {**bindings, **{copy: bindings[key[1]] for key, copy in copies.items() if key[1] in bindings}}
+    result = _run(graph, bindings, limits, progress, user, start, alias, independent, copies)
+    if result.ranges != start:
         # The run proved facts (a -1 Reshape makes seq >= 1 wherever the model runs). Nodes
         # before the one that proved them did not know them: one more run starts from them.
-        result = _run(graph, bindings, limits, progress, user, result.ranges)
+        result = _run(graph, bindings, limits, progress, user, result.ranges, alias, independent, copies)
     return result
 
 
+def shared_dim_names(graph: ModelGraph) -> dict[CopyKey, str]:
+    """(graph input, dim name) -> a symbol name of its own, for each graph input after the first
+    that declares a name: ``batch`` on ``input_ids`` and ``attention_mask`` is ``batch`` and
+    ``batch@attention_mask``; and (graph input, dim name, axis) -> one for each axis of an input
+    after the first that repeats a name (``[n, n]``: ``n`` and ``n@x:1``; onnxruntime feeds
+    ``[2, 3]`` there too). Empty when no name is declared twice (the common case)."""
+    body = graph.model.graph
+    first: dict[str, str] = {}
+    later: list[CopyKey] = []
+    declared = declared_symbols(graph)
+    for vi in body.input:
+        if vi.type.WhichOneof("value") != "tensor_type" or not vi.type.tensor_type.HasField("shape"):
+            continue
+        seen: set[str] = set()  # the names this input declared on an earlier axis
+        for axis, d in enumerate(vi.type.tensor_type.shape.dim):
+            if d.WhichOneof("value") != "dim_param" or not d.dim_param:
+                continue
+            name = d.dim_param
+            owner = first.setdefault(name, vi.name)
+            if name in seen:
+                later.append((vi.name, name, axis))
+            elif owner != vi.name:
+                later.append((vi.name, name))
+            seen.add(name)
+    copies: dict[CopyKey, str] = {}
+    for key in later:
+        copy = f"{key[1]}@{key[0]}" + (f":{key[2]}" if len(key) == 3 else "")
+        while copy in declared:  # (a model that declares such a name itself)
+            copy += "'"
+        declared.add(copy)
+        copies[key] = copy
+    return copies
+
+
 def _run(graph: ModelGraph, bindings: Mapping[str, int] | None, limits: Limits, progress: Progress | None,
-         user: dict[str, Bound], start: Mapping[str, Bound]) -> Inference:
+         user: dict[str, Bound], start: Mapping[str, Bound], aliases: dict[str, str],
+         independent: bool = False, copies: Mapping[CopyKey, str] | None = None) -> Inference:
     result = Inference(graph, dict(bindings or {}), limits)
     result.assumptions = user
+    result.aliases = aliases
+    result.independent = independent
+    result.copies = dict(copies) if copies else {}
     result.tensors = [dict() for _ in graph.scopes]
     runner = _Runner(result, progress)
     with assuming(start):
@@ -171,7 +325,8 @@ class _Runner:
         self.progress = progress
         self.done = 0
         self.total = len(self.g.nodes)
-        self.deadline = time.monotonic() + result.limits.timeout
+        self.bodies = 0  # scopes run: a model of many empty bodies has few nodes to count time by
+        self.deadline = deadline(result.limits)
         self.max_rank = result.limits.max_rank
         self.max_expr = result.limits.max_expr_size
         # domain -> op_type -> shape rule (None: outputs unknown), resolved once per op type
@@ -185,10 +340,13 @@ class _Runner:
         # are opaque rather than an error: a few times the model's own size (exporters' calls of
         # one function mostly share a signature), so nested calls cannot multiply the work.
         self.env: dict[str, onnx.AttributeProto] | None = None
+        self.callers: list[int] = []  # the call nodes whose bodies are running, outermost first
         self.depth = 0
         self.calls: dict[tuple[Any, ...], list[TensorInfo | None] | None] = {}
         self.call_budget = min(result.limits.max_nodes, max(4 * len(self.g.nodes), 100_000))
         self.in_function = [self.g.in_function(sc.id) for sc in self.g.scopes]
+        # Loop/Scan bodies inferred again after a widening: at most this many body nodes in all
+        self.loop_budget = max(4 * len(self.g.nodes), 100_000)
         self.descendants: dict[int, list[int]] = {}
 
     def _rule_for(self, domain: str, op_type: str) -> object:
@@ -201,10 +359,17 @@ class _Runner:
             by_op[op_type] = rule
         return rule
 
+    def _count_body(self) -> None:
+        """One more scope run: a model of many empty bodies has few nodes to count time by."""
+        self.bodies += 1
+        if not self.bodies & 0xFF:
+            self._tick()
+
     def run_scope(self, scope: Scope, args: list[TensorInfo | None] | None = None) -> None:
         # The loop body runs once per node of the model: the common case (one output, a rule that
         # answers) is kept free of calls that are not the rule itself; the rest is in helpers.
         r, g = self.r, self.g
+        self._count_body()
         table = r.tensors[scope.id]
         self._seed(scope, table, args)
         in_function = self.in_function[scope.id]
@@ -215,10 +380,10 @@ class _Runner:
         rules = self.rules
         rule_for = self._rule_for
         shapes = self.shapes
+        at_call = in_function and bool(self.callers)  # a body run with one call's inputs
+        tainted = r.tainted  # (one set for the run, filled in place)
         for nid in scope.order:
             info = nodes[nid]
-            if info.subscopes:
-                self._run_bodies(nid, info)
             ins: list[TensorInfo | None] = []
             for name in info.inputs:
                 if not name:
@@ -227,9 +392,13 @@ class _Runner:
                     ins.append(table[name])
                 else:
                     ins.append(lookup(sid, name))
+            if info.subscopes:
+                self._run_bodies(nid, info, ins)
             outs: list[TensorInfo | None] | None = None
             since = info.since_version
             if since is not None:  # else a custom domain, an unknown op, or a function call
+                if at_call:
+                    self._check_call_types(nid, info, ins)
                 by_op = rules.get(info.domain)
                 rule = by_op.get(info.op_type, _MISSING) if by_op is not None else _MISSING
                 if rule is _MISSING:
@@ -248,12 +417,14 @@ class _Runner:
                         rule_crashed(g, nid, info, exc)
                         outs = None
                     if outs:
-                        self._settle_values(outs, nid)
+                        self._settle_values(outs, nid, info, ins)
             elif functions:
                 fsid = functions.get((info.peek().domain, info.op_type))
                 if fsid is not None:
                     outs = self._call(fsid, nid, info, ins)
             outputs = info.outputs
+            if tainted:
+                _taint_through(tainted, info)
             if len(outputs) == 1:
                 t = outs[0] if outs else None
                 name = outputs[0]
@@ -274,16 +445,6 @@ class _Runner:
             if self.done % _CHECK_EVERY == 0:
                 self._tick()
 
-    def _run_bodies(self, nid: int, info: NodeInfo) -> None:
-        """The subgraphs of node ``nid`` first (their outputs are what the node's rule reads)."""
-        r, g = self.r, self.g
-        for sub in info.subscopes:
-            self.run_scope(g.scopes[sub])
-            body = g.scopes[sub]
-            r.subgraph_out.setdefault(nid, {})[body.attr or ""] = [
-                r.tensors[sub].get(o) if o in r.tensors[sub] else r.lookup(sub, o) for o in body.outputs
-            ]
-
     def _bound_attributes(self, info: NodeInfo, rule: object) -> tuple[onnx.NodeProto | None, object]:
         """The node of a function body with its ``@attr`` references bound to the call's values,
         and the rule to run on it (None when a reference's value is not known here)."""
@@ -294,15 +455,20 @@ class _Runner:
             return None, None
         return proto, rule
 
-    def _settle_values(self, outs: list[TensorInfo | None], nid: int) -> None:
-        """What a rule's output values may be: each symbolic element within ``--max-expr-size``,
-        and what the element type holds (int64 wraps; int32 of a symbol only where it provably
-        fits: ops/numeric.py)."""
+    def _settle_values(self, outs: list[TensorInfo | None], nid: int, info: NodeInfo,
+                       ins: list[TensorInfo | None]) -> None:
+        """What a rule's output values may be: only those of an (op, type) the value table lists
+        (ops/evaluated.py), each symbolic element within ``--max-expr-size``, and what the element
+        type holds (int64 wraps; int32 of a symbol only where it provably fits: ops/numeric.py)."""
         max_expr = self.max_expr
-        for t in outs:
+        for k, t in enumerate(outs):
             if t is not None:
                 value = t.value
                 if value is not None:
+                    if info.domain or not keeps_value(info.op_type, ins, t):
+                        # a new record: the rule may have handed back an input's
+                        outs[k] = TensorInfo(t.dtype, t.shape)
+                        continue
                     # _check_value, inline: values are short, mostly ints
                     for v in value:
                         if type(v) is Sym and v.size() > max_expr:
@@ -324,6 +490,80 @@ class _Runner:
                     elif seen is not t.shape:
                         t.shape = seen
                 table[name] = t
+
+    # -- If/Loop/Scan bodies ------------------------------------------------------------------------
+    def _run_bodies(self, nid: int, info: NodeInfo, ins: list[TensorInfo | None]) -> None:
+        """Infer the bodies of node ``nid`` (its inputs ``ins`` known by now) and keep their outputs
+        for the node's rule (ops/control.py)."""
+        g, r = self.g, self.r
+        for sub in info.subscopes:
+            body = g.scopes[sub]
+            if info.op_type in ("Loop", "Scan") and info.domain == "" and isinstance(body.proto, onnx.GraphProto):
+                self._run_loop_body(info, body, ins)
+            else:
+                self.run_scope(body)
+            r.subgraph_out.setdefault(nid, {})[body.attr or ""] = self._body_outputs(body)
+
+    def _body_outputs(self, body: Scope) -> list[TensorInfo | None]:
+        table = self.r.tensors[body.id]
+        return [table.get(o) if o in table else self.r.lookup(body.id, o) for o in body.outputs]
+
+    def _run_loop_body(self, info: NodeInfo, body: Scope, ins: list[TensorInfo | None]) -> None:
+        """A Loop's or Scan's body, inferred with the values its carried inputs take in *every*
+        iteration: first the node's initial values; where the body's output for one is not an
+        instance of what it was given, that input is widened (control.widen) and the body inferred
+        again; after a few rounds, or past the re-run budget, carried inputs keep only their
+        element type (which covers any output). Only the last run's tables and facts are kept."""
+        declared = [vi.type.tensor_type.elem_type if vi.type.WhichOneof("value") == "tensor_type" else None
+                    for vi in body.proto.input]
+        try:
+            seeds, pairs = control.body_seeds(info.op_type, info.since_version or 0, info.peek(), ins, declared)
+        except LimitExceededError:
+            raise
+        except Exception:  # a malformed node: its body's inputs keep their element types, no crash
+            seeds = [TensorInfo(d, None) if d is not None and (k >= 2 or info.op_type != "Loop") else None
+                     for k, d in enumerate(declared)]
+            pairs = []
+        r = self.r
+        scopes = self._descendants(body.id)
+        mark = (len(r.axis_nodes), len(r.call_facts), len(self.calls))
+        cost = sum(len(self.g.scopes[i].order) for i in scopes)
+        rounds = 0
+        while True:
+            self.run_scope(body, seeds)
+            outs = self._body_outputs(body)
+            moved: list[tuple[int, TensorInfo, TensorInfo | None]] = []
+            for i, o in pairs:
+                seed, out = seeds[i], outs[o] if o < len(outs) else None
+                if seed is not None and not control.covers(seed, out):
+                    moved.append((i, seed, out))
+            if not moved:
+                return
+            if rounds < _MAX_WIDENINGS and self.loop_budget >= cost:
+                for i, seed, out in moved:
+                    seeds[i] = control.widen(seed, out)
+            else:
+                for i, _ in pairs:
+                    t = seeds[i]
+                    seeds[i] = None if t is None else TensorInfo(t.dtype, None)
+            rounds += 1
+            self.loop_budget -= cost
+            self._forget(scopes, mark)
+
+    def _forget(self, scopes: list[int], mark: tuple[int, int, int]) -> None:
+        """Drop what an earlier run of the bodies ``scopes`` left: their tables, the facts they
+        recorded (after ``mark``), the function calls they made and the axes their tensors were
+        read as."""
+        r = self.r
+        for i in scopes:
+            r.tensors[i] = {}
+        del r.axis_nodes[mark[0]:]
+        del r.call_facts[mark[1]:]
+        for key in list(self.calls)[mark[2]:]:
+            del self.calls[key]
+        inner = set(scopes)
+        for key in [k for k in r.memo if len(k) > 1 and k[0] == "axes" and k[1] in inner]:
+            del r.memo[key]
 
     # -- model-local functions ---------------------------------------------------------------------
     def _call(self, fsid: int, caller: int, info: "NodeInfo",
@@ -357,11 +597,13 @@ class _Runner:
         for i in scopes:
             r.tensors[i] = {}
         self.depth += 1
+        self.callers.append(caller)
         try:
             self.run_scope(body, list(ins[:len(body.inputs)]))
             table = r.tensors[fsid]
             outs: list[TensorInfo | None] | None = [table.get(o) for o in body.outputs]
         finally:
+            self.callers.pop()
             self.depth -= 1
             r.memo, r.axis_nodes, self.env = saved
             for i, t in zip(scopes, saved_tables):
@@ -374,6 +616,19 @@ class _Runner:
         if facts:
             r.call_facts.append(CallFacts(caller, fsid, tuple(facts)))
         return outs
+
+    def _check_call_types(self, nid: int, info: "NodeInfo", ins: list[TensorInfo | None]) -> None:
+        """Record the first input type error of a function body's node at this call's types."""
+        errors = self.r.call_type_errors
+        if nid in errors:
+            return
+        sig = signature(info.domain, info.op_type, info.since_version)
+        if sig is None:
+            return
+        dtypes = [t.dtype if t is not None and t.dtype in DTYPES else 0 for t in ins]
+        problem = input_type_error(sig, dtypes) if any(dtypes) else None
+        if problem is not None:
+            errors[nid] = (problem[1], self.callers[0])
 
     def _descendants(self, fsid: int) -> list[int]:
         """Scope ``fsid`` and every body nested in it."""
@@ -413,18 +668,19 @@ class _Runner:
               args: list[TensorInfo | None] | None = None) -> None:
         """Graph inputs from their declared types (the one declaration we trust), initializers
         from their dims and, when small, their values; a function's inputs from ``args`` (a call
-        site's) or unknown."""
+        site's) or unknown; a body input from ``args`` where it has an entry (what its Loop or
+        Scan feeds it)."""
         body = scope.proto
         bindings = self.r.bindings
         if isinstance(body, onnx.GraphProto):
-            # A Loop body's carried inputs (after the iteration number and the condition) may
-            # change shape from one iteration to the next, and onnxruntime does not hold them to
-            # their declaration: only their element type is known.
-            carried = 2 if self._is_loop_body(scope) else len(body.input)
+            owner = self._owner_op(scope)
+            copies = self.r.copies if scope.id == 0 else None
             for k, vi in enumerate(body.input):
-                info = self._from_type(vi.type, bindings, vi.name)
-                if k >= carried and info is not None:
-                    info = TensorInfo(info.dtype, None)
+                info = self._from_type(vi.type, bindings, vi.name, copies)
+                if owner is not None and info is not None:
+                    info = _runtime_input(owner, k, vi, info)
+                if args is not None and k < len(args) and args[k] is not None:
+                    info = args[k]  # what the owner feeds (a Loop's or Scan's, ops/control.py)
                 table[vi.name] = info
             # From IR 4 an initializer that is also a graph input is only a default: a caller may
             # feed another value (onnxruntime then checks it against the declared type alone).
@@ -441,14 +697,18 @@ class _Runner:
             for k, name in enumerate(scope.inputs):
                 table[name] = args[k] if args is not None and k < len(args) else None
 
-    def _is_loop_body(self, scope: Scope) -> bool:
+    def _owner_op(self, scope: Scope) -> str | None:
+        """The op type of the node whose body ``scope`` is (None for the main graph); a custom
+        domain's op is named with its domain."""
         owner = scope.owner
         if owner is None:
-            return False
+            return None
         info = self.g.nodes[owner]
-        return info.op_type == "Loop" and info.domain == ""
+        return info.op_type if info.domain == "" else f"{info.domain}::{info.op_type}"
 
-    def _from_type(self, tp: onnx.TypeProto, bindings: Mapping[str, int], name: str) -> TensorInfo | None:
+    def _from_type(self, tp: onnx.TypeProto, bindings: Mapping[str, int], name: str,
+                   copies: Mapping[CopyKey, str] | None = None) -> TensorInfo | None:
+        aliases = self.r.aliases
         if tp.WhichOneof("value") != "tensor_type":
             return None
         tt = tp.tensor_type
@@ -458,12 +718,15 @@ class _Runner:
         if len(dims) > self.max_rank:
             raise LimitExceededError("max-rank", len(dims), "--max-rank", file=self.g.path, tensor=name)
         shape: list[Dim] = []
-        for d in dims:
+        for axis, d in enumerate(dims):
             which = d.WhichOneof("value")
             if which == "dim_value":
                 shape.append(int(d.dim_value) if d.dim_value >= 0 else None)
             elif which == "dim_param" and d.dim_param:
-                s: Dim = Sym.symbol(d.dim_param)
+                p = d.dim_param
+                if copies:
+                    p = copies.get((name, p, axis)) or copies.get((name, p), p)
+                s: Dim = Sym.symbol(aliases.get(p, p) if aliases else p)
                 shape.append(substitute(s, bindings) if bindings else s)
             else:
                 shape.append(None)

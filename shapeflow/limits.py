@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import time
+from contextvars import ContextVar
 from dataclasses import dataclass
+from typing import Iterator
 
 
 def default_max_memory() -> int:
@@ -38,3 +42,28 @@ class Limits:
 
 
 DEFAULT_LIMITS = Limits()
+
+
+# ``--timeout`` is a time per file: the lint driver sets when the current file's work must end
+# (``file_deadline``), and each phase that walks the model (the count before the parse, the
+# check of its strings, the index, inference, the rules, the markers) checks that one moment.
+# Without a driver's deadline (a library call, ``infer``), a phase allows ``--timeout`` from its
+# own start.
+_FILE_DEADLINE: ContextVar[float | None] = ContextVar("shapeflow_file_deadline", default=None)
+
+
+def deadline(limits: Limits) -> float:
+    """The ``time.monotonic()`` by which the current file's work must end (module note above)."""
+    found = _FILE_DEADLINE.get()
+    return found if found is not None else time.monotonic() + limits.timeout
+
+
+@contextlib.contextmanager
+def file_deadline(timeout: float) -> Iterator[float]:
+    """Within the block, every phase of the current file ends by ``timeout`` seconds from now."""
+    at = time.monotonic() + timeout
+    token = _FILE_DEADLINE.set(at)
+    try:
+        yield at
+    finally:
+        _FILE_DEADLINE.reset(token)

@@ -87,8 +87,9 @@ class LintJSON(TypedDict):
     shapeflow_version: str
     schema: int
     files: int
-    diagnostics: list[DiagnosticJSON]
-    summary: Counts
+    diagnostics: list[DiagnosticJSON]  # the reported findings (info only when shown or named)
+    summary: Counts  # every finding, reported or not
+    info_not_shown: int  # info findings counted in the summary but not listed (--show-info lists them)
 
 
 class OpCounts(TypedDict):

@@ -1,11 +1,26 @@
+"""Shared by every test: the tests folder on sys.path (tests import their helpers by name), and
+the suite's knobs.
+
+* One worker per core when pytest-xdist is installed (the ``test`` extra has it) and the command
+  line does not choose (``-n 0`` runs in one process; ``-p no:xdist`` without the plugin): the
+  tests are independent, most of their time is onnxruntime and subprocesses, and a 2-core machine
+  runs the suite in half the time.
+* The lint cache's user key lives in a folder of the session (``XDG_CACHE_HOME``), not ``~/.cache``.
+* ``-m scale`` runs the tests marked ``scale`` (gigabyte-sized models under ``ulimit -v``), which a
+  plain run deselects; ``.ci/run`` runs them as a step of their own.
+"""
+
+from __future__ import annotations
+
+import atexit
 import os
+import shutil
 import sys
+import tempfile
+
+import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-
-import atexit  # noqa: E402
-import shutil  # noqa: E402
-import tempfile  # noqa: E402
 
 # The lint cache keys its entries with a secret of the user's (shapeflow/cache.py, user_key):
 # tests, and the commands they run, keep theirs in a folder of this session, not in ~/.cache.
@@ -16,3 +31,18 @@ if "SHAPEFLOW_TESTS_KEEP_XDG" not in os.environ:
 # A shape rule that raises is a bug: outside the tests its node's outputs become unknown (and a
 # warning says so); here, in this process and in every CLI subprocess, it raises and fails the test.
 os.environ["SHAPEFLOW_RAISE_RULE_CRASHES"] = "1"
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_cmdline_main(config: pytest.Config) -> None:
+    if not config.pluginmanager.hasplugin("xdist") or os.environ.get("PYTEST_XDIST_WORKER"):
+        return
+    if config.getoption("numprocesses", None) is None and config.getoption("dist", "no") == "no" \
+            and not config.getoption("collectonly", False):
+        config.option.numprocesses = "auto"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "scale: a scale run (gigabytes, minutes); deselected unless -m scale")
+    if not config.getoption("markexpr", ""):
+        config.option.markexpr = "not scale"

@@ -120,3 +120,56 @@ def write_cache_entry(path: "os.PathLike[str] | str", doc: "dict | bytes") -> No
     mac = LintCache("unused", secret=user_key())._mac(key, body)
     with open(path, "wb") as f:
         f.write(mac + b"\n" + body)
+
+
+# -- building the package (tests/test_packaging.py, test_sdist.py) ---------------------------------
+
+# Build requirement of pyproject.toml: setuptools 77 is the first to read `license = "Apache-2.0"`.
+SETUPTOOLS_NEEDED = (77,)
+# what pip and build print when the index cannot be reached (or holds no such setuptools)
+_OFFLINE = ("No matching distribution found", "Could not find a version that satisfies",
+            "Failed to establish a new connection", "Temporary failure in name resolution",
+            "Network is unreachable", "NewConnectionError", "ProxyError", "ConnectTimeoutError")
+
+
+def _setuptools_version() -> tuple[int, ...]:
+    from importlib import metadata
+
+    try:
+        version = metadata.version("setuptools")
+    except metadata.PackageNotFoundError:
+        return ()
+    return tuple(int(p) for p in version.split(".")[:2] if p.isdigit())
+
+
+def build_dist(src: str, out: str, kind: str) -> str:
+    """Build the ``kind`` ("sdist" or "wheel") of the project at ``src`` into ``out``; its path.
+
+    With the environment's setuptools when it is new enough (no network needed), else in an
+    isolated environment that pip fills from the index (the build requirement), as a user's
+    ``pip install`` does; a test that cannot reach the index is skipped, not failed."""
+    import glob
+    import importlib.util
+    import subprocess
+    import sys
+
+    import pytest
+
+    local = _setuptools_version() >= SETUPTOOLS_NEEDED
+    if kind == "wheel":
+        cmd = [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", out, src]
+        if local:
+            cmd.insert(4, "--no-build-isolation")
+    else:
+        if importlib.util.find_spec("build") is None:
+            pytest.skip("the 'build' package is not installed (pip install -e \".[test]\")")
+        cmd = [sys.executable, "-m", "build", "--sdist", "--outdir", out, src]
+        if local:
+            cmd.insert(3, "--no-isolation")
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    if proc.returncode != 0 and not local and any(s in proc.stdout + proc.stderr for s in _OFFLINE):
+        pytest.skip(f"setuptools >= {SETUPTOOLS_NEEDED[0]} is not installed and the package index "
+                    "cannot be reached to build in isolation")
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
+    (found,) = glob.glob(os.path.join(out, "shapeflow-*.whl" if kind == "wheel" else "shapeflow-*.tar.gz"))
+    return found

@@ -10,6 +10,7 @@ on the same node (a condition is owned by one rule, but a broken node may break 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Callable
 
 import numpy as np
 import onnx
@@ -23,9 +24,10 @@ class Fixture:
     text: str = ""  # ONNX text format (empty when ``build`` makes the model)
     expected: frozenset = field(default_factory=frozenset)  # {(code, place)}
     select: tuple[str, ...] | None = None  # lint only these codes (None: the rule under test)
+    build: Callable[[], onnx.ModelProto] | None = None  # for what the text format cannot say
 
     def model(self) -> onnx.ModelProto:
-        return parser.parse_model(self.text)
+        return self.build() if self.build is not None else parser.parse_model(self.text)
 
 
 F = Fixture
@@ -346,6 +348,106 @@ Same (sx) => (sy)
 }
 """, frozenset({("SF120", "old_sq"), ("SF120", "relu")})),
 ]
+
+
+def _element_type_0() -> onnx.ModelProto:
+    """Graph input ``x`` and initializer ``w`` with element type 0; ``y`` and ``w_ok`` are fine."""
+    m = parser.parse_model("""
+<ir_version: 8, opset_import: ["" : 13]>
+g (float[2] x, float[2] y) => (float[2] z, float[2] ok)
+<float[2] w = {1.0, 2.0}, float[2] w_ok = {1.0, 2.0}>
+{
+    [use_x] z = Add (x, w)
+    [clean] ok = Add (y, w_ok)
+}
+""")
+    m.graph.input[0].type.tensor_type.elem_type = 0
+    m.graph.initializer[0].data_type = 0
+    return m
+
+
+def _sparse_initializers() -> onnx.ModelProto:
+    """Sparse initializer ``bad`` has an index past its end; ``good`` is unsorted, which onnxruntime
+    accepts."""
+    g = helper.make_graph([helper.make_node("Add", ["bad", "good"], ["y"], name="add")], "g", [],
+                          [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [4])])
+    for name, idx in (("bad", [1, 9]), ("good", [3, 0])):
+        values = numpy_helper.from_array(np.array([1.0, 2.0], np.float32), name)
+        g.sparse_initializer.append(helper.make_sparse_tensor(
+            values, numpy_helper.from_array(np.array(idx, np.int64), f"{name}_idx"), [4]))
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)], ir_version=8)
+
+
+_LOCAL_F = """
+<domain: "local", opset_import: ["" : 13]>
+F (x) => (r)
+{{
+    r = {op} (x)
+}}
+"""
+
+LOAD_TIME_FIXTURES = [
+    F("sf011_attribute_mismatch", "SF011", """
+<ir_version: 8, opset_import: ["" : 13]>
+g (float[2] a, float[2] b) => (float[4] y, float[2] z, float[4] w, float[4] ok)
+{
+    [no_axis] y = Concat (a, b)
+    [unknown_attr] z = Relu <foo = 1> (a)
+    [float_axis] w = Concat <axis = 0.0> (a, b)
+    [clean] ok = Concat <axis = 0> (a, b)
+}
+""", frozenset({("SF011", "no_axis"), ("SF011", "unknown_attr"), ("SF011", "float_axis")})),
+    F("sf012_arity_mismatch", "SF012", """
+<ir_version: 8, opset_import: ["" : 13]>
+g (float[2] a, float[2] b) => (float[2] y, float[2] z, float[2] ok)
+{
+    [three] y = Add (a, b, b)
+    [empty_input] z = Add ("", b)
+    [clean] ok = Add (a, b)
+}
+""", frozenset({("SF012", "three"), ("SF012", "empty_input")})),
+    F("sf013_type_mismatch", "SF013", """
+<ir_version: 8, opset_import: ["" : 13]>
+g (int64[2] i, float[2] a) => (float[2] y, int64[2] z, int64[2] w, float[2] ok)
+{
+    [mixed] y = Add (i, a)
+    [relu_int] z = Relu (i)
+    [declared] w = Neg (a)
+    [clean] ok = Add (a, a)
+}
+""", frozenset({("SF013", "mixed"), ("SF013", "relu_int"), ("SF013", "declared")})),
+    F("sf014_invalid_attribute_value", "SF014", """
+<ir_version: 8, opset_import: ["" : 13]>
+g (float[2, 2] a) => (float[4, 4] y, float[2, 2] c, float[4, 4] ok)
+<int64[4] p = {1, 1, 1, 1}>
+{
+    [bad_mode] y = Pad <mode = "CONSTANT"> (a, p)
+    [bad_cast] c = Cast <to = 999> (a)
+    [clean] ok = Pad <mode = "reflect"> (a, p)
+}
+""", frozenset({("SF014", "bad_mode"), ("SF014", "bad_cast")})),
+    F("sf015_shape_inference_error", "SF015", """
+<ir_version: 8, opset_import: ["" : 13]>
+g (float[2, 3] a, float[4, 5] b) => (float[2, 5] y, float[?] z, float[3, 2] ok)
+<int64[1] i = {0}>
+{
+    [mm] y = MatMul (a, b)
+    [gather] z = Gather <axis = 5> (a, i)
+    [clean] ok = Transpose (a)
+}
+""", frozenset({("SF015", "mm"), ("SF015", "gather")})),
+    F("sf016_invalid_element_type", "SF016", build=_element_type_0,
+      expected=frozenset({("SF016", "x"), ("SF016", "w")})),
+    F("sf017_invalid_sparse_tensor", "SF017", build=_sparse_initializers, expected=frozenset({("SF017", "bad")})),
+    F("sf018_duplicate_function", "SF018", """
+<ir_version: 8, opset_import: ["" : 13, "local" : 1]>
+g (float[2] a) => (float[2] y)
+{
+    [call] y = local.F (a)
+}
+""" + _LOCAL_F.format(op="Relu") + _LOCAL_F.format(op="Neg"), frozenset({("SF018", None)})),
+]
+FIXTURES += LOAD_TIME_FIXTURES
 
 
 def paddle_in_if() -> onnx.ModelProto:

@@ -342,21 +342,28 @@ def test_gitignore_is_honoured_in_a_repository(tmp_path, capsys, monkeypatch) ->
 # -- the quiet gate -------------------------------------------------------------------------------------
 
 def test_info_is_counted_not_printed(capsys) -> None:
-    _, out, _ = run(capsys, "lint", "--format", "json", os.path.join(EXAMPLES, "attention.onnx"))
-    n = len(json.loads(out)["diagnostics"])  # machine formats keep everything
+    """Every format reports errors and warnings; info findings are counted, and listed only with
+    --show-info (or for the codes a --select names). Nothing is fixable with --fix unless shown."""
+    attention = os.path.join(EXAMPLES, "attention.onnx")
+    _, out, _ = run(capsys, "lint", "--format", "json", "--show-info", attention)
+    n = len(json.loads(out)["diagnostics"])
     assert n > 0 and all(d["severity"] == "info" for d in json.loads(out)["diagnostics"])
-    code, out, err = run(capsys, "lint", os.path.join(EXAMPLES, "attention.onnx"))
+    code, out, _ = run(capsys, "lint", "--format", "json", attention)
+    doc = json.loads(out)
+    assert code == 0 and doc["diagnostics"] == [] and doc["summary"]["info"] == n and doc["info_not_shown"] == n
+    code, out, err = run(capsys, "lint", attention)
     assert code == 0 and out == ""
-    assert err == f"1 file: 0 errors, 0 warnings, {n} info not shown; --show-info ({n} fixable with --fix)\n"
-    _, out, _ = run(capsys, "lint", "--show-info", os.path.join(EXAMPLES, "attention.onnx"))
+    assert err == f"1 file: 0 errors, 0 warnings, {n} info not shown; --show-info\n"
+    _, out, err = run(capsys, "lint", "--show-info", attention)
     assert len([line for line in out.splitlines() if " info SF2" in line]) == n
+    assert err == f"1 file: 0 errors, 0 warnings, {n} info ({n} fixable with --fix)\n"
 
 
 def test_statistics_and_concise(capsys) -> None:
     code, out, _ = run(capsys, "lint", "--statistics", EXAMPLES)
     lines = out.splitlines()
-    counts = {line.split()[1]: int(line.split()[0]) for line in lines}
-    _, js, _ = run(capsys, "lint", "--format", "json", EXAMPLES)
+    counts = {line.split()[1]: int(line.split()[0]) for line in lines}  # every finding, info included
+    _, js, _ = run(capsys, "lint", "--format", "json", "--show-info", EXAMPLES)
     diags = json.loads(js)["diagnostics"]
     assert counts == {c: sum(1 for d in diags if d["code"] == c) for c in {d["code"] for d in diags}}
     most = max(counts.values())
@@ -582,3 +589,202 @@ def test_fix_leaves_a_suppressed_finding_alone(tmp_path, capsys) -> None:
             sq = [n for n in after.graph.node if n.op_type == "Squeeze"]
             axes = [list(onnx.numpy_helper.to_array(t)) for t in after.graph.initializer if sq and t.name == sq[0].input[1]]
             assert axes == [[2]]  # axis 1 (dim 3) dropped, Paddle's result
+
+
+# -- issue 23: adoption, round 2 -------------------------------------------------------------------
+
+ATTENTION = os.path.join(EXAMPLES, "attention.onnx")  # info findings only (SF2xx): nothing to report
+
+
+def test_force_exclude_applies_exclude_to_named_files(repo, capsys) -> None:
+    """pre-commit names every file; --force-exclude skips those the config excludes (and the
+    default excluded folders), as ``lint .`` does. Named files are linted without it; a run whose
+    named files are all excluded passes (exit 0), one that names no model at all does not."""
+    for rel in ("third_party/z.onnx", "build/b.onnx", "models/a.onnx"):
+        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(os.path.join(EXAMPLES, "paddle_squeeze.onnx"), repo / rel)
+    write(repo / "pyproject.toml", '[tool.shapeflow]\nexclude = ["third_party"]\n')
+    named = ["third_party/z.onnx", "build/b.onnx", "models/a.onnx"]
+    code, out, err = run(capsys, "lint", "--format", "concise", *named)
+    assert code == 1 and {line.split(": ")[0] for line in out.splitlines()} == set(named)
+    code, out, err = run(capsys, "lint", "--format", "concise", "--force-exclude", *named)
+    assert code == 1 and {line.split(": ")[0] for line in out.splitlines()} == {"models/a.onnx"}
+    assert "1 file:" in err
+    # the same files as `lint .` (m.onnx is the fixture's)
+    _, dot, _ = run(capsys, "lint", "--format", "concise", ".")
+    assert {line.split(": ")[0] for line in dot.splitlines()} == {"models/a.onnx", "m.onnx"}
+    code, out, err = run(capsys, "lint", "--force-exclude", "third_party/z.onnx", "build/b.onnx")
+    # the settings' exclude leaves what onnxruntime refuses (nothing here) to check; the default
+    # folders (build) are the tool's and drop the file
+    assert (code, out) == (0, "") and "1 more file, excluded by pyproject.toml" in err
+    code, out, err = run(capsys, "lint", "--force-exclude", "build/b.onnx")
+    assert (code, out) == (0, "") and "every model file named is excluded" in err
+    code, _, err = run(capsys, "lint", "--force-exclude", "nothing_here.txt", "--isolated")
+    assert code == 2  # not a model, not excluded: reported as before
+    # optimize --check (the other hook) too
+    code, out, err = run(capsys, "optimize", "--check", "--force-exclude", "third_party/z.onnx")
+    assert code == 0 and "every model file named is excluded" in err
+
+
+def _sarif(out: str) -> dict:
+    return json.loads(out)["runs"][0]
+
+
+def test_machine_formats_report_what_text_reports(capsys) -> None:
+    """json, jsonl, sarif and github list errors and warnings; info findings only with
+    --show-info or when a --select (or extend-select) names their codes."""
+    for fmt in ("json", "jsonl", "sarif", "github"):
+        code, out, _ = run(capsys, "lint", "--format", fmt, ATTENTION)
+        assert code == 0
+        if fmt == "json":
+            assert json.loads(out)["diagnostics"] == []
+        elif fmt == "jsonl":
+            assert json.loads(out)["diagnostics"] == []
+        elif fmt == "sarif":
+            assert _sarif(out)["results"] == []
+        else:
+            assert out == ""
+    _, out, _ = run(capsys, "lint", "--format", "json", "--show-info", ATTENTION)
+    every = json.loads(out)["diagnostics"]
+    assert len(every) > 10 and {d["code"] for d in every} > {"SF216", "SF208"}
+    # a code the command line names is reported; the others stay counted only
+    _, out, _ = run(capsys, "lint", "--format", "sarif", "--extend-select", "SF216", ATTENTION)
+    assert {r["ruleId"] for r in _sarif(out)["results"]} == {"SF216"}
+    _, out, _ = run(capsys, "lint", "--format", "json", "--select", "SF2", ATTENTION)
+    doc = json.loads(out)
+    assert len(doc["diagnostics"]) == len(every) and doc["info_not_shown"] == 0
+    _, out, _ = run(capsys, "lint", "--format", "github", "--extend-select", "SF208", ATTENTION)
+    assert out and all(line.startswith("::notice ") and "SF208" in line for line in out.splitlines())
+    # and the text format follows the same rule
+    _, out, _ = run(capsys, "lint", "--extend-select", "no-op-cast", ATTENTION)
+    assert codes_in(out) == {"SF208"}
+
+
+def test_config_select_names_info_codes_too(repo, capsys) -> None:
+    shutil.copy(ATTENTION, repo / "m.onnx")
+    write(repo / "pyproject.toml", '[tool.shapeflow]\nextend-select = ["SF204"]\n')
+    _, out, _ = run(capsys, "lint", "--format", "json", "m.onnx")
+    assert {d["code"] for d in json.loads(out)["diagnostics"]} == {"SF204"}
+
+
+def test_sarif_stays_within_code_scanning_limits() -> None:
+    """More findings than GitHub keeps (5,000 a run): the errors first, then the warnings, then
+    info, each group in its order; the log says it was cut (a warning notification, the run's
+    properties). Long messages are cut by bytes as well (an upload over 10 MB is refused)."""
+    from shapeflow.diagnostics import Diagnostic, Location, Severity
+    from shapeflow.render.sarif import MAX_RESULT_BYTES, MAX_RESULTS, sarif_log
+
+    def finding(k: int, severity: Severity, message: str = "m") -> Diagnostic:
+        code = {Severity.ERROR: "SF104", Severity.WARNING: "SF105", Severity.INFO: "SF201"}[severity]
+        return Diagnostic(code, "x", severity, "m.onnx", f"{message} {k}", location=Location("main", f"n{k}"))
+
+    diags = [finding(k, Severity.INFO) for k in range(MAX_RESULTS)]
+    diags.insert(10, finding(-1, Severity.ERROR))
+    diags.append(finding(-2, Severity.WARNING))
+    run_ = sarif_log(diags, version="0")["runs"][0]
+    results = run_["results"]
+    assert len(results) == MAX_RESULTS
+    levels = [r["level"] for r in results]
+    assert levels.count("error") == 1 and levels.count("warning") == 1 and levels[10] == "error"  # order kept
+    assert run_["properties"] == {"resultsTruncated": True, "resultsTotal": MAX_RESULTS + 2}
+    notes = run_["invocations"][0]["toolExecutionNotifications"]
+    assert notes[-1]["level"] == "warning" and f"{MAX_RESULTS:,} of {MAX_RESULTS + 2:,}" in notes[-1]["message"]["text"]
+    # within the limits nothing changes: no properties, no notification
+    small = sarif_log(diags[:50], version="0")["runs"][0]
+    assert len(small["results"]) == 50 and "properties" not in small
+    assert "toolExecutionNotifications" not in small["invocations"][0]
+    # long node names: the bytes bound the results too
+    long = [finding(k, Severity.ERROR, "x" * 20_000) for k in range(1000)]
+    out = sarif_log(long, version="0")["runs"][0]
+    assert 0 < len(out["results"]) < 1000 and len(json.dumps(out["results"])) <= MAX_RESULT_BYTES
+    assert out["properties"]["resultsTotal"] == 1000
+
+
+def test_baseline_is_errors_and_warnings_one_line_each(repo, capsys) -> None:
+    """Info findings are never recorded (they fail nothing); each entry is one line, sorted, so
+    a new or fixed finding is a one-line change; the file gets the user's umask, not 0600."""
+    shutil.copy(ATTENTION, repo / "info_only.onnx")
+    code, _, err = run(capsys, "lint", "--write-baseline", "b.json", "m.onnx", "info_only.onnx")
+    assert code == 0 and "recorded 4 findings" in err
+    text = (repo / "b.json").read_text()
+    lines = text.splitlines()
+    entries = [json.loads(line.strip().rstrip(",")) for line in lines if line.strip().startswith('{"file"')]
+    assert len(entries) == 4 and all(e["code"] != "SF216" and e["file"] == "m.onnx" for e in entries)
+    assert entries == sorted(entries, key=lambda e: (e["file"], e["code"], e["graph"], e["node"] or "",
+                                                     e["fingerprint"]))
+    assert json.loads(text)["entries"] == entries and len(lines) == 4 + 6
+    assert oct(os.stat(repo / "b.json").st_mode & 0o777) == oct(0o666 & ~_umask())
+    for mask in (0o022, 0o002):
+        old = os.umask(mask)
+        try:
+            assert run(capsys, "lint", "--write-baseline", f"b{mask}.json", "m.onnx")[0] == 0
+        finally:
+            os.umask(old)
+        assert os.stat(repo / f"b{mask}.json").st_mode & 0o777 == 0o666 & ~mask
+    # an older baseline that lists info findings still loads
+    code, out, err = run(capsys, "lint", "--baseline", "b.json", "m.onnx", "info_only.onnx")
+    assert (code, out) == (0, "") and "4 in the baseline" in err
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def test_fix_applies_only_what_it_reports(tmp_path, capsys) -> None:
+    """A model with no error and no warning is left as it is by --fix (every rewrite is info, not
+    shown); an info code shown or named is applied, and only that one; a severity raised to warning
+    makes a rewrite reported, hence applied."""
+    import onnx as _onnx
+
+    path = tmp_path / "m.onnx"
+    shutil.copy(ATTENTION, path)
+    before = path.read_bytes()
+    code, out, err = run(capsys, "lint", "--fix", "--isolated", str(path))
+    assert code == 0 and path.read_bytes() == before and "fixed 0 in 0 files" in err
+    def casts(m) -> int:
+        return sum(n.op_type == "Cast" for n in m.graph.node)
+
+    original = _onnx.load(str(path))
+    code, _, err = run(capsys, "lint", "--fix", "--isolated", "--extend-select", "SF208", str(path))
+    after = _onnx.load(str(path))
+    assert code == 0 and casts(after) == casts(original) - 1 and "fixed 1 in 1 file" in err
+    _, out, _ = run(capsys, "lint", "--format", "json", "--show-info", "--isolated", str(path))
+    left = {d["code"] for d in json.loads(out)["diagnostics"]}
+    assert "SF208" not in left and {"SF216", "SF202", "SF210"} <= left  # the other rewrites were not applied
+    shutil.copy(ATTENTION, path)
+    code, _, err = run(capsys, "lint", "--fix", "--isolated", "--severity", "SF216=warning", str(path))
+    assert path.read_bytes() != before and "fixed" in err
+
+
+def test_fix_leaves_a_baselined_finding_alone(repo, capsys) -> None:
+    """The baseline's findings are not reported, so --fix does not touch them; a new one is fixed."""
+    paddle = os.path.join(EXAMPLES, "paddle_squeeze.onnx")
+    shutil.copy(paddle, repo / "old.onnx")
+    assert run(capsys, "lint", "--write-baseline", "b.json", "old.onnx")[0] == 0
+    write(repo / "pyproject.toml", '[tool.shapeflow]\nbaseline = "b.json"\n')
+    shutil.copy(paddle, repo / "new.onnx")
+    before = (repo / "old.onnx").read_bytes()
+    code, out, err = run(capsys, "lint", "--fix", "old.onnx", "new.onnx")
+    assert code == 0 and "fixed 1 in 1 file" in err
+    assert (repo / "old.onnx").read_bytes() == before and (repo / "new.onnx").read_bytes() != before
+
+
+def test_fix_diff_summarises_weights(tmp_path, capsys) -> None:
+    """lint --fix --diff and optimize --diff name each initializer (dtype, dims, digest) and never
+    print its values: the diff of a model is far smaller than its weights."""
+    path = tmp_path / "m.onnx"
+    shutil.copy(ATTENTION, path)
+    code, out, _ = run(capsys, "lint", "--fix", "--diff", "--show-info", str(path))
+    assert code == 1 and out.startswith("--- ")
+    weights = sum(len(t.raw_data) for t in onnx.load(str(path)).graph.initializer)
+    assert len(out) < weights / 4
+    assert re.search(r'float\[128,64\] "wte\.weight" = \["sha256": "[0-9a-f]{16}", "bytes": "32768"\]', out)
+    # a line per initializer: the diff names the small ones that went away, and nothing else
+    removed = [line for line in out.splitlines() if re.match(r"-\s+int64\[1\] axes_\d =", line)]
+    assert removed == ["-      int64[1] axes_1 =  {1},", "-      int64[1] axes_2 =  {2},", "-      int64[1] axes_0 =  {0},"]
+    code, out, _ = run(capsys, "optimize", "--dry-run", "--diff", str(path))
+    inits = [line.strip() for line in out.splitlines() if line.strip().startswith("initializer ")]
+    assert inits and all(re.search(r"^initializer \w+ \S+ \[[^]]*\]( = \[[^]]*\])? sha256:[0-9a-f]{16}$", line)
+                         for line in inits), inits

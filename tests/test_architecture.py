@@ -23,10 +23,11 @@ PACKAGE = ROOT / "shapeflow"
 # package (``shapeflow.ops.squeeze`` -> ``shapeflow.ops``); a new top-level module must be added.
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
     # Records, limits, errors, the pure axis algebra, the code table, version tables: no model yet.
-    ("base", ("shapeflow._onnx", "shapeflow._schema_data", "shapeflow._version", "shapeflow.assume",
-              "shapeflow.axes", "shapeflow.codes", "shapeflow.diagnostics", "shapeflow.dimexpr", "shapeflow.dims",
+    ("base", ("shapeflow._onnx", "shapeflow._schema_data", "shapeflow._schema_sigs", "shapeflow._version",
+              "shapeflow.assume", "shapeflow.axes", "shapeflow.codes", "shapeflow.diagnostics", "shapeflow.dimexpr",
+              "shapeflow.dims",
               "shapeflow.errors", "shapeflow.limits", "shapeflow.opsets", "shapeflow.results",
-              "shapeflow.schema_table")),
+              "shapeflow.schema_table", "shapeflow.signatures")),
     ("io", ("shapeflow.io",)),
     ("graph", ("shapeflow.graph",)),
     ("inference", ("shapeflow.facts", "shapeflow.tensorinfo", "shapeflow.ops", "shapeflow.inference",

@@ -171,3 +171,138 @@ def test_infer_output_under_an_assumption_says_so(tmp_path: Path) -> None:
     assert "hold only where seq>=3" in r.stderr
     r = run("infer", str(src), "-o", str(tmp_path / "plain.onnx"))
     assert "hold only where" not in r.stderr
+
+
+# -- the premises peers make silently (issue 22, point 4): '*>=1' and 'a==b' ----------------------
+
+# tf2onnx-style: every dim named on its own; a mask against the sequence, and a computed 2*seq as
+# a Reshape target over another input's dim (at seq = 0 it would copy b)
+TWO_NAMES = onnx.parser.parse_model("""
+<ir_version: 8, opset_import: ["" : 17]>
+g (float[seq, 4] x, float[mlen] m, float[b, 4] w) => (float[a] z, float[c, d] y)
+  <int64[1] two = {2}, int64[1] m1 = {-1}, int64[1] zero = {0}, int64[1] one = {1}>
+{
+  sh = Shape (x)
+  s = Slice (sh, zero, one)
+  s2 = Mul (s, two)
+  t = Concat <axis: int = 0> (s2, m1)
+  y = Reshape (w, t)
+  col = Slice (x, zero, one, one)
+  flat = Squeeze (col, one)
+  z = Add (flat, m)
+}
+""")
+
+
+@pytest.mark.parametrize(
+    ("texts", "ranges", "same"),
+    [
+        (["*>=1"], {"*": (1, None)}, ()),
+        (["a==b"], {}, (("a", "b"),)),
+        (["a==b", "b == c", "a==b", "seq>=2"], {"seq": (2, None)}, (("a", "b"), ("b", "c"))),
+    ],
+)
+def test_parse_premises(texts: list[str], ranges: dict, same: tuple) -> None:
+    p = parse_assumptions(texts)
+    assert dict(p) == ranges and p.same == same
+    assert parse_assumptions(p.texts()) == p  # the reported text reads back as the same premises
+
+
+@pytest.mark.parametrize("text", ["a==*", "*==a", "a==", "a===b"])
+def test_parse_rejects_bad_premises(text: str) -> None:
+    with pytest.raises(UsageError):
+        parse_assumptions([text])
+
+
+def test_every_dim_at_least_one_states_more_and_is_reported(tmp_path: Path) -> None:
+    plain = analyze_model(TWO_NAMES)
+    # 2*seq, or b where seq = 0 (the 0 copies w's dim): exact, if not pretty
+    assert str(plain.inference.shape_of("y")[0]) == "-b*min(1, seq) + b + 2*seq"
+    assert plain.inference.shape_of("z") == (None,)
+    every = analyze_model(TWO_NAMES, assume=("*>=1",))
+    assert str(every.inference.shape_of("y")[0]) == "2*seq"
+    assert [str(d) for d in every.inference.shape_of("z")] == ["max(mlen, seq)"]
+    assert every.inference.premises == ("*>=1",)
+    assert every.to_json()["assumptions"] == ["*>=1"]
+    path = tmp_path / "m.onnx"
+    onnx.save(TWO_NAMES, path)
+    r = run("infer", str(path), "--assume", "*>=1")
+    assert r.returncode == 0, r.stderr
+    assert "assuming *>=1" in r.stderr
+
+
+def test_two_names_of_one_dim(tmp_path: Path) -> None:
+    """mlen==seq: the mask's dim is the sequence's; reported as written, JSON too."""
+    same = analyze_model(TWO_NAMES, assume=("seq==mlen",))
+    assert [str(d) for d in same.inference.shape_of("z")] == ["seq"]
+    assert [str(d) for d in same.inference.shape_of("m")] == ["seq"]
+    assert same.inference.premises == ("seq==mlen",)
+    path = tmp_path / "m.onnx"
+    onnx.save(TWO_NAMES, path)
+    r = run("infer", str(path), "--format", "json", "--assume", "seq==mlen")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["assumptions"] == ["seq==mlen"]
+    r = run("infer", str(path), "--assume", "seq==nope")
+    assert r.returncode == 2 and "'nope', which is not a symbol of the model" in r.stderr
+    r = run("infer", str(path), "--assume", "seq==mlen", "--dim", "seq=3", "--dim", "mlen=4")
+    assert r.returncode == 2 and "contradicts" in r.stderr
+
+
+def test_premises_in_the_config_and_in_lint(tmp_path: Path) -> None:
+    """`assume` in [tool.shapeflow] holds both forms; lint reports them per file."""
+    path = tmp_path / "m.onnx"
+    onnx.save(TWO_NAMES, path)
+    (tmp_path / "pyproject.toml").write_text('[tool.shapeflow]\nassume = ["*>=1", "seq==mlen"]\n')
+    r = run("infer", str(path), "--format", "json", "--config", str(tmp_path / "pyproject.toml"))
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["assumptions"] == ["*>=1", "seq==mlen"]
+    assert next(t for t in doc["tensors"] if t["name"] == "z")["shape"] == ["seq"]
+    r = run("lint", str(path), "--format", "json", "--assume", "*>=1", "--assume", "seq==mlen")
+    assert r.returncode in (0, 1), r.stderr
+    assert json.loads(r.stdout)["assumptions"] == ["*>=1", "seq==mlen"]
+    r = run("lint", str(path), "--assume", "nope==seq")
+    assert r.returncode == 2 and "nope" in r.stderr
+
+
+def test_optimize_reports_premises(tmp_path: Path) -> None:
+    pytest.importorskip("onnxruntime")
+    src = tmp_path / "m.onnx"
+    onnx.save(TWO_NAMES, src)
+    r = run("optimize", str(src), "-o", str(tmp_path / "o.onnx"), "--format", "json", "--verify",
+            "--assume", "*>=1", "--assume", "seq==mlen")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["assumptions"] == ["*>=1", "seq==mlen"] and doc["verified"] is not False
+    r = run("optimize", str(src), "-o", str(tmp_path / "o2.onnx"), "--assume", "seq==mlen")
+    assert "assuming seq==mlen: rewrites may rely on it" in r.stdout + r.stderr
+
+
+def test_infer_hints_the_premise_that_would_decide(tmp_path: Path) -> None:
+    """Once per symbol, only when it would state more, with how many; none under the premise."""
+    path = tmp_path / "m.onnx"
+    onnx.save(TWO_NAMES, path)
+    r = run("infer", str(path))
+    assert r.returncode == 0, r.stderr
+    hints = [line.split(": hint: ")[1] for line in r.stderr.splitlines() if ": hint: " in line]
+    assert "assuming seq>=1 would state 1 dim more simply (--assume 'seq>=1')" in hints, hints
+    assert not any("mlen>=1" in h for h in hints)  # alone it decides nothing
+    assert "assuming *>=1 would state 1 more dim and 1 dim more simply (--assume '*>=1')" in hints, hints
+    # the mask against the sequence: two names a broadcast leaves unknown
+    assert any("assuming mlen==seq would state 1 more dim (--assume 'mlen==seq')" in h for h in hints), hints
+    r = run("infer", str(path), "--assume", "*>=1")
+    assert ": hint: " not in r.stderr
+    r = run("infer", str(path), "-q")
+    assert ": hint: " not in r.stderr
+
+
+def test_diff_takes_premises_and_says_so(tmp_path: Path) -> None:
+    path = tmp_path / "m.onnx"
+    onnx.save(TWO_NAMES, path)
+    r = run("diff", str(path), str(path), "--format", "json", "--assume", "*>=1", "--assume", "seq==mlen")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["assumptions"] == ["*>=1", "seq==mlen"]
+    r = run("diff", str(path), str(path), "--assume", "seq>=1")
+    assert r.returncode == 0 and "assuming seq>=1" in r.stdout
+    r = run("diff", str(path), str(path), "--assume", "nope>=1")
+    assert r.returncode == 2 and "symbol of neither model" in r.stderr

@@ -3,7 +3,6 @@ checked by applying both steps of a pair to labelled shapes."""
 
 from __future__ import annotations
 
-import time
 
 import numpy as np
 import pytest
@@ -419,9 +418,9 @@ def test_cancel_squeeze_unsqueeze_equals_both_steps(data, rank):
 # size: no quadratic behaviour on huge axis lists
 
 
-def test_large_axis_lists_are_fast():
+def test_large_axis_lists():
+    """100,000-element axis lists (benchmarks/bench_budgets.py checks the time grows linearly)."""
     n = 100_000
-    start = time.perf_counter()
     evens = list(range(0, 2 * n, 2))
     shape = unsqueeze_shape([7] * n, evens)
     assert len(shape) == 2 * n and shape[0] == 1 and shape[1] == 7
@@ -434,4 +433,3 @@ def test_large_axis_lists_are_fast():
     assert cancel_unsqueeze_squeeze(evens[:-1], evens) == ("squeeze", (n - 1,))
     assert lift(range(0, 2 * n, 2), n - 1) == 2 * n - 1
     assert cancel_squeeze_unsqueeze(evens, list(reversed(evens)))
-    assert time.perf_counter() - start < 5.0

@@ -9,7 +9,6 @@ from __future__ import annotations
 import copy
 import operator
 import pickle
-import time
 
 import pytest
 from hypothesis import given, settings
@@ -531,10 +530,11 @@ def test_symbols_cover_what_substitute_needs(x, env):
 # speed: these run per node on very large graphs
 
 
-def test_common_cases_are_cheap():
-    start = time.perf_counter()
+def test_common_cases():
+    """The per-node fast paths give the general results (their speed against plain ints is a
+    budget of benchmarks/bench_budgets.py)."""
     d = seq
-    for i in range(100_000):
+    for i in range(1_000):
         d = dim_add(d, 1)
         d = dim_sub(d, 1)
         dim_mul(d, 4)
@@ -542,7 +542,6 @@ def test_common_cases_are_cheap():
         dims_equal(d, seq)
         dim_add(i, i)
     assert d == seq
-    assert time.perf_counter() - start < 10.0
 
 
 def test_dim_nonnegative() -> None:

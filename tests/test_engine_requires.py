@@ -2,8 +2,10 @@
 (``shapeflow/passes/requires.py``) holds for ``optimize`` and ``lint --fix`` alike.
 
 Each model below has a cancelling Unsqueeze/Squeeze pair, so both drivers have something to
-rewrite, and breaks one requirement. Both exit 2 and leave the input as it was. (``lint --fix`` used
-to rewrite an opset-29 or IR-15 model in place and exit 0, where ``optimize`` refused it.)
+rewrite (``lint --fix`` acts on the findings it reports: ``--show-info`` reports the pair), and
+breaks one requirement. Both exit 2 and leave the input as it was. (``lint --fix`` used to rewrite
+an opset-29 or IR-15 model in place and exit 0, where ``optimize`` refused it.) A ``lint --fix``
+that reports nothing to fix runs no rewrite, so it has nothing to refuse: lint's own verdict.
 """
 
 from __future__ import annotations
@@ -95,7 +97,7 @@ def test_the_models_are_otherwise_rewritten(tmp_path: Path) -> None:
     out = tmp_path / "out.onnx"
     assert _run("optimize", str(path), "-o", str(out)).returncode == 0
     assert [n.op_type for n in onnx.load(str(out)).graph.node] == ["Relu"]
-    fixed = _run("lint", "--fix", "--isolated", "--no-cache", str(path))
+    fixed = _run("lint", "--fix", "--show-info", "--isolated", "--no-cache", str(path))
     assert fixed.returncode == 0, fixed.stderr
     assert path.read_bytes() != data
 
@@ -114,10 +116,21 @@ def test_optimize_refuses(tmp_path: Path, guard: str) -> None:
 def test_lint_fix_refuses(tmp_path: Path, guard: str) -> None:
     make, says = GUARDS[guard]
     path, data = _write(tmp_path, make())
-    proc = _run("lint", "--fix", "--isolated", "--no-cache", str(path))
+    proc = _run("lint", "--fix", "--show-info", "--isolated", "--no-cache", str(path))
     assert proc.returncode == 2, proc.stderr
     assert "fix refused" in proc.stderr and says in proc.stderr
     assert path.read_bytes() == data  # nothing written
+
+
+@pytest.mark.parametrize("guard", sorted(GUARDS))
+def test_lint_fix_with_nothing_reported_to_fix_runs_no_rewrite(tmp_path: Path, guard: str) -> None:
+    """The pair is info, not reported without --show-info: --fix has nothing to apply, so the
+    engine is not asked and there is nothing to refuse; the file stays as it was."""
+    make, _ = GUARDS[guard]
+    path, data = _write(tmp_path, make())
+    proc = _run("lint", "--fix", "--isolated", "--no-cache", str(path))
+    assert proc.returncode in (0, 1) and "fix refused" not in proc.stderr, proc.stderr
+    assert path.read_bytes() == data
 
 
 @pytest.mark.parametrize("guard", sorted(GUARDS))

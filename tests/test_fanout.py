@@ -335,7 +335,7 @@ def test_lint_reports_sf206_and_fix_applies_it(tmp_path):
     sf206 = [d for d in result.diagnostics if d.code == "SF206"]
     assert len(sf206) == 1 and sf206[0].name == "fan-out-merge" and sf206[0].fixable
     assert path.read_bytes() == original.SerializeToString()  # lint alone writes nothing
-    fixed = lint_file(str(path), LintOptions(fix=True))
+    fixed = lint_file(str(path), LintOptions(fix=True, show_info=True))
     assert fixed.changed and not [d for d in fixed.diagnostics if d.code == "SF206"]
     after = onnx.load(str(path))
     assert sum(n.op_type == "Unsqueeze" for n in after.graph.node) == 2
@@ -370,14 +370,14 @@ def test_lint_fix_leaves_a_reader_whose_finding_is_suppressed(tmp_path):
     path.write_bytes(model.SerializeToString())
     plain = lint_file(str(path))
     assert {d.code for d in plain.diagnostics} == {"SF206"}  # SF201 at 'keep' is suppressed
-    lint_file(str(path), LintOptions(fix=True))
+    lint_file(str(path), LintOptions(fix=True, show_info=True))
     after = onnx.load(str(path))
     kept = [n for n in after.graph.node if n.name == "keep"]
     assert len(kept) == 1 and kept[0].op_type == "Squeeze" and kept[0].input[0] == "t"
     # without the suppression, the same fix rewrites both readers
     node.doc_string = ""
     path.write_bytes(model.SerializeToString())
-    lint_file(str(path), LintOptions(fix=True))
+    lint_file(str(path), LintOptions(fix=True, show_info=True))
     assert sorted(n.op_type for n in onnx.load(str(path)).graph.node) == ["Relu", "Unsqueeze"]
 
 

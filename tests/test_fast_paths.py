@@ -214,3 +214,87 @@ def test_chain_and_dispatch_are_their_plain_twins(name: str, model: onnx.ModelPr
         assert dispatch.plan(ctx, latest_first) == dispatch.plan_plain(ctx, latest_first)
     if name in ("chain", "attention.onnx"):
         assert asked  # runs were compared, not only empty answers
+
+
+def _optimized(model: onnx.ModelProto, name: str) -> tuple[bytes, object]:
+    from shapeflow.drivers.optimizer import OptimizeRefused, optimize_model
+
+    loaded = load_model_bytes(model.SerializeToString(), name)
+    try:
+        r = optimize_model(loaded, explain=True)
+    except OptimizeRefused as exc:  # a model with errors (the examples' axis errors)
+        return b"", str(exc)
+    return r.model.SerializeToString(), (r.rewrites, r.log, r.skipped, r.rounds, r.notes, r.roots)
+
+
+def _mixed(n: int) -> onnx.ModelProto:
+    """benchmarks/synthetic.py's mixed graph: Reshape round trips, no-op Reshapes, Casts, Identities."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    import synthetic
+
+    return synthetic.mixed_graph(n)
+
+
+@pytest.mark.parametrize("name, model", _engine_models() + [("mix", _mixed(660))],
+                         ids=lambda v: v if isinstance(v, str) else "")
+def test_skipping_taken_roots_is_asking_their_rules(name: str, model: onnx.ModelProto,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """``rounds.SKIP_TAKEN`` (a root an earlier rewrite of the round took is not asked about) gives
+    the model, the log, the near misses and the roots of asking every rule at every root."""
+    from shapeflow.passes import rounds
+    from shapeflow.rewrites import select
+
+    asked = [0]
+    for cls in {type(r) for r in select()}:
+        def counted(self, ctx, nid, _match=cls.match):  # type: ignore[no-untyped-def]
+            asked[0] += 1
+            return _match(self, ctx, nid)
+
+        monkeypatch.setattr(cls, "match", counted)
+    runs = {}
+    for skip in (True, False):
+        monkeypatch.setattr(rounds, "SKIP_TAKEN", skip)
+        asked[0] = 0
+        runs[skip] = _optimized(model, name), asked[0]
+    assert runs[True][0] == runs[False][0]
+    if name in ("chain", "mix"):  # roots were taken before they were visited: the skip was exercised
+        assert runs[True][1] < runs[False][1]
+
+
+def test_canonical_value_memo_is_the_plain_answer() -> None:
+    """``ops.numeric.canonical_value`` (memo of the values that fit, per assumptions block) against
+    ``canonical_value_plain``, for every tracked type, as ranges narrow within a block (what
+    inference's proofs do), across blocks, and for the keys the memo must not share (True, 1.0)."""
+    from shapeflow.dims import Sym, assuming, dim_mul, dim_neg, dim_sub, prove_at_least
+    from shapeflow.ops import numeric
+
+    b, s = Sym.symbol("batch"), Sym.symbol("seq")
+    bs = dim_mul(b, s)
+    big = dim_mul(dim_mul(bs, bs), dim_mul(bs, bs))
+    values = [(b, s, 8), (bs,), (dim_sub(b, s),), (big,), (dim_sub(s, 3), 2**40), (dim_mul(b, 2**40),),
+              (True, b), (1, b), (b, None), (dim_sub(s, 1),), (dim_mul(s, 2**31),), (dim_neg(b),), (2**63, b)]
+    dtypes = sorted({*numeric.INT_RANGES, *numeric.FLOAT_FORMATS, numeric.BOOL})
+    for start in ({}, {"seq": (1, None)}, {"batch": (0, 3)}):
+        with assuming(start):
+            for step in range(3):
+                for dtype in dtypes:
+                    for v in values:
+                        got = numeric.canonical_value(dtype, v)
+                        want = numeric.canonical_value_plain(dtype, v)
+                        assert got == want and [type(x) for x in got or ()] == [type(x) for x in want or ()], \
+                            (start, step, dtype, v)
+                prove_at_least("seq", 1 + 2 * step)  # narrower ranges: s - 1, s - 3 may now fit unsigned
+
+
+@pytest.mark.parametrize("name, model", _engine_models() + [("mix", _mixed(660))],
+                         ids=lambda v: v if isinstance(v, str) else "")
+def test_canonical_value_memo_infers_the_same(name: str, model: onnx.ModelProto,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    from shapeflow.ops import numeric
+
+    out = {}
+    for memo in (True, False):
+        monkeypatch.setattr(numeric, "MEMO", memo)
+        a = analyze(load_model_bytes(model.SerializeToString(), name))
+        out[memo] = infer_json_text(a)
+    assert out[True] == out[False]

@@ -221,9 +221,9 @@ F (a) => (b)
     (y,) = run_ort(fixed, {"x": x})
     assert np.array_equal(y, expected)
     if _have_passes():
-        # with every rule, the fixed Squeeze of a constant is then folded (SF203)
+        # with every rule shown, the fixed Squeeze of a constant is then folded (SF203)
         path = write(tmp_path, model, "all.onnx")
-        fix(path)
+        fix(path, show_info=True)
         fixed = onnx.load(str(path))
         assert "Squeeze" not in [n.op_type for n in fixed.functions[0].node]
         assert np.array_equal(run_ort(fixed, {"x": x})[0], expected)
@@ -286,7 +286,7 @@ def test_fix_applies_the_rewrites_and_keeps_outputs_bit_identical(tmp_path) -> N
     original = onnx.load(str(path))
     before = lint_file(str(path))
     assert any(d.code.startswith("SF2") for d in before.diagnostics)
-    result = fix(path)
+    result = fix(path, show_info=True)
     assert result.changed and not any(d.code.startswith("SF2") for d in result.diagnostics)
     fixed = onnx.load(str(path))
 
@@ -299,7 +299,7 @@ def test_fix_applies_the_rewrites_and_keeps_outputs_bit_identical(tmp_path) -> N
              "attention_mask": np.ones((2, 7), dtype=np.int64)}
     for a, b in zip(run_ort(original, feeds), run_ort(fixed, feeds)):
         assert a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes()
-    again = fix(path)
+    again = fix(path, show_info=True)
     assert not again.changed
 
 
@@ -319,7 +319,7 @@ g (float[1, 3, 1, 5] x, float[2, 3] z) => (float[3, 5] y, float[?, ?, ?] far, fl
 }
 """)
     path = write(tmp_path, model)
-    result = fix(path)
+    result = fix(path, show_info=True)
     assert result.changed and result.error is None
     assert codes(result) == {"SF101", "SF201"}  # SF104 fixed; the pair waits for the error to go
     assert result.notes and "refusing to optimize" in result.notes[0]
@@ -390,11 +390,12 @@ def _shapeflow(*args: str) -> "subprocess.CompletedProcess[str]":
 
 @pytest.mark.parametrize("model", _agreement_models(), ids=os.path.basename)
 def test_lint_fix_leaves_nothing_for_optimize(tmp_path, model) -> None:
-    """After ``lint --fix``, ``optimize --check`` finds nothing to rewrite (exit 0), unless the
-    model still has error-level findings, which optimize refuses (exit 1) and lint still reports."""
+    """After ``lint --fix --show-info`` (every rewrite shown, so every one applied), ``optimize
+    --check`` finds nothing to rewrite (exit 0), unless the model still has error-level findings,
+    which optimize refuses (exit 1) and lint still reports."""
     path = tmp_path / os.path.basename(model)
     shutil.copy(model, path)
-    fixed = _shapeflow("lint", "--fix", "--isolated", str(path))
+    fixed = _shapeflow("lint", "--fix", "--show-info", "--isolated", str(path))
     assert fixed.returncode in (0, 1), fixed.stderr
     check = _shapeflow("optimize", "--check", str(path))
     if fixed.returncode == 0:
@@ -407,22 +408,25 @@ def test_lint_fix_leaves_nothing_for_optimize(tmp_path, model) -> None:
 
 @pytest.mark.parametrize("name", ["attention.onnx", "opset11_attribute_axes.onnx"])
 def test_fix_diff_shows_what_optimize_writes(tmp_path, name) -> None:
-    """``lint --fix --diff`` is a preview of ``optimize``: its "after" side is optimize's output."""
+    """``lint --fix --show-info --diff`` is a preview of ``optimize``: its "after" side is
+    optimize's output (weights summarised, rewritediff.summarized_text)."""
+    from shapeflow.drivers.rewritediff import summarized_text
+
     src = os.path.join(EXAMPLES, name)
     path = tmp_path / name
     shutil.copy(src, path)
-    result = fix(path, diff=True)
+    result = fix(path, diff=True, show_info=True)
     assert result.changed
     out = tmp_path / "opt.onnx"
     opt = _shapeflow("optimize", str(path), "-o", str(out))
     assert opt.returncode == 0, opt.stderr
-    after = onnx.printer.to_text(onnx.load(str(out))).splitlines()
+    after = summarized_text(onnx.load(str(out))).splitlines()
     added = [line[1:] for line in result.diff.splitlines() if line.startswith("+") and not line.startswith("+++")]
     removed = [line[1:] for line in result.diff.splitlines() if line.startswith("-") and not line.startswith("---")]
     assert added and removed
     assert all(line in after for line in added)
     # and applying the fix writes exactly optimize's model
-    fix(path)
+    fix(path, show_info=True)
     assert onnx.printer.to_text(onnx.load(str(path))) == onnx.printer.to_text(onnx.load(str(out)))
 
 
@@ -462,7 +466,7 @@ def test_a_fixed_model_is_analysed_once_more(tmp_path, monkeypatch) -> None:
     monkeypatch.setattr(shapeflow.drivers.analysis, "analyze", counting)
     path = tmp_path / "attention.onnx"
     shutil.copy(os.path.join(EXAMPLES, "attention.onnx"), path)
-    result = fix(path)
+    result = fix(path, show_info=True)
     assert result.changed and len(calls) == 2
 
 
@@ -482,7 +486,7 @@ g (float[N, 3] x) => (int64[1] y)
     path = write(tmp_path, model)
     bound = tmp_path / "bound.onnx"
     shutil.copy(path, bound)
-    fix(bound, dims=(("N", 1),))
+    fix(bound, dims=(("N", 1),), show_info=True)
     out = tmp_path / "opt.onnx"
     assert _shapeflow("optimize", str(path), "-o", str(out)).returncode == 0
     assert onnx.printer.to_text(onnx.load(str(bound))) == onnx.printer.to_text(onnx.load(str(out)))

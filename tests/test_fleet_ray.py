@@ -23,7 +23,7 @@ from shapeflow.drivers.executors import Task, run_ray, run_task
 from shapeflow.drivers.linter import FileResult, LintOptions
 from test_fleet import ROOT, lint_cli, make_corpus
 
-ray = pytest.importorskip("ray", reason="the 'ray' extra is not installed (pip install 'shapeflow[ray]')")
+ray = pytest.importorskip("ray", reason="the 'ray' extra is not installed (pip install -e '.[ray]')")
 
 
 @pytest.fixture(scope="module")
@@ -169,7 +169,7 @@ def test_executor_ray_without_ray_is_one_usage_line(tmp_path: Path) -> None:
     done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(ROOT)},
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 2 and done.stdout == ""
-    assert done.stderr.strip().splitlines() == ["error: --executor ray needs Ray: pip install 'shapeflow[ray]'"]
+    assert done.stderr.strip().splitlines() == ["error: --executor ray needs Ray: pip install -e '.[ray]'"]
     missing_ray = lint_cli(tmp_path, "--ray-address", "auto", "good_chain.onnx")
     assert missing_ray.returncode == 2 and "needs --executor ray" in missing_ray.stderr
 

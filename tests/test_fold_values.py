@@ -186,7 +186,7 @@ def test_lint_reports_one_sf218_per_run_and_fix_applies(tmp_path: Path) -> None:
     result = lint_file(str(path), LintOptions())
     found = [d for d in result.diagnostics if d.code == "SF218"]
     assert len(found) == 1 and "[2]" in found[0].message
-    fixed = lint_file(str(path), LintOptions(fix=True))
+    fixed = lint_file(str(path), LintOptions(fix=True, show_info=True))
     assert "SF218" not in {d.code for d in fixed.diagnostics}
     after = onnx.load(str(path))
     assert [n.op_type for n in after.graph.node] == ["Cast", "Mul"]
@@ -361,7 +361,7 @@ def test_lint_reports_sf211_and_sf212_and_fix_applies(tmp_path: Path) -> None:
     result = lint_file(str(path), LintOptions())
     codes = [d.code for d in result.diagnostics]
     assert codes.count("SF211") == 1 and codes.count("SF212") == 1
-    fixed = lint_file(str(path), LintOptions(fix=True))
+    fixed = lint_file(str(path), LintOptions(fix=True, show_info=True))
     assert not {"SF211", "SF212"} & {d.code for d in fixed.diagnostics}
     after = onnx.load(str(path))
     assert [n.op_type for n in after.graph.node] == ["Reshape", "Relu"]

@@ -62,11 +62,12 @@ def test_axes_of_an_unknown_dtype(cmd: str, tmp_path: Path) -> None:
 @pytest.mark.parametrize("fmt", ["text", "json"])
 @pytest.mark.parametrize("cmd", ["infer", "lint"])
 def test_graph_input_of_an_unknown_dtype(cmd: str, fmt: str, tmp_path: Path) -> None:
-    """Fixed: analysis.dtype_name named the type with DataType.Name(86) (exit 3 with --format json)."""
+    """Fixed: analysis.dtype_name named the type with DataType.Name(86) (exit 3 with --format json).
+    No such type exists, so onnxruntime refuses the model: SF016, exit 1."""
     m = single("Unsqueeze", [2, 3], [0])
     m.graph.input[0].type.tensor_type.elem_type = 86
     r = run_all(cmd, m.SerializeToString(), tmp_path, "--format", fmt)
-    assert r.returncode == 0
+    assert r.returncode == 1 and "SF016" in r.stdout
     if fmt == "json" and cmd == "infer":
         doc = json.loads(r.stdout)
         assert {t["dtype"] for t in doc["tensors"] if t["name"] == "x"} == {"dtype 86"}
@@ -195,7 +196,7 @@ def test_shape_value_squared_twelve_times_is_stopped(tmp_path: Path) -> None:
     r = run_all("infer", squared_sum(12).SerializeToString(), tmp_path)
     # (since issue 9 the value leaves int64 after a few squarings and is unknown before the
     # expression limit is reached; tests/contract/test_limits.py covers both ways it stops)
-    assert r.returncode == 0 and r.elapsed < 10
+    assert r.returncode == 0  # (a hang is its timeout; its time against a small model: bench_budgets.py)
 
 
 # -- fuzz_bytes (CI, session 2): an Unsqueeze carrying a graph attribute, in a mergeable chain ---------

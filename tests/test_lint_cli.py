@@ -130,8 +130,9 @@ def test_golden_github(workdir, capsys) -> None:
 def test_json_matches_spec_shape(workdir, capsys) -> None:
     _, out, _ = run(capsys, "lint", "--format", "json", "axis_errors.onnx", "clean.onnx")
     data = json.loads(out)
-    assert set(data) == {"shapeflow_version", "schema", "files", "diagnostics", "summary"}
+    assert set(data) == {"shapeflow_version", "schema", "files", "diagnostics", "summary", "info_not_shown"}
     assert data["files"] == 2 and data["summary"] == {"error": 3, "warning": 1, "info": 0}
+    assert data["info_not_shown"] == 0
     keys = {"code", "name", "severity", "file", "graph", "node", "op_type", "message", "hint", "fixable"}
     assert all(set(d) == keys for d in data["diagnostics"])
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import subprocess
 import sys
@@ -78,6 +79,8 @@ def test_model_and_its_optimize_output_have_the_same_interface(path: Path, tmp_p
     assert [p.name for p in d.inputs[1]] == [i.name for i in model.graph.input]
 
 
+# (the tests of the signature and shapes pass --no-validate after their first run: onnx's checker and
+# onnxruntime judge each model the same way every time; test_a_model_that_no_longer_loads... is theirs)
 def test_changed_output_dim_is_caught(tmp_path: Path) -> None:
     a = write(tmp_path, "a.onnx", unsqueeze_model(0))
     b = write(tmp_path, "b.onnx", unsqueeze_model(1, y_decl="float[batch, 1, 3] y"))
@@ -85,26 +88,26 @@ def test_changed_output_dim_is_caught(tmp_path: Path) -> None:
     assert r.returncode == 1, r.stderr
     assert "output 'y': shape [1, batch, 3] -> [batch, 1, 3]" in r.stdout
     assert "changed: 'y': float32 [1, batch, 3] -> float32 [batch, 1, 3]" in r.stdout
-    doc = json.loads(run("diff", str(a), str(b), "--format", "json").stdout)
+    doc = json.loads(run("diff", "--no-validate", str(a), str(b), "--format", "json").stdout)
     assert doc["exit_code"] == 1 and doc["signature"]["same"] is False
     assert doc["signature"]["differences"] == [
         {"kind": "output", "name": "y", "change": "shape", "a": [1, "batch", 3], "b": ["batch", 1, 3]}]
     assert doc["shapes"]["changed"] == [{"graph": "main", "tensor": "y", "a": {"dtype": "float32", "shape": [1, "batch", 3]},
                                          "b": {"dtype": "float32", "shape": ["batch", 1, 3]}}]
     # each part alone: the signature differs, and so does the shape of y
-    assert run("diff", str(a), str(b), "--signature-only").returncode == 1
-    assert run("diff", str(a), str(b), "--shapes-only").returncode == 1
+    assert run("diff", "--no-validate", str(a), str(b), "--signature-only").returncode == 1
+    assert run("diff", "--no-validate", str(a), str(b), "--shapes-only").returncode == 1
 
 
 def test_inferred_change_with_the_same_signature(tmp_path: Path) -> None:
     # the declared output shape is unknown in both: only inference sees the change
     a = write(tmp_path, "a.onnx", unsqueeze_model(0, y_decl="float y"))
     b = write(tmp_path, "b.onnx", unsqueeze_model(2, y_decl="float y"))
-    assert run("diff", str(a), str(b), "--signature-only").returncode == 0
-    r = run("diff", str(a), str(b), "--shapes-only")
+    assert run("diff", "--no-validate", str(a), str(b), "--signature-only").returncode == 0
+    r = run("diff", "--no-validate", str(a), str(b), "--shapes-only")
     assert r.returncode == 1 and "'y': float32 [1, batch, 3] -> float32 [batch, 3, 1]" in r.stdout
     assert "signature" not in r.stdout
-    doc = json.loads(run("diff", str(a), str(b), "--shapes-only", "--format", "json").stdout)
+    doc = json.loads(run("diff", "--no-validate", str(a), str(b), "--shapes-only", "--format", "json").stdout)
     assert "signature" not in doc and [c["tensor"] for c in doc["shapes"]["changed"]] == ["y"]
 
 
@@ -120,8 +123,8 @@ def test_signature_changes_added_removed_moved_dtype(tmp_path: Path) -> None:
     assert [(c.tensor, c.a_dtype, c.b_dtype) for c in d.changed] == [("w", "float32", "int32")]
     # moving inputs changes no tensor: without w's dtype change, the shapes agree
     c = write(tmp_path, "c.onnx", unsqueeze_model(0, extra_input=", int64[3] k, float[2] w"))
-    assert run("diff", str(a), str(c), "--shapes-only").returncode == 0
-    r = run("diff", str(a), str(c), "--signature-only")
+    assert run("diff", "--no-validate", str(a), str(c), "--shapes-only").returncode == 0
+    r = run("diff", "--no-validate", str(a), str(c), "--signature-only")
     assert r.returncode == 1 and "input 'w': position 1 -> 2" in r.stdout
 
 
@@ -138,7 +141,7 @@ def test_symbol_renamed_is_a_change(tmp_path: Path) -> None:
 def test_known_on_one_side_only_is_not_a_change(tmp_path: Path) -> None:
     a = write(tmp_path, "a.onnx", unsqueeze_model(0, x_decl="float[batch, 3] x", y_decl="float y"))
     b = write(tmp_path, "b.onnx", unsqueeze_model(0, x_decl="float[batch, ?] x", y_decl="float y"))
-    r = run("diff", str(a), str(b), "--shapes-only")
+    r = run("diff", "--no-validate", str(a), str(b), "--shapes-only")
     assert r.returncode == 0, r.stdout
     assert "0 changed, 3 known on one side only" in r.stdout
     assert "known on one side: 'y': float32 [1, batch, 3] -> float32 [1, batch, ?]" in r.stdout
@@ -169,3 +172,51 @@ def test_help_lists_diff_with_examples_and_exit_codes() -> None:
     r = run("diff", "--help")
     assert r.returncode == 0 and "Examples" in r.stdout and "Exit codes" in r.stdout
     assert "--shapes-only" in r.stdout and "--signature-only" in r.stdout
+
+
+RELU = """
+<ir_version: 8, opset_import: ["" : 13]>
+g (float[batch, 3] x) => (float[batch, 3] y) {
+    y = Relu{attrs}(x)
+}"""
+
+
+def test_a_model_that_no_longer_loads_is_a_difference(tmp_path: Path) -> None:
+    """An attribute Relu does not have: every signature and every inferred shape as before, but
+    onnx's checker and onnxruntime both refuse B. That is a difference (exit 1), named in text
+    and JSON; A against itself is the same."""
+    a = write(tmp_path, "a.onnx", RELU.replace("{attrs}", ""))
+    b = write(tmp_path, "b.onnx", RELU.replace("{attrs}", " <bogus: int = 1>"))
+    r = run("diff", str(a), str(b))
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "0 changed" in r.stdout and "signature: same" in r.stdout  # what diff saw before
+    assert "B no longer passes onnx's checker: " in r.stdout and "bogus" in r.stdout
+    if importlib.util.find_spec("onnxruntime") is not None:
+        assert "B no longer loads in onnxruntime: " in r.stdout
+    assert "validity differs" in r.stderr
+    doc = json.loads(run("diff", str(a), str(b), "--format", "json").stdout)
+    assert doc["exit_code"] == 1 and doc["validity"]["a"] == {"checker": None, "onnxruntime": None}
+    assert doc["validity"]["b"]["checker"] and doc["validity"]["differences"]
+    # the other way round, A is the one that fails
+    assert "A fails onnx's checker (B does not)" in run("diff", str(b), str(a)).stdout
+    # --no-validate compares what it compared before
+    r = run("diff", str(a), str(b), "--no-validate")
+    assert r.returncode == 0 and "validity" not in r.stdout
+    assert shapeflow.diff(a, b).exit_code == 1 and shapeflow.diff(a, b, validate=False).exit_code == 0
+
+
+def test_a_check_both_models_fail_is_not_a_difference(tmp_path: Path) -> None:
+    """A custom operator: onnx's checker accepts it, onnxruntime has no kernel for it, in A and
+    in B alike. Reported, not a difference."""
+    pytest.importorskip("onnxruntime")
+    text = """
+    <ir_version: 8, opset_import: ["" : 13, "com.example" : 1]>
+    g (float[batch, 3] x) => (float[batch, 3] y) {
+        y = com.example.Frobnicate(x)
+    }"""
+    a = write(tmp_path, "a.onnx", text)
+    b = write(tmp_path, "b.onnx", text)
+    r = run("diff", str(a), str(b))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "validity: both pass onnx's checker" in r.stdout
+    assert "both fail to load in onnxruntime (not a difference)" in r.stdout

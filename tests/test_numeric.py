@@ -10,7 +10,7 @@ import pytest
 from onnx import TensorProto as TP
 from onnx import helper
 
-from shapeflow.dims import Sym, substitute
+from shapeflow.dims import Sym, dim_add, dim_mul, substitute
 from shapeflow.ops.numeric import canonical_element, cast_element, float_holds, slice_range, wrap_int
 from shapeflow.ops.shape_ops import _slice_len
 
@@ -101,7 +101,14 @@ def test_wrap_and_symbolic_fit() -> None:
     seq = Sym.symbol("seq")
     assert canonical_element(TP.INT64, seq) == seq
     assert canonical_element(TP.UINT8, seq) is None  # seq may be 257
-    assert canonical_element(TP.FLOAT, seq) is None  # or 2**24 + 1
+    # the one premise (numeric.OVERFLOW_CAP): every symbol up to 2**24, in every type alike
+    assert canonical_element(TP.FLOAT, seq) == seq  # 2**24 is a float32
+    assert canonical_element(TP.INT32, seq) == seq
+    batch_seq = dim_mul(seq, Sym.symbol("batch"))
+    assert canonical_element(TP.INT32, batch_seq) is None  # 2**48 is no int32
+    assert canonical_element(TP.INT64, batch_seq) == batch_seq
+    assert canonical_element(TP.FLOAT, dim_add(seq, 1)) is None  # 2**24 + 1 is no float32
+    assert canonical_element(TP.INT16, seq) is None
     from shapeflow.dims import assuming
 
     with assuming({"seq": (0, 255)}):

@@ -171,15 +171,93 @@ def test_verify_mismatch_exits_1_and_writes_nothing(tmp_path, capsys, monkeypatc
     monkeypatch.setattr(cmd, "optimize_model", broken)
     src = write(tmp_path / "m.onnx", PAIR)
     code, out, _ = cli(["optimize", src, "-o", str(tmp_path / "o.onnx"), "--verify"], capsys)
-    assert code == 1 and "verify FAILED" in out and "'y'" in out
+    assert code == 1 and "verify FAILED: outputs differ" in out and "'y'" in out and "max abs diff" in out
     assert listing(tmp_path) == ["m.onnx"]
+
+
+CHAIN_AND_IDENTITY = """<ir_version: 8, opset_import: ["" : 13]>
+g (float[N, 3] x) => (float[N, 3] y) <int64[1] ax = {0}>
+{
+  [unsq] t = Unsqueeze(x, ax)
+  [sq] z = Squeeze(t, ax)
+  [ident] i = Identity(z)
+  [relu] y = Relu(i)
+}"""
+
+
+def test_verify_names_the_rewrite_responsible(tmp_path, capsys, monkeypatch):
+    """A difference names its size, the largest difference and the rule whose rewrites made it
+    (found by optimizing again with fewer rules): in text and in JSON, exit 1."""
+    import shapeflow.cli.optimize_cmd as cmd
+
+    real = cmd.optimize_model
+
+    def broken(loaded, **kw):  # type: ignore[no-untyped-def]
+        result = real(loaded, **kw)
+        if kw.get("rules") is None or "identity-node" in kw["rules"]:
+            for n in result.model.graph.node:
+                if n.op_type == "Relu":
+                    n.op_type = "Sigmoid"  # identity-node is wrong in this world
+        return result
+
+    monkeypatch.setattr(cmd, "optimize_model", broken)
+    src = write(tmp_path / "m.onnx", CHAIN_AND_IDENTITY)
+    code, out, _ = cli(["optimize", src, "--dry-run", "--verify"], capsys)
+    assert code == 1 and "rewrite responsible: identity-node" in out and "N=1: output 'y' differ" in out
+    code, out, _ = cli(["optimize", src, "--dry-run", "--verify", "--format", "json"], capsys)
+    doc = json.loads(out)
+    assert code == 1 and doc["verified"] is False
+    v = doc["verify"]
+    assert v["status"] == "differs" and v["rewrite"] == "identity-node" and v["sizes"] == []
+    assert 0 < v["max_abs_diff"] < 1  # relu against sigmoid
+
+
+NEEDS_SEVEN = """<ir_version: 8, opset_import: ["" : 13]>
+g (float[N, 3] x) => (float[7] y) <int64[1] seven = {7}, int64[1] ax = {0}>
+{
+  u = Unsqueeze(x, ax)
+  s = Squeeze(u, ax)
+  y = Reshape(s, seven)
+}"""
+
+
+def test_could_not_verify_is_not_a_difference(tmp_path, capsys):
+    """A model onnxruntime runs at none of the sizes tried: exit 2 (not 1), onnxruntime's reason,
+    a pointer to --dim, nothing written."""
+    src = write(tmp_path / "m.onnx", NEEDS_SEVEN)
+    code, out, _ = cli(["optimize", src, "-o", str(tmp_path / "o.onnx"), "--verify"], capsys)
+    assert code == 2 and "could not verify:" in out and "verify FAILED" not in out
+    assert "cannot be reshaped to the requested shape" in out and "--dim NAME=VALUE" in out
+    assert listing(tmp_path) == ["m.onnx"]
+    code, out, _ = cli(["optimize", src, "--dry-run", "--verify", "--format", "json"], capsys)
+    doc = json.loads(out)
+    assert code == 2 and doc["verified"] is None and doc["verify"]["status"] == "not-verified"
+
+
+def test_verify_sizes_from_the_graph_and_from_dim(tmp_path, capsys):
+    """The first Conv's kernel (5) proves L >= 5: --verify runs there, not at L=1 where the model
+    fails; --dim pins a size; --dim without --verify is a usage error."""
+    text = """<ir_version: 8, opset_import: ["" : 13]>
+g (float[N, 1, L] x) => (float[N, 1, M] y) <float[1, 1, 5] w = {1, 2, 3, 4, 5}, int64[1] ax = {0}>
+{
+  c = Conv(x, w)
+  u = Unsqueeze(c, ax)
+  y = Squeeze(u, ax)
+}"""
+    src = write(tmp_path / "m.onnx", text)
+    code, out, _ = cli(["optimize", src, "--dry-run", "--verify"], capsys)
+    assert code == 0 and "bit-identical (N=1, L=5; N=3, L=7)" in out
+    code, out, _ = cli(["optimize", src, "--dry-run", "--verify", "--dim", "L=16"], capsys)
+    assert code == 0 and "bit-identical (N=1, L=16; N=3, L=16)" in out
+    code, _, err = cli(["optimize", src, "--dry-run", "--dim", "L=16"], capsys)
+    assert code == 2 and "--dim sets input sizes for --verify" in err
 
 
 def test_verify_without_onnxruntime(tmp_path, capsys, monkeypatch):
     monkeypatch.setitem(sys.modules, "onnxruntime", None)
     src = write(tmp_path / "m.onnx", PAIR)
     code, _, err = cli(["optimize", src, "-o", str(tmp_path / "o.onnx"), "--verify"], capsys)
-    assert code == 2 and "--verify needs onnxruntime: pip install 'shapeflow[verify]'" in err
+    assert code == 2 and "--verify needs onnxruntime: pip install -e \".[verify]\"" in err
     assert listing(tmp_path) == ["m.onnx"]
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+from pathlib import Path
 import shutil
 import subprocess
 import sys
@@ -48,8 +49,11 @@ def manifest_hook(hook_id: str = "shapeflow-lint") -> dict:
 
 
 def test_manifest_declares_the_hooks() -> None:
-    assert [h["id"] for h in manifest_hooks()] == ["shapeflow-lint", "shapeflow-optimize-check"]
-    for hook, entry in zip(manifest_hooks(), ["shapeflow lint", "shapeflow optimize --check"]):
+    assert [h["id"] for h in manifest_hooks()] == ["shapeflow-lint", "shapeflow-lint-fix", "shapeflow-optimize-check"]
+    # pre-commit names files explicitly: every hook applies the config's exclude to them
+    entries = ["shapeflow lint --force-exclude", "shapeflow lint --force-exclude --fix",
+               "shapeflow optimize --check --force-exclude"]
+    for hook, entry in zip(manifest_hooks(), entries):
         assert hook["entry"] == entry and hook["language"] == "python"
         assert hook["files"] == r"\.onnx$"
     proc = subprocess.run([sys.executable, "-m", "pre_commit", "validate-manifest",
@@ -60,7 +64,13 @@ def test_manifest_declares_the_hooks() -> None:
 @pytest.fixture
 def repo(tmp_path):
     """A git repository whose pre-commit config runs this checkout's shapeflow as a local hook,
-    with the manifest's id, name and file pattern."""
+    with the manifest's id, name, entry and file pattern (shapeflow-lint, shapeflow-optimize-check)."""
+    return make_repo(tmp_path, ["shapeflow-lint", "shapeflow-optimize-check"])
+
+
+def make_repo(tmp_path, hook_ids: list[str], files: dict[str, bytes] | None = None):
+    """The repository of ``repo``, with the hooks ``hook_ids`` and ``files`` committed with the
+    config (pre-commit works offline: a local hook, no environment to build)."""
     root = tmp_path / "repo"
     root.mkdir()
     env = {
@@ -80,20 +90,29 @@ def repo(tmp_path):
     git("config", "user.email", "ci@example.com")
     git("config", "user.name", "CI")
     git("config", "commit.gpgsign", "false")
-    # every hook of the manifest, with this checkout's shapeflow as the entry
+    # the manifest's hooks, with this checkout's shapeflow as the entry
     config = {"repos": [{"repo": "local", "hooks": [{
         "id": hook["id"],
         "name": hook["name"],
         "entry": hook["entry"].replace("shapeflow", f"{sys.executable} -m shapeflow", 1),
         "language": "system",
         "files": hook["files"],
-    } for hook in manifest_hooks()]}]}
+    } for hook in manifest_hooks() if hook["id"] in hook_ids]}]}
     (root / ".pre-commit-config.yaml").write_text(yaml.safe_dump(config))
+    for name, data in (files or {}).items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_bytes(data)
     install = subprocess.run([sys.executable, "-m", "pre_commit", "install"], cwd=root, env=env,
                              capture_output=True, text=True)
     assert install.returncode == 0, install.stdout + install.stderr
-    git("add", ".pre-commit-config.yaml")
-    assert git("commit", "-q", "-m", "config").returncode == 0
+    git("add", ".")
+    assert git("commit", "-q", "--no-verify", "-m", "config").returncode == 0
+
+    def pre_commit(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "pre_commit", *args], cwd=root, env=env,
+                              capture_output=True, text=True, timeout=900)
+
+    git.pre_commit = pre_commit  # type: ignore[attr-defined]
     return root, git
 
 
@@ -140,3 +159,66 @@ def test_both_hooks_with_two_staged_models(repo) -> None:
     assert "Passed" in lint_line and "Failed" in check_line
     assert "c.onnx" in output and "d.onnx" in output and "--check: the model would change" in output
     assert git("log", "--format=%s").stdout.split("\n")[0] == "two clean models"
+
+
+def test_repository_with_exclude_baseline_and_the_fix_hook(tmp_path) -> None:
+    """The adoption path of a repository full of existing models (issue 23): settings with an
+    ``exclude`` and a baseline written by ``lint .``, and the --fix hook. ``pre-commit run
+    --all-files`` passes and changes no byte: the excluded folder (a model with axis errors
+    onnxruntime still loads) is judged only for refusals although pre-commit names it (an
+    unreadable file there would fail: test_trust_attacks.py); the baselined SF104 is not "fixed"; the
+    info-only model keeps every rewrite lint does not report. Then a newly broken model is
+    caught: the fixable one is repaired (and the commit stops on the modified file), the one with
+    errors --fix cannot repair is refused with its findings printed."""
+    paddle = (Path(EXAMPLES) / "paddle_squeeze.onnx").read_bytes()
+    files = {
+        "pyproject.toml": b'[tool.shapeflow]\nexclude = ["third_party"]\nbaseline = "shapeflow-baseline.json"\n',
+        "models/good.onnx": _clean_bytes(),
+        "models/attention.onnx": (Path(EXAMPLES) / "attention.onnx").read_bytes(),
+        "models/legacy.onnx": paddle,
+        "third_party/vendor.onnx": (Path(EXAMPLES) / "axis_errors.onnx").read_bytes(),
+    }
+    root, git = make_repo(tmp_path, ["shapeflow-lint-fix"], files)
+    # the baseline, as a user writes it: from the repository's root, with `lint .`
+    made = subprocess.run([sys.executable, "-m", "shapeflow", "lint", ".", "--write-baseline",
+                           "shapeflow-baseline.json"], cwd=root, capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": REPO + os.pathsep + os.environ.get("PYTHONPATH", "")})
+    assert made.returncode == 0, made.stderr
+    baseline = (root / "shapeflow-baseline.json").read_text()
+    assert "SF104" in baseline and "SF2" not in baseline and "third_party" not in baseline
+    git("add", "shapeflow-baseline.json")
+    assert git("commit", "-q", "--no-verify", "-m", "baseline").returncode == 0
+    before = {p: (root / p).read_bytes() for p in files}
+
+    first = git.pre_commit("run", "--all-files")
+    assert first.returncode == 0, first.stdout + first.stderr
+    assert "Passed" in first.stdout
+    assert {p: (root / p).read_bytes() for p in files} == before
+    assert git("status", "--porcelain").stdout == ""
+
+    # a new model with the Paddle squeeze: repaired by the hook, and pre-commit stops the commit
+    (root / "models" / "new.onnx").write_bytes(paddle)
+    git("add", "models/new.onnx")
+    fixed = git.pre_commit("run", "--all-files")
+    assert fixed.returncode != 0, fixed.stdout + fixed.stderr
+    assert "files were modified by this hook" in fixed.stdout
+    assert (root / "models" / "new.onnx").read_bytes() != paddle
+    assert (root / "models" / "legacy.onnx").read_bytes() == paddle  # the baselined one is not touched
+    git("add", "models/new.onnx")
+    assert git.pre_commit("run", "--all-files").returncode == 0
+
+    # a new model whose errors --fix cannot repair: refused, with the findings
+    (root / "models" / "broken.onnx").write_bytes((Path(EXAMPLES) / "axis_errors.onnx").read_bytes())
+    git("add", "models/broken.onnx")
+    refused = git("commit", "-m", "a broken model")
+    output = refused.stdout + refused.stderr
+    assert refused.returncode != 0, output
+    assert "models/broken.onnx: node 'unsq_duplicate_node' (Unsqueeze-13): error SF102" in output
+    assert "legacy.onnx" not in output and "third_party" not in output
+    assert git("log", "--format=%s").stdout.split("\n")[0] == "baseline"
+
+
+def _clean_bytes() -> bytes:
+    from onnx import parser
+
+    return parser.parse_model(CLEAN).SerializeToString()

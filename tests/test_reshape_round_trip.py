@@ -232,3 +232,38 @@ def test_new_names_never_collide_with_existing_ones() -> None:
     out = optimize(text)
     assert out.fired.get(RULE) == 1, out.fired
     check_rewrite(out, values=(0, 1, 2))
+
+
+def test_pow_max_min_beside_a_last_dim_of_1_stay(runner: shapearith.Runner) -> None:
+    """Found by shapearith (seed 454364292090575): onnxruntime computes Pow(t, c) of a
+    one-element c as x*x*x, or Max(0, t) one way, when t's last dim is not 1, and by another path,
+    bit-different (powf; -0.0 and NaN), when it is 1; so removing the Reshapes around them on an
+    [n, n, 1] tensor changed bits. The runtime's own outputs show the two paths."""
+    import numpy as np
+    import onnx.parser
+
+    x = np.random.default_rng(1).standard_normal(36 * 36).astype(np.float32) * 3
+    x[:3] = [-0.0, np.nan, 0.0]
+    results = {}
+    for shape in ("1296", "36, 36, 1"):
+        for op in ("Pow(x, c3)", "Max(c0, x)"):
+            m = onnx.parser.parse_model(
+                f'<ir_version: 8, opset_import: ["" : 17]>\ng (float[{shape}] x) => (float[?] y)\n'
+                f"<float c3 = {{3.0}}, float c0 = {{0.0}}, int64[1] m1 = {{-1}}>\n"
+                f"{{\n p = {op}\n y = Reshape(p, m1)\n}}")
+            status, res = runner.run(m.SerializeToString(), {"x": x.reshape([int(v) for v in shape.split(",")])}, ["y"])
+            assert status == "ok", res
+            results[(shape, op)] = res[0].tobytes()
+    assert results[("1296", "Pow(x, c3)")] != results[("36, 36, 1", "Pow(x, c3)")]
+    assert results[("1296", "Max(c0, x)")] != results[("36, 36, 1", "Max(c0, x)")]
+    for region in ("p = Pow(flat, c3)\n      act = Neg(p)", "p = Max(c0, flat)\n      act = Neg(p)"):
+        text = model(f"""
+      flat = Reshape(x, m1)
+      {region}
+      sh = Shape(x)
+      y = Reshape(act, sh)
+    """, inputs="float[b, b, 1] x", outputs="float[b, b, 1] y",
+            inits="int64[1] m1 = {-1}, float c3 = {3.0}, float c0 = {0.0}")
+        assert not fired(text)
+        # a last dim that is never 1 (4, or 12*b flattened) is fine
+        assert fired(text.replace("float[b, b, 1] x", "float[b, b, 4] x").replace("float[b, b, 1] y", "float[b, b, 4] y"))

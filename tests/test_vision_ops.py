@@ -169,11 +169,12 @@ def test_patch_embedding_and_stem_convs_are_stated() -> None:
 
 def test_ceil_mode_last_window_rule() -> None:
     # k=1, s=2, no pads: the runtime drops a last window that would start past the input, which
-    # depends on the parity of L: min(ceil((L-1)/2) + 1, ceil(L/2)), unknown without min atoms;
-    # k=3, s=2 never drops one. check() compares both with the runtime at every length.
+    # depends on the parity of L: min(ceil((L-1)/2) + 1, ceil(L/2)), which is ceil(L/2) at every L
+    # (floor is monotone: floor(L/2) + 1 >= floor((L + 1)/2)); k=3, s=2 never drops one. check()
+    # compares both with the runtime at every length.
     dropped = check(Case("MaxPool", {"kernel_shape": [1], "strides": [2], "ceil_mode": 1}, ["n", 3, "L"]))[0]
     kept = check(Case("MaxPool", {"kernel_shape": [3], "strides": [2], "ceil_mode": 1}, ["n", 3, "L"], known=(2,)))[0]
-    assert (dropped[2] is None or "min" in str(dropped[2])) and str(kept[2]) == "floor(L/2)"  # ceil((L-3)/2) + 1
+    assert str(dropped[2]) == "floor((L + 1)/2)" and str(kept[2]) == "floor(L/2)"  # ceil((L-3)/2) + 1
 
 
 def test_two_d_pool_with_group_conv_and_large_lengths() -> None:

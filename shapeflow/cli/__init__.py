@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import importlib
 import os
+import signal
 import sys
+import threading
 import traceback
 import warnings
 from typing import NoReturn, TextIO
@@ -87,6 +89,15 @@ def _show_warning(message: Warning | str, category: type[Warning], filename: str
         _SHOW_WARNING(message, category, filename, lineno, file, line)
 
 
+class Terminated(SystemExit):
+    """SIGTERM arrived: raised where the program is, so that a write in progress removes its
+    temporary file on the way out (as for Ctrl-C) instead of leaving it beside its target."""
+
+
+def _terminate(signum: int, frame: object) -> None:
+    raise Terminated(128 + signum)
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point: maps errors to exit codes and never shows a traceback unless --debug."""
     warnings.showwarning = _show_warning
@@ -99,6 +110,19 @@ def main(argv: list[str] | None = None) -> None:
             click.echo("shapeflow: error: standard output is closed; nowhere to write the report "
                        "(redirect it, e.g. > /dev/null)", err=True)
         sys.exit(EXIT_REJECTED)
+    # (signal handlers live in the main thread only; the caller's own comes back afterwards)
+    previous = signal.signal(signal.SIGTERM, _terminate) if threading.current_thread() is threading.main_thread() \
+        else None
+    try:
+        code = _run_cli(args, debug)
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+    sys.exit(code if isinstance(code, int) else 0)
+
+
+def _run_cli(args: list[str], debug: bool) -> object:
+    """The command's exit code (or None: 0), every error mapped to its code (``main``)."""
     try:
         code = cli.main(args=args, prog_name="shapeflow", standalone_mode=False)
     except click.exceptions.Exit as exc:
@@ -122,6 +146,9 @@ def main(argv: list[str] | None = None) -> None:
         code = EXIT_REJECTED
     except KeyboardInterrupt:
         code = 130
+    except Terminated as exc:
+        click.echo("terminated", err=True)
+        code = exc.code if isinstance(exc.code, int) else 143
     except BrokenPipeError:
         code = 0
     except Exception as exc:  # a bug: say so in one line, and how to get the details
@@ -131,7 +158,7 @@ def main(argv: list[str] | None = None) -> None:
         click.echo(f"shapeflow: internal error: {type(exc).__name__}: {first}"
                    + ("" if debug else " (please report it; run with --debug for the traceback)"), err=True)
         code = EXIT_INTERNAL
-    sys.exit(code if isinstance(code, int) else 0)
+    return code
 
 
 def run() -> NoReturn:

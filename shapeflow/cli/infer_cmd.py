@@ -3,19 +3,17 @@
 from __future__ import annotations
 
 import time
-from typing import Mapping
+from typing import Sequence
 
 import click
 
-from ..drivers.analysis import Analysis, gc_paused
+from ..drivers.analysis import Analysis, gc_paused, premise_hints
 from ..drivers.annotate import AnnotateResult, annotate, drop_fixed
 from ..errors import EXIT_CLEAN, EXIT_FINDINGS, UsageError, display_path
 from ..io import STDOUT, check_output_path, load_model, refuse_unsafe_external_data, save_model, write_to_stdout
 from ..render.pictures import DEFAULT_DEPTH, DEFAULT_MAX_DRAW, FORMATS, PictureOptions, picture
 from ..render import count_by_severity, infer_text, summary_line
 from ..render.json import infer_json_chunks
-from ..assume import assumption_texts
-from ..dims import Bound
 from ..drivers.infer_settings import infer_with_settings, unknown_symbols
 from .options import (
     assume_option, check_stdout_output, clear_progress, debug_option, dim_option, limit_options, limits_from,
@@ -122,7 +120,7 @@ def infer(model: str, all_tensors: bool, fmt: str, around: tuple[str, ...], dept
                    f"'{name}' (nothing bound)", err=True)
     result = infer_with_settings(loaded, dims=bindings, limits=limits, config=config_path, isolated=isolated,
                                  progress=progress_printer("inferring"), assume=assume)
-    assumptions = result.inference.assumptions
+    premises = result.inference.premises
     clear_progress()
     drawing: str | None = None
     if fmt in FORMATS:  # before anything is written: an unknown --around name writes nothing
@@ -153,9 +151,10 @@ def infer(model: str, all_tensors: bool, fmt: str, around: tuple[str, ...], dept
     if not quiet:
         click.echo(f"{display_path(model)}: {len(result.inference.axis_nodes):,} Squeeze/Unsqueeze, "
                    f"{summary_line(counts)} ({nodes:,} node{'' if nodes == 1 else 's'} in {elapsed:.2f} s)"
-                   + (f"; assuming {', '.join(assumption_texts(assumptions))}" if assumptions else ""), err=True)
+                   + (f"; assuming {', '.join(premises)}" if premises else ""), err=True)
+        _premise_hints(model, result)
     if annotated is not None and output is not None:
-        _report_written(output, annotated, assumptions, quiet=quiet)
+        _report_written(output, annotated, premises, quiet=quiet)
     code = EXIT_FINDINGS if counts["error"] else EXIT_CLEAN
     click.get_current_context().exit(code)
     return code
@@ -179,7 +178,17 @@ def _print_result(result: Analysis, fmt: str, drawing: str | None, *, all_tensor
             click.echo(infer_text(result, all_tensors=all_tensors), err=err)
 
 
-def _report_written(output: str, annotated: AnnotateResult, assumptions: Mapping[str, Bound], *, quiet: bool) -> None:
+def _premise_hints(model: str, result: Analysis) -> None:
+    """A dim left unknown only for want of a premise: say which one would decide it."""
+    for text, added, simpler in premise_hints(result):
+        what = [f"{added:,} more dim{'' if added == 1 else 's'}"] if added else []
+        if simpler:
+            what.append(f"{simpler:,} dim{'' if simpler == 1 else 's'} more simply")
+        click.echo(f"{display_path(model)}: hint: assuming {text} would state {' and '.join(what)} "
+                   f"(--assume '{text}')", err=True)
+
+
+def _report_written(output: str, annotated: AnnotateResult, premises: Sequence[str], *, quiet: bool) -> None:
     """What ``-o`` wrote into the model, on stderr."""
     if not quiet:
         more = f", {annotated.replaced} invented dim names replaced" if annotated.replaced else ""
@@ -189,7 +198,7 @@ def _report_written(output: str, annotated: AnnotateResult, assumptions: Mapping
             more += f", {annotated.kept} contradicting declarations kept (SF112)"
         click.echo(f"{display_path(output)}: {annotated.added} value_info entries added, "
                    f"{annotated.filled} declared dims filled{more}", err=True)
-    if assumptions:
+    if premises:
         # the file records shapes, not the ranges they hold in (a model gains no metadata keys)
         click.echo(f"{display_path(output)}: warning: the shapes written hold only where "
-                   f"{', '.join(assumption_texts(assumptions))}; the file does not record that", err=True)
+                   f"{', '.join(premises)}; the file does not record that", err=True)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+from typing import TYPE_CHECKING
 
 import click
 
@@ -13,11 +14,14 @@ from ..render.github import annotation, escape_data, escape_property, safe
 from ..drivers.linter import FileResult, LintOptions, find_repo_root, run_exit_code
 from ..render import lint_summary, lint_text
 from ..render.json import lint_json
-from ..render.report import concise_text, shown, statistics_text
+from ..render.report import concise_text, statistics_text
 from ..rules import REJECTION_RULES, resolve_selector
-from ..render.sarif import relative_path, sarif_log
+from ..render.sarif import relative_path, sarif_log, truncation_note
 from ..assume import parse_assumptions
 from .options import assume_option, complete_codes, debug_option, dim_option, file_progress, limit_options, limits_from, parse_dims
+
+if TYPE_CHECKING:
+    from ..drivers.workspace import RunResult
 
 FORMATS = ("text", "concise", "json", "jsonl", "sarif", "github")
 # codes reported when a file cannot be processed at all: no setting can turn them off
@@ -67,9 +71,18 @@ wins; --exit-zero turns 1 into 0 but never hides a rejected file.""")
               help="Change a rule's severity: error, warning or info (repeatable).")
 @click.option("--exit-zero/--no-exit-zero", default=None,
               help="Exit 0 even with error-level findings (rejected files still exit 2).")
-@click.option("--show-info", is_flag=True, help="Text formats: print info findings too (they are counted anyway).")
+@click.option("--show-info", is_flag=True,
+              help="Report info findings too (every format; --fix then applies their rewrites). Without it, "
+                   "info findings are counted, and reported only for codes --select or the config names.")
+@click.option("--exclude", "exclude", multiple=True, metavar="GLOB",
+              help="Skip the model files this glob covers (relative to the current directory; repeatable). "
+                   "Unlike a settings file's exclude, nothing of them is checked.")
+@click.option("--force-exclude", is_flag=True,
+              help="Apply exclusions to files named on the command line too (pre-commit names every file).")
 @click.option("--statistics", is_flag=True, help="Print the number of findings per code instead of the findings.")
-@click.option("--fix", is_flag=True, help="Apply the fixes of fixable rules (SF104, SF201-SF215), in place.")
+@click.option("--fix", is_flag=True,
+              help="Apply, in place, the fixes of the findings reported: SF104 by default; the SF2xx rewrites "
+                   "with --show-info or when selected by code or prefix (--select SF2).")
 @click.option("--diff", is_flag=True, help="With --fix: print a diff of the model text instead of writing.")
 @click.option("--add-ignore", is_flag=True,
               help="Write a shapeflow.ignore marker into each model for its current errors and warnings "
@@ -77,12 +90,12 @@ wins; --exit-zero turns 1 into 0 but never hides a rejected file.""")
 @click.option("--baseline", "baseline_path", type=click.Path(dir_okay=False), metavar="FILE",
               help="Report only findings not recorded in FILE (see --write-baseline).")
 @click.option("--write-baseline", type=click.Path(dir_okay=False), metavar="FILE",
-              help="Record every current finding in FILE and exit 0 (unless a file is rejected).")
+              help="Record every current error and warning in FILE and exit 0 (unless a file is rejected).")
 @click.option("-j", "--jobs", type=click.IntRange(min=0), default=1, show_default=True,
               help="Lint files in this many processes (0: one per CPU). Output order stays the input order.")
 @click.option("--executor", type=click.Choice(("local", "ray")), default="local", show_default=True,
               help="Where the per-file work runs: here (with -j processes) or as Ray tasks "
-                   "(pip install 'shapeflow[ray]').")
+                   "(pip install -e '.[ray]').")
 @click.option("--ray-address", metavar="ADDRESS", help="With --executor ray: the cluster to join (default: "
               "RAY_ADDRESS, or a new local cluster).")
 @click.option("--task-timeout", type=click.FloatRange(min=0, min_open=True), metavar="SECONDS",
@@ -109,7 +122,8 @@ def command(models: tuple[str, ...], fmt: str, select: tuple[str, ...], extend_s
             isolated: bool, show_settings: bool, quiet: bool, dims: tuple[str, ...], assume: tuple[str, ...],
             files_from: tuple[str, ...] = (), unordered: bool = False, executor: str = "local",
             ray_address: str | None = None, task_timeout: float | None = None, no_cache: bool = False,
-            cache_dir: str | None = None, **kwargs: object) -> int:
+            cache_dir: str | None = None, force_exclude: bool = False, exclude: tuple[str, ...] = (),
+            **kwargs: object) -> int:
     """Lint MODELS (files or directories) for axis and shape errors; quiet (no stdout) when they are fine.
 
     Findings go to stdout, one summary line to stderr. Every file is processed: one that cannot
@@ -139,32 +153,33 @@ def command(models: tuple[str, ...], fmt: str, select: tuple[str, ...], extend_s
         return 0
     if files_from:
         models = models + tuple(_listed(files_from))
-    if executor != "ray" and (ray_address or task_timeout is not None):
-        raise UsageError(f"{'--ray-address' if ray_address else '--task-timeout'} needs --executor ray")
-    if unordered and fmt != "jsonl":
-        raise UsageError("--unordered needs --format jsonl")
-    if not models:
-        raise UsageError("no model files given (name .onnx files or directories)")
-    options = LintOptions(dims=tuple(bindings.items()), limits=limits, fix=fix, diff=diff, repo_root=find_repo_root())
+    _check_usage(models, fmt, unordered, executor, ray_address, task_timeout)
+    options = LintOptions(dims=tuple(bindings.items()), limits=limits, fix=fix, diff=diff, repo_root=find_repo_root(),
+                          show_info=show_info)
     workers = jobs or os.cpu_count() or 1
     shown_progress = None if quiet or executor == "ray" else file_progress("linting")
-    from ..drivers.cache import LintCache, cache_for
+    from ..drivers.cache import cache_for
 
-    store: LintCache | None = None
-    if not no_cache and not fix:
-        store = cache_for(cache_dir, config_path, isolated)
-    stream = _JsonLines(unordered) if fmt == "jsonl" and not (write_baseline or add_ignore or statistics) else None
+    store = None if no_cache or fix else cache_for(cache_dir, config_path, isolated)
+    stream = _JsonLines(unordered, show_info) if fmt == "jsonl" and not (write_baseline or add_ignore or statistics) else None
     run = workspace.run(list(models), cli, options, config=config_path, isolated=isolated, jobs=workers,
                         use_baseline=not write_baseline, progress=shown_progress.file if shown_progress else None,
                         phase_progress=shown_progress.phase if shown_progress else None, cache=store,
                         executor=executor, ray_address=ray_address, task_timeout=task_timeout,
-                        on_result=stream.add if stream is not None else None)
+                        on_result=stream.add if stream is not None else None, force_exclude=force_exclude,
+                        cli_exclude=exclude)
     results = run.results
+    if not results:  # --force-exclude left nothing: the files named are not the project's to check
+        if not quiet:
+            click.echo("0 files: every model file named is excluded (--force-exclude)", err=True)
+        click.get_current_context().exit(0)
+        return 0
     if assume:
         _check_assumed(assume, results)
     debug = _debug()
     if write_baseline:
-        read = [s.source for _, s, _ in run.settings if s.source] + ([config_path] if config_path else [])
+        read = [s.source for _, s, _ in run.settings if s.source] + ([config_path] if config_path else []) \
+            + [f for f in files_from if f != "-"]
         code = _write_baseline(write_baseline, results, run.root, read, quiet=quiet, debug=debug)
         click.get_current_context().exit(code)
         return code
@@ -172,13 +187,24 @@ def command(models: tuple[str, ...], fmt: str, select: tuple[str, ...], extend_s
         code = _add_ignore(results, limits, show_info=show_info, quiet=quiet, debug=debug)
         click.get_current_context().exit(code)
         return code
-    _emit(results, fmt, diff=diff, debug=debug, show_info=show_info, statistics=statistics, root=run.root)
+    _emit(results, fmt, diff=diff, debug=debug, show_info=show_info, statistics=statistics, root=run.root,
+          quiet=quiet)
     if not quiet:
-        click.echo(_summary(results, run.baselined, fix=fix, diff=diff,
-                            info_hidden=fmt in ("text", "concise") and not show_info and not statistics), err=True)
+        click.echo(_summary(results, run, fix=fix, diff=diff, show_info=show_info, statistics=statistics), err=True)
     code = run_exit_code(results)
     click.get_current_context().exit(code)
     return code
+
+
+def _check_usage(models: tuple[str, ...], fmt: str, unordered: bool, executor: str, ray_address: str | None,
+                 task_timeout: float | None) -> None:
+    """Usage errors of options that need others, and of a run with no model named."""
+    if executor != "ray" and (ray_address or task_timeout is not None):
+        raise UsageError(f"{'--ray-address' if ray_address else '--task-timeout'} needs --executor ray")
+    if unordered and fmt != "jsonl":
+        raise UsageError("--unordered needs --format jsonl")
+    if not models:
+        raise UsageError("no model files given (name .onnx files or directories)")
 
 
 def _check_ignorable(ignore: tuple[str, ...], extend_ignore: tuple[str, ...]) -> None:
@@ -193,8 +219,8 @@ def _check_ignorable(ignore: tuple[str, ...], extend_ignore: tuple[str, ...]) ->
 
 def _check_assumed(assume: tuple[str, ...], results: list[FileResult]) -> None:
     """An --assume that names a symbol of no model linted is a typo, not a no-op."""
-    used = {name for r in results for name in parse_assumptions(r.assumptions)}
-    for name in parse_assumptions(assume):
+    used = {name for r in results for name in parse_assumptions(r.assumptions).names()}
+    for name in sorted(parse_assumptions(assume).names()):
         if name not in used and any(not r.rejected for r in results):
             raise UsageError(f"--assume names '{name}', which is a symbol of no model linted")
 
@@ -225,14 +251,30 @@ def _write_baseline(path: str, results: list[FileResult], root: str | None, inpu
     return max((r.exit_code for r in results if r.exit_code >= 2), default=0)
 
 
-def _summary(results: list[FileResult], baselined: int, *, fix: bool, diff: bool, info_hidden: bool) -> str:
-    """The summary line on stderr."""
+def _summary(results: list[FileResult], run: "RunResult", *, fix: bool, diff: bool, show_info: bool,
+             statistics: bool) -> str:
+    """The summary line on stderr: every finding counted, with how many are not reported (info
+    not shown or named) and how many of the reported ones --fix would act on; the files a settings
+    file excluded apart."""
+    from ..drivers import workspace
+
     diags = [d for r in results for d in r.diagnostics]
-    line = lint_summary(len(results), diags, rejected=sum(r.rejected for r in results),
+    reported = [d for r in results for d in r.reported(show_info)]
+    line = lint_summary(len(results) - len(run.excluded), diags,
+                        rejected=sum(r.rejected for r in results if r.excluded_by is None),
                         failed=sum(1 for r in results if r.error), fixed=sum(r.fixed for r in results),
-                        changed=sum(r.changed for r in results), fix=fix, diff=diff, info_hidden=info_hidden)
-    if baselined:
-        line += f"; {baselined:,} in the baseline"
+                        changed=sum(r.changed for r in results), fix=fix, diff=diff,
+                        info_hidden=0 if statistics else len(diags) - len(reported),
+                        fixable=sum(1 for d in reported if d.fixable))
+    if run.baselined:
+        line += f"; {run.baselined:,} in the baseline"
+    if run.excluded:
+        # a settings file's exclude is the repository's word: it cannot pass a model onnxruntime refuses
+        n = len(run.excluded)
+        out_of = sum(1 for r in results if r.excluded_by is not None and r.rejected)
+        line += (f"; {n:,} more file{'s' if n != 1 else ''}{f' ({out_of:,} rejected)' if out_of else ''}, "
+                 f"excluded by {', '.join(sorted({workspace.shown_source(s) for s in run.excluded.values()}))}, "
+                 "checked only for what onnxruntime refuses")
     assumed = _assumptions(results)
     if assumed:
         line += f"; assuming {', '.join(assumed)}"
@@ -262,7 +304,7 @@ def _add_ignore(results: list[FileResult], limits: object, *, show_info: bool, q
             continue
         # a marker cannot hide what onnxruntime refuses (suppress.py): writing one would change nothing
         unmarked += sum(1 for d in r.diagnostics if d.code in UNSUPPRESSIBLE)
-        wanted = [d for d in shown(r.diagnostics, show_info) if d.code != UNUSED_CODE and d.code not in UNSUPPRESSIBLE]
+        wanted = [d for d in r.reported(show_info) if d.code != UNUSED_CODE and d.code not in UNSUPPRESSIBLE]
         if not wanted:
             continue
         loaded = load_model(r.path, limits)  # type: ignore[arg-type]
@@ -291,15 +333,17 @@ def _notes(results: list[FileResult], debug: bool) -> None:
 
 
 def _emit(results: list[FileResult], fmt: str, *, diff: bool, debug: bool, show_info: bool = False,
-          statistics: bool = False, root: str | None = None) -> None:
-    diags = [d for r in results for d in r.diagnostics]
+          statistics: bool = False, root: str | None = None, quiet: bool = False) -> None:
+    every = [d for r in results for d in r.diagnostics]
+    # what every format reports: errors and warnings, info when shown or named (FileResult.reported)
+    diags = [d for r in results for d in r.reported(show_info)]
     errors = [f"{r.path}: {r.error}" for r in results if r.error]
     _notes(results, debug)
     if statistics:
-        if diags:
-            click.echo(statistics_text(diags))
+        if every:
+            click.echo(statistics_text(every))
     elif fmt == "json":
-        doc = lint_json(len(results), diags)
+        doc = lint_json(len(results), diags, every)
         assumed = _assumptions(results)
         if assumed:  # only an output that used assumptions carries them (SPEC.md section 6)
             doc["assumptions"] = assumed  # type: ignore[typeddict-unknown-key]
@@ -309,8 +353,12 @@ def _emit(results: list[FileResult], fmt: str, *, diff: bool, debug: bool, show_
     elif fmt == "sarif":
         from .._version import __version__
 
-        click.echo(json.dumps(sarif_log(diags, version=__version__, successful=not any(r.details for r in results),
-                                        notifications=errors, root=root), indent=2))
+        log = sarif_log(diags, version=__version__, successful=not any(r.details for r in results),
+                        notifications=errors, root=root)
+        click.echo(json.dumps(log, indent=2))
+        kept = len(log["runs"][0]["results"])  # type: ignore[index]
+        if kept < len(diags) and not quiet:
+            click.echo(truncation_note(kept, len(diags)), err=True)
     elif fmt == "github":
         lines = [annotation(d, root) for d in diags]
         for r in results:
@@ -323,10 +371,8 @@ def _emit(results: list[FileResult], fmt: str, *, diff: bool, debug: bool, show_
         text = "".join(r.diff if r.diff.endswith("\n") else r.diff + "\n" for r in results if r.diff)
         if text:
             click.echo(text, nl=False)
-    else:
-        visible = shown(diags, show_info)
-        if visible:
-            click.echo(concise_text(visible) if fmt == "concise" else lint_text(visible))
+    elif diags:
+        click.echo(concise_text(diags) if fmt == "concise" else lint_text(diags))
 
 
 def _listed(sources: tuple[str, ...]) -> list[str]:
@@ -344,17 +390,22 @@ def _listed(sources: tuple[str, ...]) -> list[str]:
         except OSError as exc:
             raise UsageError(f"--files-from {display_path(source)}: {exc.strerror or exc}") from None
         # split at \n only: str.splitlines also splits at form feeds, U+2028... which a path may hold
-        for line in text.decode("utf-8", "surrogateescape").split("\n"):
+        for number, line in enumerate(text.decode("utf-8", "surrogateescape").split("\n"), 1):
             line = line.removesuffix("\r")
+            if "\0" in line:  # no path holds one; the system calls would refuse it (exit 3 before)
+                raise UsageError(f"--files-from {display_path(source)}: line {number} holds a NUL byte, "
+                                 "which no path can (a list from find -print0 needs tr '\\0' '\\n')")
             if line.strip():
                 out.append(line)
     return out
 
 
-def jsonl_line(r: FileResult) -> str:
-    """A file's line of ``--format jsonl``: its ``FileResult.to_json()`` object (README, "Fleets"),
-    plus its ``assumptions`` when any were in force, on one line."""
+def jsonl_line(r: FileResult, show_info: bool = False) -> str:
+    """A file's line of ``--format jsonl``: its ``FileResult.to_json()`` object (README, "Fleets")
+    with the findings it reports (``FileResult.reported``), plus its ``assumptions`` when any were
+    in force, on one line."""
     doc: dict[str, object] = dict(r.to_json())
+    doc["diagnostics"] = [d.to_json() for d in r.reported(show_info)]
     if r.assumptions:
         doc["assumptions"] = list(r.assumptions)
     return json.dumps(doc)
@@ -364,8 +415,9 @@ class _JsonLines:
     """``--format jsonl``: each file's line on stdout as soon as it may go: in input order (a
     result that completes early waits for those before it), or with ``unordered`` at once."""
 
-    def __init__(self, unordered: bool) -> None:
+    def __init__(self, unordered: bool, show_info: bool = False) -> None:
         self.unordered = unordered
+        self.show_info = show_info
         self.waiting: dict[int, FileResult] = {}
         self.next = 0
 
@@ -373,10 +425,10 @@ class _JsonLines:
         import sys
 
         if self.unordered:
-            click.echo(jsonl_line(r))
+            click.echo(jsonl_line(r, self.show_info))
         else:
             self.waiting[k] = r
             while self.next in self.waiting:
-                click.echo(jsonl_line(self.waiting.pop(self.next)))
+                click.echo(jsonl_line(self.waiting.pop(self.next), self.show_info))
                 self.next += 1
         sys.stdout.flush()

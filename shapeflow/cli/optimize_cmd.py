@@ -5,14 +5,14 @@ from __future__ import annotations
 import json
 import textwrap
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Sequence
 
 import click
 
 from ..drivers.config import ConfigCache
 from ..drivers.discover import model_files
 from ..errors import EXIT_CLEAN, EXIT_FINDINGS, ShapeflowError, UsageError, display_path
-from ..io import STDOUT, check_output_path, load_model, save_model, write_to_stdout
+from ..io import STDOUT, LoadedModel, check_output_path, load_model, save_model, write_to_stdout
 from ..limits import Limits
 from ..drivers.optimizer import OptimizeRefused, optimize_model
 from ..passes import OptimizeResult
@@ -20,15 +20,16 @@ from ..rewrites import NAMES as RULE_NAMES
 from ..rewrites import select as select_rewrites
 from ..results import header
 from ..render import format_diagnostic
-from ..assume import assumption_texts, parse_assumptions
+from ..assume import parse_assumptions
 from ..dims import Bound
 from .options import (
-    assume_option, check_stdout_output, clear_progress, debug_option, limit_options, limits_from,
+    assume_option, check_stdout_output, clear_progress, debug_option, limit_options, limits_from, parse_dims,
     progress_printer, show_status,
 )
 
 if TYPE_CHECKING:
     from ..drivers.rewritediff import Rewrite
+    from ..drivers.verify import VerifyReport
 
 COUNTS = ("nodes", "Squeeze", "Unsqueeze")
 
@@ -50,9 +51,11 @@ Rules (--rules, comma-separated codes, prefixes or names, as lint --select; all 
 Nodes a rewrite leaves unread are always removed (SF205 dead-nodes).
 
 \b
-Exit codes: 0 done (or nothing to do), 1 error-level findings in the model (refused), a failed
---verify, or --check found something to rewrite; 2 rejected input or usage error; 3 internal
-error. Nothing is written unless the exit code is 0.""")
+Exit codes: 0 done (or nothing to do), 1 error-level findings in the model (refused), --verify
+found outputs that differ, or --check found something to rewrite; 2 rejected input, usage error,
+or --verify could not verify (onnxruntime cannot load the original, or it runs at none of the
+sizes tried: give sizes with --dim); 3 internal error. Nothing is written unless the exit code
+is 0.""")
 @click.argument("models", nargs=-1, required=True, type=click.Path(dir_okay=True, allow_dash=False))
 @click.option("-o", "--output", type=click.Path(allow_dash=True),
               help="Write the optimized model here (required unless --in-place, --check or --dry-run); "
@@ -63,13 +66,18 @@ error. Nothing is written unless the exit code is 0.""")
 @click.option("--dry-run", is_flag=True, help="Report what would change; write nothing.")
 @click.option("--rules", "rule_names", metavar="CODES",
               help="Only these rewrites: codes (SF201), prefixes (SF2) or names, comma-separated.")
+@click.option("--force-exclude", is_flag=True,
+              help="Apply the config's exclude to files named on the command line too (pre-commit names every file).")
 @click.option("--strict", is_flag=True,
               help="Cancel Squeeze→Unsqueeze only when the squeezed dims are statically 1.")
 @click.option("--verify", is_flag=True,
-              help="Run both models in onnxruntime (symbolic dims = 1 and = --verify-value) and require "
-                   "bit-identical outputs; on a mismatch exit 1 and write nothing.")
+              help="Run both models in onnxruntime (graph optimizations off) at two input sizes the model "
+                   "accepts and require bit-identical outputs; outputs that differ exit 1, a model that "
+                   "cannot be run exits 2; either way nothing is written.")
 @click.option("--verify-value", type=click.IntRange(min=1), default=3, show_default=True,
-              help="The larger value symbolic dims take in --verify.")
+              help="The larger value symbolic dims take in --verify (moved into their proven or assumed range).")
+@click.option("--dim", "dims", multiple=True, metavar="NAME=VALUE",
+              help="With --verify: run with this symbolic dim at VALUE (repeatable); rewrites never rely on it.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
               help="json: one document; with several files, one compact document per line.")
 @click.option("--diff", "show_diff", is_flag=True,
@@ -81,7 +89,8 @@ error. Nothing is written unless the exit code is 0.""")
 @limit_options
 def command(models: tuple[str, ...], output: str | None, in_place: bool, force: bool, check: bool, dry_run: bool,
             rule_names: str | None, strict: bool, verify: bool, verify_value: int, fmt: str,
-            show_diff: bool, verbose: int, quiet: bool, assume: tuple[str, ...], **kwargs: object) -> int:
+            show_diff: bool, verbose: int, quiet: bool, assume: tuple[str, ...], dims: tuple[str, ...] = (),
+            force_exclude: bool = False, **kwargs: object) -> int:
     """Rewrite the Squeeze/Unsqueeze chains of MODELS without changing what they compute.
 
     Cancels pairs, merges chains, folds constants and statically known shape values, turns
@@ -92,6 +101,10 @@ def command(models: tuple[str, ...], output: str | None, in_place: bool, force: 
     """
     limits = limits_from(kwargs)
     assumptions = parse_assumptions(assume)
+    sizes = parse_dims(dims)
+    if sizes and not verify:
+        raise UsageError("--dim sets input sizes for --verify (optimize's rewrites hold for every size): "
+                         "add --verify, or use --assume")
     writes = not (check or dry_run)
     if output is not None and in_place:
         raise UsageError("give either -o OUTPUT or --in-place, not both")
@@ -99,19 +112,23 @@ def command(models: tuple[str, ...], output: str | None, in_place: bool, force: 
         raise UsageError("-o OUTPUT is required (or --in-place, --check, --dry-run)")
     rules = [r.strip() for r in rule_names.split(",") if r.strip()] if rule_names is not None else None
     select_rewrites(rules)  # a usage error for an unknown one, before any file is read
-    files = model_files(list(models), ConfigCache().for_path)
+    files = model_files(list(models), ConfigCache().for_path, force_exclude=force_exclude)
+    if not files:  # --force-exclude left nothing: the files named are not the project's to check
+        if not quiet:
+            click.echo("0 files: every model file named is excluded (--force-exclude)", err=True)
+        return _exit(EXIT_CLEAN)
     if output is not None and len(files) > 1:
         raise UsageError("-o OUTPUT takes one model; use --in-place, --check or --dry-run for several")
     if len(files) == 1:  # one file: its errors are the command's (exit code and message as they were)
         return _exit(_one(files[0], output, in_place, force, check, dry_run, rules, strict, verify, verify_value,
-                          fmt, verbose, quiet, limits, writes, show_diff, assumptions))
+                          fmt, verbose, quiet, limits, writes, show_diff, assumptions, sizes))
     # several files in JSON: one document per line (JSON Lines), so the stream stays parseable
     fmt = "jsonl" if fmt == "json" else fmt
     code = EXIT_CLEAN
     for model in files:
         try:
             one = _one(model, output, in_place, force, check, dry_run, rules, strict, verify, verify_value,
-                       fmt, verbose, quiet, limits, writes, show_diff, assumptions)
+                       fmt, verbose, quiet, limits, writes, show_diff, assumptions, sizes)
         except ShapeflowError as exc:  # this file is rejected; the others are still processed
             click.echo(str(exc), err=True)
             one = exc.exit_code
@@ -119,10 +136,19 @@ def command(models: tuple[str, ...], output: str | None, in_place: bool, force: 
     return _exit(code)
 
 
+def _verify_ranges(result: OptimizeResult, ranges: dict[str, Bound]) -> dict[str, Bound]:
+    """The range of every symbol the optimized model is promised to match in (an alias of
+    ``--assume a==b`` shares its representative's), for ``--verify``'s bindings."""
+    out = dict(ranges)
+    for name, rep in result.aliases.items():
+        out[name] = out.get(rep, (None, None))
+    return out
+
+
 def _one(model: str, output: str | None, in_place: bool, force: bool, check: bool, dry_run: bool,
          rules: list[str] | None, strict: bool, verify: bool, verify_value: int, fmt: str, verbose: int,
          quiet: bool, limits: Limits, writes: bool, show_diff: bool = False,
-         assumptions: dict[str, Bound] | None = None) -> int:
+         assumptions: dict[str, Bound] | None = None, sizes: dict[str, int] | None = None) -> int:
     """Optimize one file; its exit code."""
     to_stdout = writes and output == STDOUT
     if to_stdout:
@@ -131,29 +157,24 @@ def _one(model: str, output: str | None, in_place: bool, force: bool, check: boo
         check_output_path(output, input_path=model, force=force)
     started = time.perf_counter()
     loaded = load_model(model, limits)
+    ranges: dict[str, Bound] = {}
     try:
         result = optimize_model(loaded, rules=rules, strict=strict, limits=limits,
                                 progress=progress_printer("optimizing"), explain=verbose > 0 or show_diff,
-                                assumptions=assumptions)
+                                assumptions=assumptions, ranges=ranges)
     except OptimizeRefused as exc:
         clear_progress()
         _refused(model, exc, fmt)  # (fmt "jsonl": one compact JSON document per line)
         return EXIT_FINDINGS
     clear_progress()
 
-    verified: bool | None = None
-    verify_text = ""
-    if verify:
-        verified = True
-        if result.changed:
-            from ..drivers.verify import verify_models
-
-            report = verify_models(loaded.raw, result.model, directory=loaded.directory,
-                                   values=(1, verify_value), ranges=assumptions)
-            verified = report.ok
-            verify_text = report.summary()
-        else:
-            verify_text = "nothing changed"
+    report: VerifyReport | None = None
+    if verify and result.changed:
+        report = _verify(model, loaded, result, rules, strict, limits, verify_value, assumptions,
+                         _verify_ranges(result, ranges), sizes)
+    verified: bool | None = None if report is None else True if report.ok else False if report.status == "differs" else None
+    if verify and report is None:
+        verified = True  # nothing changed: nothing to compare
 
     rewrites = None
     if show_diff:  # (before the input's bytes are freed for the write)
@@ -166,7 +187,7 @@ def _one(model: str, output: str | None, in_place: bool, force: bool, check: boo
         # the input's bytes are written only when nothing changed (--diff has read them above):
         # free them before serializing
         loaded.raw = b""
-    if writes and verified is not False:
+    if writes and (report is None or report.ok):
         show_status(f"writing {display_path(str(target))}")
         if to_stdout:
             write_to_stdout(result.model if result.changed else loaded.raw, input_path=model,
@@ -181,8 +202,8 @@ def _one(model: str, output: str | None, in_place: bool, force: bool, check: boo
             written = True
         clear_progress()
 
-    _report(model, target if writes else None, result, fmt, verbose, verified, verify_text, check, dry_run,
-            rewrites, err=to_stdout)
+    _report(model, target if writes else None, result, fmt, verbose, verified, report, check, dry_run,
+            rewrites, err=to_stdout, verify=verify)
     elapsed = time.perf_counter() - started
     if fmt == "text" and not quiet:
         b, a = result.before, result.after
@@ -190,11 +211,40 @@ def _one(model: str, output: str | None, in_place: bool, force: bool, check: boo
         state = "written" if written else ("would change" if result.changed else "unchanged")
         click.echo(f"{display_path(model)}: Squeeze+Unsqueeze {sq_b:,} → {sq_a:,}, nodes {b['nodes']:,} → "
                    f"{a['nodes']:,} in {elapsed:.2f} s ({state})", err=True)
-    if verified is False:
-        return EXIT_FINDINGS
+    if report is not None and not report.ok:
+        return report.exit_code  # 1: outputs differ; 2: could not verify
     if check and result.changed:
         return EXIT_FINDINGS
     return EXIT_CLEAN
+
+
+def _verify(model: str, loaded: LoadedModel, result: OptimizeResult, rules: list[str] | None, strict: bool,
+            limits: Limits, verify_value: int, assumptions: dict[str, Bound] | None, ranges: dict[str, Bound],
+            sizes: dict[str, int] | None) -> VerifyReport:
+    """``--verify``: compare the models; on a difference, find the rewrite rule responsible by
+    optimizing the input again with fewer rules (``verify.culprit``)."""
+    from ..io import load_model_bytes
+    from ..drivers.verify import DIFFERS, culprit, verify_models
+
+    show_status("verifying in onnxruntime")
+    report = verify_models(loaded.raw, result.model, directory=loaded.directory, values=(1, verify_value),
+                           ranges=ranges, fixed=sizes, aliases=result.aliases)
+    if report.status == DIFFERS and report.failing is not None:
+        fired = [name for name in RULE_NAMES if result.rewrites.get(name)]
+        original = loaded.raw
+
+        def rerun(chosen: Sequence[str]) -> bytes | None:
+            again = optimize_model(load_model_bytes(original, model, limits), rules=list(chosen), strict=strict,
+                                   limits=limits, explain=False, assumptions=assumptions)
+            return again.model.SerializeToString() if again.changed else None
+
+        show_status("verifying: looking for the rewrite responsible")
+        try:
+            report.rewrite = culprit(original, fired, rerun, report.failing, directory=loaded.directory)
+        except ShapeflowError:
+            pass  # (a subset of the rules is refused or fails: the difference itself stands)
+    clear_progress()
+    return report
 
 
 def _exit(code: int) -> int:
@@ -213,8 +263,8 @@ def _refused(model: str, exc: OptimizeRefused, fmt: str) -> None:
 
 
 def _report(model: str, output: str | None, result: OptimizeResult, fmt: str, verbose: int,
-            verified: bool | None, verify_text: str, check: bool, dry_run: bool,
-            rewrites: "list[Rewrite] | None" = None, err: bool = False) -> None:
+            verified: bool | None, report: "VerifyReport | None", check: bool, dry_run: bool,
+            rewrites: "list[Rewrite] | None" = None, err: bool = False, verify: bool = False) -> None:
     if fmt in ("json", "jsonl"):
         doc: dict[str, object] = {
             **header(),
@@ -225,8 +275,10 @@ def _report(model: str, output: str | None, result: OptimizeResult, fmt: str, ve
             "rewrites": dict(result.rewrites),
             "verified": verified,
         }
-        if result.assumptions:  # only an output that used assumptions carries them (SPEC.md section 6)
-            doc["assumptions"] = assumption_texts(result.assumptions)
+        if report is not None:
+            doc["verify"] = report.to_json()
+        if result.premises:  # only an output that used assumptions carries them (SPEC.md section 6)
+            doc["assumptions"] = list(result.premises)
         if verbose:
             doc["log"] = list(result.log)
         if verbose > 1:
@@ -245,13 +297,20 @@ def _report(model: str, output: str | None, result: OptimizeResult, fmt: str, ve
         lines.append(f"  rewrites: {fired}")
     else:
         lines.append("  nothing to rewrite" + ("" if check or dry_run else ": written byte-identical"))
-    if result.assumptions:
-        lines.append(f"  assuming {', '.join(assumption_texts(result.assumptions))}: rewrites may rely on it")
+    if result.premises:
+        lines.append(f"  assuming {', '.join(result.premises)}: rewrites may rely on it")
     if result.notes:
         lines.append(f"  {len(result.notes):,} rewrite(s) cancel a Squeeze of a dim not known to be 1: "
                      "the model no longer fails when that dim is not 1 (--strict keeps them)")
-    if verified is not None:
-        lines.append(f"  verified: {verify_text}" if verified else f"  verify FAILED: {verify_text}; nothing written")
+    if report is not None:
+        if report.ok:
+            lines.append(f"  verified: {report.summary()}")
+        elif report.status == "differs":
+            lines.append(f"  verify FAILED: outputs differ: {report.summary()}; nothing written")
+        else:
+            lines.append(f"  could not verify: {report.summary()}; nothing written")
+    elif verify:
+        lines.append("  verified: nothing changed")
     if check and result.changed:
         lines.append("  --check: the model would change")
     if verbose and result.log:

@@ -63,8 +63,11 @@ def dim_option(fn: F) -> F:
 
 def assume_option(fn: F) -> F:
     return click.option("--assume", "assume", multiple=True, metavar="NAME>=K",
-                        help="State a range of a symbolic dim (repeatable), e.g. --assume seq>=3 "
-                             "or --assume 'seq<=4096'; results then hold under it, and say so.")(fn)
+                        help="State a premise about symbolic dims (repeatable): a range, e.g. --assume seq>=3 "
+                             "or --assume 'seq<=4096'; '*>=1' for every input dim; 'a==b' for two names "
+                             "of one dim. Results then hold under it, and say so.")(fn)
+
+
 if TYPE_CHECKING:
     _IntParam = click.ParamType[int]  # (generic in the stubs of click 8.2 on, not at run time before)
 else:

@@ -19,7 +19,10 @@ exporter declares almost every tensor, often with unknown dims), has that declar
   rank 0 and not as an unknown rank.
 
 Graph inputs are the user's; graph outputs are refined the same way only when asked
-(``refine_outputs``), as the signature is the user's too.
+(``refine_outputs``), as the signature is the user's too. The body of a Loop with scan outputs, and
+what computes the outer tensors it reads, are left alone (``ops.control.zero_trip_nodes``):
+onnxruntime shapes those outputs after zero iterations from its own inference of the body, which
+recorded shapes would change.
 """
 
 from __future__ import annotations
@@ -30,9 +33,10 @@ from typing import Mapping, Sequence
 from .._onnx import onnx
 from ..declared import Conflict, DimReader, conflicts, written_shape
 from ..diagnostics import Diagnostic
-from ..dims import Bound, Dim
+from ..dims import Bound, Dim, Sym
 from ..graph import ModelGraph
-from ..inference import Inference
+from ..inference import Inference, declared_symbols
+from ..ops.control import zero_trip_nodes
 from ..ops.fallback import type_proto
 from ..rules import LintContext
 from ..rules.sf112_shape_conflict import ShapeConflict
@@ -48,20 +52,45 @@ class AnnotateResult:
     fixed: int = 0  # contradicting declarations rewritten (``fix_declarations``)
 
 
-def _type_proto(t: TensorInfo) -> onnx.TypeProto:
+# The text of each symbolic dim written so far -> the dim it stands for. ONNX reads one
+# dim_param as one size wherever it occurs (onnxruntime's memory planner reuses a buffer on it),
+# and a graph input's dim_param is an opaque name whatever its spelling: a computed ``N + 1``
+# must not be written where an input declares ``"N + 1"``, nor two dims that print alike.
+Texts = dict[str, Dim]
+
+
+def written_texts(graph: ModelGraph) -> Texts:
+    """The graph inputs' dim names, each the symbol it is (what ``annotate`` starts from)."""
+    return {name: Sym.symbol(name) for name in declared_symbols(graph)}
+
+
+def _type_proto(t: TensorInfo, texts: Texts | None = None) -> onnx.TypeProto:
     tp = type_proto(t)
     if t.shape is not None:
         tp.tensor_type.shape.SetInParent()  # rank 0 too: a present shape without dims
+        if texts is not None:
+            for dim, d in zip(tp.tensor_type.shape.dim, t.shape):
+                if dim.WhichOneof("value") == "dim_param":
+                    _set_dim(dim, d, texts)
     return tp
 
 
-def _set_dim(dim: onnx.TensorShapeProto.Dimension, d: Dim) -> None:
+def _set_dim(dim: onnx.TensorShapeProto.Dimension, d: Dim, texts: Texts | None = None) -> bool:
+    """Write ``d`` into ``dim``; False when it is left unknown."""
     if type(d) is int:
         dim.dim_value = d
-    elif d is None:
+        return True
+    if d is None:
         dim.Clear()
-    else:
-        dim.dim_param = str(d)
+        return False
+    text = str(d)
+    if texts is not None:
+        meant = texts.setdefault(text, d)
+        if meant != d:  # the text already names another dim: say nothing rather than equate them
+            dim.Clear()
+            return False
+    dim.dim_param = text
+    return True
 
 
 def _declared_unknown(dim: onnx.TensorShapeProto.Dimension) -> bool:
@@ -78,12 +107,14 @@ class Refined:
 
 
 def refine(vi: onnx.ValueInfoProto, t: TensorInfo, reader: DimReader | None = None, *, fix: bool = False,
-           ranges: Mapping[str, Bound] | None = None) -> Refined:
+           ranges: Mapping[str, Bound] | None = None, texts: Texts | None = None) -> Refined:
     """Fill what ``vi`` leaves unknown from ``t`` (element type, shape, dims) and replace the dim
     names the exporter invented (``reader``: none is replaced without one) by the proven dims. A
     declaration that contradicts ``t`` (SF112: another rank, another int, another expression) is
     left as it is, unless ``fix``: then the contradicted rank or dims are rewritten with the
-    inferred ones, and the rest refined as above. An element type that differs is always left."""
+    inferred ones, and the rest refined as above. An element type that differs is always left.
+    ``texts``: the dim_params written so far (see ``Texts``); a dim whose text names another is
+    left unknown."""
     tp = vi.type
     which = tp.WhichOneof("value")
     if which not in (None, "tensor_type"):
@@ -108,20 +139,18 @@ def refine(vi: onnx.ValueInfoProto, t: TensorInfo, reader: DimReader | None = No
         for d in t.shape:
             dim = tt.shape.dim.add()
             if d is not None:
-                _set_dim(dim, d)
-                filled += 1
+                filled += _set_dim(dim, d, texts)
         return Refined(0 if found else filled, 0, bool(found), bool(found))
     wrong = {c.position for c in found}
     for k, (dim, d) in enumerate(zip(tt.shape.dim, t.shape)):
         if k in wrong:
-            _set_dim(dim, d)
+            _set_dim(dim, d, texts)
         elif d is not None and _declared_unknown(dim):
-            _set_dim(dim, d)
-            filled += 1
+            filled += _set_dim(dim, d, texts)
         elif d is not None and reader is not None and dim.WhichOneof("value") == "dim_param" \
                 and reader.invented(dim.dim_param):
-            _set_dim(dim, d)
-            replaced += 1
+            if texts is None or texts.get(str(d), d) == d:  # (else the exporter's name stays)
+                replaced += _set_dim(dim, d, texts)
     return Refined(filled, replaced, bool(found), bool(found))
 
 
@@ -131,6 +160,10 @@ def annotate(graph: ModelGraph, inference: Inference, refine_outputs: bool = Fal
     refined declarations, as the module docstring says."""
     added = filled = kept = replaced = fixed = 0
     reader = DimReader.of(graph)
+    # (onnxruntime shapes a Loop's scan outputs after zero iterations from its own inference of
+    # the body, which recorded shapes would change: what it rests on is left as it is)
+    frozen = zero_trip_nodes(graph)
+    texts = written_texts(graph)
     for scope, table in zip(graph.scopes, inference.tensors):
         body = scope.proto
         if scope.kind != "graph" or not isinstance(body, onnx.GraphProto):
@@ -143,6 +176,8 @@ def annotate(graph: ModelGraph, inference: Inference, refine_outputs: bool = Fal
             if vi.name not in declared:
                 declared[vi.name] = vi
         for nid in scope.order:
+            if nid in frozen:
+                continue
             for name in graph.nodes[nid].proto.output:
                 t = table.get(name)
                 if not name or t is None or not (t.dtype or t.shape is not None):
@@ -151,7 +186,8 @@ def annotate(graph: ModelGraph, inference: Inference, refine_outputs: bool = Fal
                     vi = declared[name]
                     if vi is None:
                         continue
-                    r = refine(vi, t, reader, fix=fix_declarations, ranges=inference.ranges)
+                    r = refine(vi, t, reader, fix=fix_declarations, ranges=inference.ranges,
+                               texts=texts)
                     filled += r.filled
                     replaced += r.replaced
                     kept += r.contradicted and not r.fixed
@@ -162,7 +198,7 @@ def annotate(graph: ModelGraph, inference: Inference, refine_outputs: bool = Fal
                     continue
                 entry = onnx.ValueInfoProto()
                 entry.name = name
-                entry.type.CopyFrom(_type_proto(t))
+                entry.type.CopyFrom(_type_proto(t, texts))
                 body.value_info.append(entry)
                 declared[name] = None
                 added += 1

@@ -61,7 +61,7 @@ def lint(paths: PathLike | Sequence[PathLike], *, select: Sequence[str] | None =
     ``ignore`` act as the command-line options do. Unreadable files are results with SF001, not
     exceptions; a bad setting raises ``ShapeflowError`` (exit code 2).
 
-    ``executor="ray"`` runs each file as a Ray task (``shapeflow[ray]``) on the cluster this
+    ``executor="ray"`` runs each file as a Ray task (the ``ray`` extra) on the cluster this
     process is connected to, or at ``ray_address``, or a new local one; results are the same, in
     the same order. A path may then also be a URL fsspec opens. ``cache=True`` uses the lint cache
     where ``shapeflow lint`` would (``.shapeflow_cache``), a path names its folder; off by default."""
@@ -102,8 +102,10 @@ def optimize(path: PathLike, output: PathLike | None = None, *, rules: Sequence[
 
 
 def diff(a: PathLike, b: PathLike, *, dims: Mapping[str, int] | None = None, signature: bool = True,
-         shapes: bool = True, limits: Limits = DEFAULT_LIMITS) -> ModelDiff:
-    """Compare two models as ``shapeflow diff`` does: their signatures (graph inputs and outputs)
-    and the inferred shapes of the tensors present in both. ``result.exit_code`` is 1 when they
-    differ. Raises ``ShapeflowError`` when a model cannot be read or understood."""
-    return diff_models(os.fspath(a), os.fspath(b), dims=dims, signature=signature, shapes=shapes, limits=limits)
+         shapes: bool = True, limits: Limits = DEFAULT_LIMITS, validate: bool = True) -> ModelDiff:
+    """Compare two models as ``shapeflow diff`` does: their signatures (graph inputs and outputs),
+    the inferred shapes of the tensors present in both, and (``validate``) whether each passes
+    onnx's checker and loads in onnxruntime. ``result.exit_code`` is 1 when they differ. Raises
+    ``ShapeflowError`` when a model cannot be read or understood."""
+    return diff_models(os.fspath(a), os.fspath(b), dims=dims, signature=signature, shapes=shapes, limits=limits,
+                       validate=validate)

@@ -1,12 +1,17 @@
 """The baseline file (SPEC.md section 7): today's findings, recorded so that only new ones count.
 
-``lint --write-baseline FILE`` records every finding of the run; ``lint --baseline FILE`` (or
-``baseline = "FILE"`` in the config) hides the findings it lists. An entry is keyed by the file
+``lint --write-baseline FILE`` records the run's errors and warnings (info findings fail nothing,
+so a baseline of them would only be noise); ``lint --baseline FILE`` (or ``baseline = "FILE"`` in
+the config) hides the findings it lists. An entry is keyed by the file
 (relative to the repository root, so the baseline works from any directory), the code, the graph
 path, the node and a fingerprint of the finding (code, graph, node name or, for an unnamed node,
 its op and outputs, and the message): editing another node, or inserting nodes before it, does not
 change it. A finding that was fixed simply no longer matches; its entry is never an error.
 Entries count: two identical findings need two entries.
+
+The file is JSON written for review in a pull request: one entry per line, sorted (file, code,
+graph, node, fingerprint), so a new or fixed finding is a one-line diff; it is created with the
+permissions of any file the user makes (``0o666`` less the umask).
 
 A baseline is a file a pull request can write, so it is read as a model is (a regular file, at
 most 256 MiB, UTF-8 JSON nested as the format is, never more), and it never hides an error whose
@@ -21,11 +26,11 @@ import json
 import os
 from collections import Counter
 from dataclasses import dataclass
-from typing import Iterable, Sequence, TypedDict
+from typing import Iterable, Mapping, Sequence, TypedDict
 
 from ..codes import REFUSAL_CODES
 from .config import relative_to_root
-from ..diagnostics import Severity
+from ..diagnostics import Diagnostic, Severity
 from ..errors import EXIT_CLEAN, EXIT_FINDINGS, UsageError
 from ..io.files import MAX_BASELINE_BYTES, decode_text, read_small_file, write_small_file
 from ..io.memory import require_memory
@@ -44,6 +49,9 @@ class EntryJSON(TypedDict):
     fingerprint: str
 
 
+ENTRY_KEYS = ("file", "code", "graph", "node", "fingerprint")
+
+
 @dataclass(frozen=True)
 class Baseline:
     path: str
@@ -56,10 +64,13 @@ def file_key(path: str, root: str | None) -> str:
 
 
 def entries_of(results: Sequence[FileResult], root: str | None) -> list[EntryJSON]:
+    """The entries of the errors and warnings of ``results``, sorted."""
     out: list[EntryJSON] = []
     for r in results:
         key = file_key(r.path, root)
         for d in r.diagnostics:
+            if d.severity is Severity.INFO:
+                continue
             fp = fingerprint(d, r.anchors.get((d.location.graph, d.location.node or "")))
             out.append({"file": key, "code": d.code, "graph": d.location.graph, "node": d.location.node,
                         "fingerprint": fp})
@@ -88,11 +99,22 @@ def write_baseline(path: str, results: Sequence[FileResult], root: str | None, v
     """Write the baseline of ``results`` to ``path`` atomically; the number of entries. ``inputs``:
     the files the run read, which the baseline must not replace (``refuse_inputs``)."""
     entries = entries_of(results, root)
-    doc = {"shapeflow_version": version, "schema": SCHEMA, "entries": entries}
-    text = json.dumps(doc, indent=2) + "\n"
+    text = baseline_text(entries, version)
     refuse_inputs(path, [*inputs, *(r.path for r in results)])
-    write_small_file(path, text.encode("utf-8"), "baseline")
+    write_small_file(path, text.encode("utf-8"), "baseline")  # (with the user's umask, write_small_file)
     return len(entries)
+
+
+def baseline_text(entries: Sequence[EntryJSON], version: str) -> str:
+    """The file: a JSON object whose ``entries`` list holds one entry per line (``json.dumps``
+    of each, keys in a fixed order), so that the file diffs line by line."""
+    lines = [json.dumps({k: e[k] for k in ENTRY_KEYS}) for e in entries]  # type: ignore[literal-required]
+    body = ",\n".join("    " + line for line in lines)
+    return ("{\n"
+            f'  "shapeflow_version": {json.dumps(version)},\n'
+            f'  "schema": {SCHEMA},\n'
+            + ('  "entries": [\n' + body + "\n  ]\n" if lines else '  "entries": []\n')
+            + "}\n")
 
 
 # What reading costs per byte of baseline: the bytes, the text, the parsed entries (a dict and
@@ -127,6 +149,15 @@ def load_baseline(path: str, max_memory: int = DEFAULT_LIMITS.max_memory) -> Bas
             raise UsageError("baseline entry without file, code and fingerprint", file=path)
         counts[(e["file"], e["code"], e["fingerprint"])] += 1
     return Baseline(path, counts)
+
+
+def unlisted(path: str, diags: Sequence[Diagnostic], anchors: Mapping[tuple[str, str], str],
+             baseline: Baseline, root: str | None) -> list[Diagnostic]:
+    """The findings of the file ``path`` that ``baseline`` does not list (``lint --fix`` leaves
+    the listed ones alone, as it does suppressed ones)."""
+    probe = FileResult(path, diagnostics=list(diags), anchors=dict(anchors))
+    apply_baseline([probe], baseline, root)
+    return probe.diagnostics
 
 
 def apply_baseline(results: Sequence[FileResult], baseline: Baseline, root: str | None,

@@ -96,7 +96,7 @@ def import_ray() -> Any:
     try:
         import ray
     except ImportError:
-        raise UsageError("--executor ray needs Ray: pip install 'shapeflow[ray]'") from None
+        raise UsageError("--executor ray needs Ray: pip install -e '.[ray]'") from None
     return ray
 
 

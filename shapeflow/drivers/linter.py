@@ -2,9 +2,11 @@
 committed next to code.
 
 One file: load -> analyse (inference and the selected rules, once) -> severity overrides. With
-``--fix``, the rewrite engine (``shapeflow.passes``) runs on that analysis: first the repairs of the
-selected fixable error rules (SF104), then, when no error-level finding is left, the rewrites of the
-selected SF2xx codes (what ``optimize`` would do); the fixed model is analysed once more, and the
+``--fix``, the rewrite engine (``shapeflow.passes``) runs on that analysis, for what the run reports
+and nothing else (errors and warnings; info codes only when shown or named; never a finding
+suppressed in the model or listed in the baseline): first the repairs (SF104), then, when no
+error-level finding is left, the reported SF2xx rewrites (what ``optimize`` would do, in part or
+in full); the fixed model is analysed once more, and the
 fix is dropped if that shows an error-level finding that was not there before. Many files: every one is processed, in
 parallel processes with ``jobs > 1``, and the results come back in input order. Everything a
 worker returns is plain picklable data.
@@ -21,7 +23,7 @@ import os
 import traceback
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
 from .._onnx import onnx  # (onnx.printer, for --diff, imports onnx when asked for)
 from .analysis import Analysis, analyze, error_findings
@@ -32,14 +34,16 @@ from ..errors import (
 from ..graph import ModelGraph
 from ..inference import Inference
 from ..io import LoadedModel, load_model, parse_model_file, read_model_file, save_model
-from ..assume import assumption_texts
+from ..assume import parse_assumptions
 from ..codes import REFUSAL_CODES
 from .config import severity_table
-from ..dims import Bound
-from ..limits import DEFAULT_LIMITS, Limits
-from ..rules import LintContext, Rule, rejection_diagnostic, select_rules
+from ..limits import DEFAULT_LIMITS, Limits, file_deadline
+from ..rules import LintContext, Rule, rejection_diagnostic, resolve_selector, select_rules
 from . import suppress
 from ..results import FileResultJSON
+
+if TYPE_CHECKING:
+    from .baseline import Baseline
 
 
 @dataclass(frozen=True)
@@ -49,8 +53,8 @@ class LintOptions:
     severity: tuple[tuple[str, Severity], ...] = ()  # (selector, level), later entries win ties
     exit_zero: bool = False
     dims: tuple[tuple[str, int], ...] = ()
-    # --assume ranges (name, (lo, hi)); each file uses those that name one of its symbols
-    assume: tuple[tuple[str, Bound], ...] = ()
+    # --assume statements ("seq>=3", "*>=1", "a==b"); each file uses those that name its symbols
+    assume: tuple[str, ...] = ()
     limits: Limits = DEFAULT_LIMITS
     fix: bool = False
     diff: bool = False  # with fix: compute the change, write nothing
@@ -59,6 +63,13 @@ class LintOptions:
     # exit_zero came from a settings file: an error whose code means onnxruntime refuses the model
     # still fails the file (codes.REFUSAL_CODES; docs/threat-model.md)
     settings_exit_zero: bool = False
+    # What is reported (and so what --fix may change): errors and warnings, info findings of the
+    # codes the settings name explicitly (config.Resolved.named), every info finding with show_info.
+    # None: the codes ``select`` names (a caller of lint_file selects by naming codes).
+    show_info: bool = False
+    named: tuple[str, ...] | None = None
+    # --fix leaves alone what the baseline lists (its findings are not reported); None: no baseline
+    baseline: str | None = None
     # inference progress on a terminal (serial runs only: a callable does not cross processes)
     progress: Callable[[int, int], None] | None = field(default=None, compare=False)
 
@@ -80,6 +91,17 @@ class FileResult:
     # the model names external data: its result depends on files beside it (not cached, cache.py)
     external: bool = False
     refused: bool = False  # --fix: the rewrite engine refused the model (``passes.requires``; exit 2)
+    # info codes reported like errors and warnings (named by the settings; set by workspace.run)
+    named: tuple[str, ...] = ()
+    # the settings file whose ``exclude`` covers this file: judged for refusals only (workspace.py)
+    excluded_by: str | None = None
+
+    def reported(self, show_info: bool = False) -> list[Diagnostic]:
+        """The findings a run reports: errors and warnings, and the info findings of the codes the
+        settings name (or all of them with ``show_info``); other info findings are only counted."""
+        if show_info:
+            return list(self.diagnostics)
+        return [d for d in self.diagnostics if d.severity is not Severity.INFO or d.code in self.named]
 
     def to_json(self) -> FileResultJSON:
         return {"path": self.path, "exit_code": self.exit_code, "rejected": self.rejected, "error": self.error,
@@ -95,6 +117,9 @@ class _Linter:
         self.codes = {r.code for r in self.rules}
         self.severity = severity_table(options.severity)
         self.dims = dict(options.dims)
+        self.named = frozenset(options.named if options.named is not None
+                               else (code for s in options.select or () for code in resolve_selector(s)))
+        self._baseline: Baseline | None = None  # read when --fix first needs it
 
     # -- one file --------------------------------------------------------------------------------
     def run(self, path: str, data: bytes | None = None, source: str | None = None) -> FileResult:
@@ -103,12 +128,23 @@ class _Linter:
         not the caller's). Findings always name ``path``."""
         result = FileResult(path)
         try:
-            self._lint(path, result, data, source)
+            with file_deadline(self.options.limits.timeout):  # --timeout is per file, every phase in it
+                self._lint(path, result, data, source)
         except ShapeflowError as exc:
             result.diagnostics = [rejection_diagnostic(exc, path)] if exc.code or isinstance(exc, LimitExceededError) else []
             result.rejected = bool(result.diagnostics)
             result.error = None if result.rejected else str(exc)
             result.exit_code = exc.exit_code
+            result.changed = False
+            result.diff = ""
+        except MemoryError:
+            # an allocation failed (``ulimit -v``, or what the --max-memory checks did not foresee):
+            # a limit this file hit, not a bug; the others are still linted
+            limit = LimitExceededError("max-memory", "out of memory", Limits.FLAGS["max_memory"], file=path)
+            result.diagnostics = [rejection_diagnostic(limit, path)]
+            result.rejected = True
+            result.error = None
+            result.exit_code = limit.exit_code
             result.changed = False
             result.diff = ""
         except Exception as exc:  # a bug: report it for this file and go on with the others
@@ -133,12 +169,15 @@ class _Linter:
             loaded = parse_model_file(path, data, opts.limits, source=source)
         result.external = loaded.external
         analysis = self._analyze(loaded)
-        result.assumptions = tuple(assumption_texts(analysis.inference.assumptions))
+        result.assumptions = analysis.inference.premises
         diags = self._finish(analysis.diagnostics)
         if opts.fix:
-            # A finding suppressed in the model is not the user's to fix: its node is left alone.
-            visible, _ = suppress.apply(path, loaded.proto, loaded.raw, diags, self.codes, self.severity,
-                                        markers=opts.markers, deadline=deadline)
+            # A finding suppressed in the model or listed in the baseline is not reported, so it is
+            # not the user's to fix: its node is left alone.
+            visible, anchors = suppress.apply(path, loaded.proto, loaded.raw, diags, self.codes, self.severity,
+                                              markers=opts.markers, deadline=deadline)
+            if opts.baseline is not None:
+                visible = self._not_baselined(path, visible, anchors)
             shown = {(d.code, d.location.graph, d.location.node) for d in visible}
             blocked = frozenset((d.location.graph, d.location.node) for d in diags
                                 if d.fixable and d.location.node is not None
@@ -163,13 +202,28 @@ class _Linter:
         if result.refused:
             result.exit_code = EXIT_REJECTED  # the engine refused to rewrite it: as optimize would
 
+    def _reported(self, code: str) -> bool:
+        """Whether findings of ``code`` are reported (so that --fix may act on them)."""
+        if self.options.show_info or code in self.named:
+            return True
+        from ..rules import BY_CODE  # (every rule's code: the table's and the rewrites' own)
+
+        return self.severity.get(code, BY_CODE[code].severity) is not Severity.INFO
+
+    def _not_baselined(self, path: str, diags: list[Diagnostic], anchors: dict[tuple[str, str], str]) -> list[Diagnostic]:
+        from .baseline import load_baseline, unlisted  # (baseline.py reads FileResult from here)
+
+        if self._baseline is None:
+            self._baseline = load_baseline(self.options.baseline)  # type: ignore[arg-type]
+        return unlisted(path, diags, anchors, self._baseline, self.options.repo_root or find_repo_root())
+
     def read(self, path: str) -> bytes:
         """The file's bytes, read with every check of ``load_model``; raises ShapeflowError."""
         return read_model_file(path, self.options.limits, repo_root=_root_for(path, self.options.repo_root))
 
     def _analyze(self, loaded: LoadedModel) -> Analysis:
         return analyze(loaded, dims=self.dims, limits=self.options.limits, rules=self.rules,
-                       assumptions=dict(self.options.assume), only_known_symbols=True,
+                       assumptions=parse_assumptions(self.options.assume, "assume"), only_known_symbols=True,
                        progress=self.options.progress)
 
     def _finish(self, diags: list[Diagnostic]) -> list[Diagnostic]:
@@ -186,27 +240,27 @@ class _Linter:
              result: FileResult, blocked: frozenset[tuple[str, str]] = frozenset()) -> list[Diagnostic]:
         from ..passes import Pass, requires, run_passes  # here: plain lint never rewrites
         from ..rewrites import for_codes
+        from .rewritediff import summarized_text  # (weights as digests: a diff never dumps them)
 
         opts = self.options
-        fixable_before = sum(1 for d in diags if d.fixable)
+        # Only the fixes of reported findings: errors and warnings, info (SF2xx) when shown or
+        # named. A hook that reports nothing changes nothing.
+        reportable = {code for code in self.codes if self._reported(code)}
+        fixable_before = sum(1 for d in diags if d.fixable and d.code in reportable)
         if not fixable_before:
             return diags
         # What the engine refuses to rewrite, it refuses here first, as optimize does before its
         # verdict on errors: the same inputs are refused (exit 2) whichever driver asks.
         requires(loaded, analysis.graph)
         found = {d.code for d in diags if d.fixable and (d.location.graph, d.location.node) not in blocked}
-        repairs = for_codes(found & self.codes, repairs=True)
-        # Every selected rewrite, not only those with findings now: one rewrite can open the way
+        repairs = for_codes(found & reportable, repairs=True)
+        # Every reported rewrite, not only those with findings now: one rewrite can open the way
         # for another (a cancel, then a merge), and optimize would do that one too.
-        rewrites = for_codes(self.codes)
-        before_text = onnx.printer.to_text(loaded.proto) if opts.diff else ""
+        rewrites = for_codes(reportable)
+        before_text = summarized_text(loaded.proto) if opts.diff else ""
         graph: ModelGraph | None = analysis.graph
         inference: Inference | None = analysis.inference
-        # Every error of the model, selected or not: optimize would refuse the model for any of them.
-        reported: dict[str, list[Diagnostic]] = {code: [] for code in self.codes}
-        for d in analysis.diagnostics:
-            reported.setdefault(d.code, []).append(d)
-        errors = error_findings(LintContext(loaded.path, analysis.graph, analysis.inference), reported)
+        errors = self._model_errors(loaded, analysis)
         errors_before = list(errors)
         changed = False
         # Repairs first: they state what the author meant (Paddle's semantics); the rewrites then
@@ -221,7 +275,7 @@ class _Linter:
             if done.changed:
                 changed = True
                 graph = inference = None  # the engine indexes the repaired model itself
-        if rewrites and (changed or any(d.fixable and d.code.startswith("SF2")
+        if rewrites and (changed or any(d.fixable and d.code.startswith("SF2") and d.code in reportable
                                         and (d.location.graph, d.location.node) not in blocked for d in diags)):
             if errors:
                 # optimize refuses a model with error-level findings; the findings stay reported,
@@ -250,15 +304,22 @@ class _Linter:
                 result.notes.append(f"fix not applied: it would introduce {d.code} {d.name}{where}: {d.message}")
             return diags
         result.changed = True
-        result.fixed = max(0, fixable_before - sum(1 for d in after if d.fixable))
+        result.fixed = max(0, fixable_before - sum(1 for d in after if d.fixable and d.code in reportable))
         if opts.diff:
             result.diff = _ended("".join(difflib.unified_diff(
-                before_text.splitlines(keepends=True), onnx.printer.to_text(fixed.proto).splitlines(keepends=True),
+                before_text.splitlines(keepends=True), summarized_text(fixed.proto).splitlines(keepends=True),
                 fromfile=f"{display_path(loaded.path)} (before)",
                 tofile=f"{display_path(loaded.path)} (after --fix)")))
         else:
             save_model(fixed.proto, fixed.path, input_path=fixed.path, in_place=True)
         return after
+
+    def _model_errors(self, loaded: LoadedModel, analysis: Analysis) -> list[Diagnostic]:
+        """Every error of the model, selected or not: optimize would refuse the model for any of them."""
+        reported: dict[str, list[Diagnostic]] = {code: [] for code in self.codes}
+        for d in analysis.diagnostics:
+            reported.setdefault(d.code, []).append(d)
+        return list(error_findings(LintContext(loaded.path, analysis.graph, analysis.inference), reported))
 
     def _reanalyze(self, loaded: LoadedModel) -> Analysis:
         judges = [r for r in select_rules() if r.severity is Severity.ERROR and r.code not in self.codes]

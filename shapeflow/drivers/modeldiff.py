@@ -11,20 +11,28 @@ Two comparisons, each optional:
   reported but is not a change (an optimization that folds a constant often lets inference see
   more).
 
-The exit code of the command is 1 when a compared part differs (a signature difference or a
-changed shape), 0 otherwise.
+And whether each model is still a model: it passes onnx's checker (``full_check``: types and
+shapes included) and, with onnxruntime installed, onnxruntime creates a session for it (graph
+optimizations off). A model that fails a check the other passes is a difference: a re-export or
+an edit that no longer loads is the change a diff must not call "the same". A check both fail
+(onnx's checker does not know every runtime's operators) is reported, not counted.
+
+The exit code of the command is 1 when a compared part differs (a signature difference, a
+changed shape, or a check one model no longer passes), 0 otherwise.
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
-from typing import Mapping
+from typing import Mapping, Sequence
 
 from .._onnx import onnx
 from .analysis import Analysis, analyze, dtype_name
+from ..assume import parse_assumptions
 from ..dims import shape_to_json
-from ..errors import EXIT_CLEAN, EXIT_FINDINGS, display_path
-from ..io import load_model
+from ..errors import EXIT_CLEAN, EXIT_FINDINGS, UsageError, display_path
+from ..io import LoadedModel, load_model
 from ..limits import DEFAULT_LIMITS, Limits
 
 JsonShape = list[int | str | None] | None
@@ -70,6 +78,77 @@ class TensorChange:
                 "b": {"dtype": self.b_dtype, "shape": self.b_shape}}
 
 
+NOT_RUN = "not run"  # a check that did not run (onnxruntime not installed, or --no-validate)
+
+
+@dataclass(frozen=True)
+class Validity:
+    """Whether a model passes onnx's checker and loads in onnxruntime: None when it does, else the
+    reason (one line), or ``NOT_RUN``."""
+
+    checker: str | None
+    onnxruntime: str | None
+
+    def to_json(self) -> dict[str, object]:
+        return {"checker": self.checker, "onnxruntime": self.onnxruntime}
+
+
+def validity(loaded: LoadedModel, *, runtime: bool = True) -> Validity:
+    """Run onnx's checker (full check) on the model and, when ``runtime`` and onnxruntime is
+    installed, create an onnxruntime session for it (its external data read from its folder)."""
+    from ..errors import display_path as shown
+
+    try:
+        if loaded.external and loaded.directory and os.path.isfile(loaded.path):
+            # external data is checked where it lies (load_model has kept it inside the folder)
+            onnx.checker.check_model(loaded.path, full_check=True)
+        else:
+            onnx.checker.check_model(loaded.proto, full_check=True)
+        checker: str | None = None
+    except Exception as exc:  # onnx raises ValidationError, InferenceError and ValueError
+        checker = shown(_first_line(exc))
+    ort_reason: str | None = NOT_RUN
+    if runtime:
+        try:
+            import onnxruntime as ort
+        except ImportError:
+            ort = None
+        if ort is not None:
+            so = ort.SessionOptions()
+            so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+            so.log_severity_level = 4
+            if loaded.directory:
+                so.add_session_config_entry("session.model_external_initializers_file_folder_path",
+                                            loaded.directory)
+            try:
+                ort.InferenceSession(loaded.raw, so, providers=["CPUExecutionProvider"])
+                ort_reason = None
+            except Exception as exc:
+                ort_reason = shown(_first_line(exc))
+    return Validity(checker, ort_reason)
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return (text[0] if text else type(exc).__name__)[:300]
+
+
+# (key, how a model passes it, how B no longer does, how A fails where B passes)
+CHECKS = (("checker", "pass onnx's checker", "no longer passes onnx's checker", "fails onnx's checker"),
+          ("onnxruntime", "load in onnxruntime", "no longer loads in onnxruntime", "does not load in onnxruntime"))
+
+
+def validity_changes(a: Validity, b: Validity) -> list[str]:
+    """The checks one model passes and the other fails, one line each."""
+    out = []
+    for key, _, b_fails, a_fails in CHECKS:
+        ra, rb = getattr(a, key), getattr(b, key)
+        if NOT_RUN in (ra, rb) or (ra is None) == (rb is None):
+            continue
+        out.append(f"B {b_fails}: {rb}" if ra is None else f"A {a_fails} (B does not): {ra}")
+    return out
+
+
 @dataclass
 class ModelDiff:
     a: str
@@ -84,14 +163,21 @@ class ModelDiff:
     only_b: int = 0
     changed: list[TensorChange] = field(default_factory=list)
     refined: list[TensorChange] = field(default_factory=list)  # known on one side only
+    assumptions: list[str] = field(default_factory=list)  # --assume statements in force (either model)
+    validity: tuple[Validity, Validity] | None = None  # None: not checked (--no-validate)
 
     @property
     def same_signature(self) -> bool:
         return not self.signature
 
     @property
+    def validity_changes(self) -> list[str]:
+        return validity_changes(*self.validity) if self.validity is not None else []
+
+    @property
     def exit_code(self) -> int:
-        differs = (self.check_signature and bool(self.signature)) or (self.check_shapes and bool(self.changed))
+        differs = ((self.check_signature and bool(self.signature)) or (self.check_shapes and bool(self.changed))
+                   or bool(self.validity_changes))
         return EXIT_FINDINGS if differs else EXIT_CLEAN
 
     def to_json(self) -> dict[str, object]:
@@ -110,6 +196,11 @@ class ModelDiff:
                 "changed": [c.to_json() for c in self.changed],
                 "known_on_one_side": [c.to_json() for c in self.refined],
             }
+        if self.assumptions:  # only an output that used assumptions carries them (SPEC.md section 6)
+            doc["assumptions"] = list(self.assumptions)
+        if self.validity is not None:
+            doc["validity"] = {"a": self.validity[0].to_json(), "b": self.validity[1].to_json(),
+                               "differences": self.validity_changes}
         doc["exit_code"] = self.exit_code
         return doc
 
@@ -223,11 +314,25 @@ def diff_analyses(a: Analysis, b: Analysis, *, signature: bool = True, shapes: b
 
 
 def diff_models(a: str, b: str, *, dims: Mapping[str, int] | None = None, signature: bool = True,
-                shapes: bool = True, limits: Limits = DEFAULT_LIMITS) -> ModelDiff:
-    """Load, infer and compare two model files (no lint rules run). Raises ``ShapeflowError`` for
-    a model that cannot be read or understood."""
-    analyses = [analyze(load_model(path, limits), dims=dims, limits=limits, rules=[]) for path in (a, b)]
-    return diff_analyses(analyses[0], analyses[1], signature=signature, shapes=shapes)
+                shapes: bool = True, limits: Limits = DEFAULT_LIMITS, assume: Sequence[str] = (),
+                validate: bool = True) -> ModelDiff:
+    """Load, infer and compare two model files (no lint rules run); with ``validate``, check that
+    each still passes onnx's checker and loads in onnxruntime (``validity``). Raises
+    ``ShapeflowError`` for a model that cannot be read or understood. ``assume`` (``--assume``)
+    applies to each model that has the symbols it names; one naming a symbol of neither is a usage
+    error."""
+    premises = parse_assumptions(assume)
+    loaded = [load_model(path, limits) for path in (a, b)]
+    analyses = [analyze(m, dims=dims, limits=limits, rules=[], assumptions=premises, only_known_symbols=True)
+                for m in loaded]
+    used = {n for x in analyses for n in parse_assumptions(x.inference.premises).names()}
+    for name in sorted(premises.names() - used):
+        raise UsageError(f"--assume names '{name}', which is a symbol of neither model")
+    result = diff_analyses(analyses[0], analyses[1], signature=signature, shapes=shapes)
+    result.assumptions = sorted({p for x in analyses for p in x.inference.premises})
+    if validate:
+        result.validity = (validity(loaded[0]), validity(loaded[1]))
+    return result
 
 
 # -- text -------------------------------------------------------------------------------------------
@@ -263,8 +368,26 @@ def _tensor_text(c: TensorChange) -> str:
     return f"{graph}'{c.tensor}': {side(c.a_dtype, c.a_shape)} -> {side(c.b_dtype, c.b_shape)}"
 
 
+def _validity_text(d: ModelDiff) -> list[str]:
+    if d.validity is None:
+        return []
+    a, b = d.validity
+    changes = d.validity_changes
+    if changes:
+        return [f"validity: {len(changes)} difference{'s' * (len(changes) != 1)}", *(f"  {c}" for c in changes)]
+    passed = [verb for key, verb, _, _ in CHECKS if getattr(a, key) is None]
+    failed = [f"  both fail to {verb} (not a difference): A: {getattr(a, key)}; B: {getattr(b, key)}"
+              for key, verb, _, _ in CHECKS if getattr(a, key) not in (None, NOT_RUN)]
+    skipped = [key for key, *_ in CHECKS if getattr(a, key) == NOT_RUN or getattr(b, key) == NOT_RUN]
+    head = "validity: " + ("both " + " and ".join(passed) if passed else "no check passed by either")
+    if skipped:
+        head += " (onnxruntime not installed: not loaded)"
+    return [head, *failed]
+
+
 def diff_text(d: ModelDiff) -> str:
     lines: list[str] = [f"A: {d.a}", f"B: {d.b}"]
+    lines.extend(_validity_text(d))
     if d.check_signature:
         ins, outs = len(d.inputs[0]), len(d.outputs[0])
         if d.same_signature:
@@ -272,6 +395,8 @@ def diff_text(d: ModelDiff) -> str:
         else:
             lines.append(f"signature: {len(d.signature)} difference{'s' * (len(d.signature) != 1)}")
             lines.extend(f"  {_port_text(c)}" for c in d.signature)
+    if d.assumptions:
+        lines.append(f"assuming {', '.join(d.assumptions)}")
     if d.check_shapes:
         lines.append(f"shapes: {d.shared:,} shared tensors, {len(d.changed):,} changed, {len(d.refined):,} known "
                      f"on one side only ({d.only_a:,} tensors only in A, {d.only_b:,} only in B)")

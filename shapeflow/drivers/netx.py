@@ -11,7 +11,9 @@ name starts with ``#``); ``<graph path>/input:<tensor>``, ``.../initializer:<ten
 ``.../output:<tensor>`` for the graph's interface. Node attributes: ``kind`` (``node``, ``input``,
 ``initializer``, ``output``), ``name``, ``graph``; for ``node`` also ``op_type``, ``domain``,
 ``version`` (the since-version in force, absent when unknown) and ``index``; on Squeeze and
-Unsqueeze ``axes`` (normalised and sorted, None when not known or invalid); ``findings``
+Unsqueeze ``axes`` (normalised and sorted, None when not known or invalid) and ``written_axes``
+(the axes as the model writes them, invalid ones included; ``"none"`` when the node has none,
+None when they are known only at run time); ``findings``
 (diagnostic codes, on nodes that have any) and ``severity`` (the highest of them).
 
 Edges go from the node (or input/initializer) that defines a tensor to each node that reads it,
@@ -39,6 +41,7 @@ import re
 from typing import TYPE_CHECKING, Callable, Iterable, Mapping
 
 from ..dims import dim_to_json, shape_to_json
+from ..facts import AXES_ABSENT
 from ..graph import GRAPH_INPUT, INITIALIZER
 
 if TYPE_CHECKING:
@@ -200,6 +203,10 @@ def _fill(g: "nx.MultiDiGraph", analysis: "Analysis", keys: list[str],
         key = keys[fact.nid]
         if key in g:
             g.nodes[key]["axes"] = list(fact.normalized) if fact.normalized is not None else None
+            # and as written: a picture must show the axes of the node whose axes are wrong
+            written = fact.axes.values
+            g.nodes[key]["written_axes"] = (list(written) if written is not None
+                                            else "none" if fact.axes.source == AXES_ABSENT else None)
     _add_findings(g, analysis, keys)
 
 

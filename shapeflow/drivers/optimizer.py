@@ -49,19 +49,24 @@ def refusal(diagnostics: Sequence[Diagnostic], path: str) -> OptimizeRefused | N
 def optimize_model(loaded: LoadedModel, *, rules: Sequence[str] | None = None, strict: bool = False,
                    limits: Limits = DEFAULT_LIMITS, progress: Progress | None = None,
                    explain: bool = True, full_inference: bool = False,
-                   assumptions: Mapping[str, Bound] | None = None) -> OptimizeResult:
+                   assumptions: Mapping[str, Bound] | None = None,
+                   ranges: dict[str, Bound] | None = None) -> OptimizeResult:
     """Rewrite ``loaded.proto`` in place until no rule fires.
 
     Raises ``OptimizeRefused`` (exit 1) for a model with error-level findings, and
     ``ShapeflowError`` (exit 2) for one that cannot be optimized safely (invalid graph, unknown
     operator, unsupported opset, unsafe external data, a limit: what the engine requires of every
     model it rewrites, ``passes.requires``). ``rules`` selects rewrites by code, prefix or name
-    (all by default); the other options are ``passes.rewrite_model``'s.
+    (all by default); the other options are ``passes.rewrite_model``'s. ``ranges``, when given, is
+    filled with the range of each symbol of the input model (the assumptions and what inference
+    proved: ``--verify`` makes inputs within them).
     """
     chosen = select(rules)  # (a usage error for an unknown name comes first)
     require_file(loaded)  # (the engine checks it again; here it comes before the analysis)
     started = time.monotonic()
     analysis = analyze(loaded, limits=limits, rules=error_rules(), progress=progress, assumptions=assumptions)
+    if ranges is not None:
+        ranges.update(analysis.inference.ranges)
     require_known_ops(analysis.graph)  # exit 2, before the lint verdict (exit 1)
     refused = refusal(analysis.diagnostics, loaded.path)
     if refused is not None:

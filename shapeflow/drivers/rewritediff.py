@@ -14,6 +14,7 @@ names the lines quote.
 
 from __future__ import annotations
 
+import hashlib
 import re
 from dataclasses import dataclass, field
 from typing import Iterable, Sequence
@@ -27,6 +28,7 @@ from ..limits import DEFAULT_LIMITS, Limits
 
 # known values up to this many elements are shown (axes, shape vectors, folded constants)
 MAX_VALUE_SHOWN = 8
+DIGEST_CHARS = 16  # of a tensor's SHA-256: enough to tell two weights apart in a diff
 KIND_NODE = "node"
 KIND_INITIALIZER = "initializer"
 
@@ -37,17 +39,21 @@ class TensorView:
     dtype: str | None
     shape: list[int | str | None] | None
     value: list[int | str | None] | None = None
+    digest: str | None = None  # an initializer's: the SHA-256 of its stored bytes (never its values)
 
     def to_json(self) -> dict[str, object]:
         doc: dict[str, object] = {"tensor": self.tensor, "dtype": self.dtype, "shape": self.shape}
         if self.value is not None:
             doc["value"] = self.value
+        if self.digest is not None:
+            doc["digest"] = self.digest
         return doc
 
     def text(self) -> str:
         shape = "?" if self.shape is None else "[" + ", ".join("?" if d is None else str(d) for d in self.shape) + "]"
         value = "" if self.value is None else " = [" + ", ".join("?" if v is None else str(v) for v in self.value) + "]"
-        return f"{self.tensor} {shape}{value}"
+        digest = "" if self.digest is None else f" sha256:{self.digest}"
+        return f"{self.tensor} {shape}{value}{digest}"
 
 
 @dataclass(frozen=True)
@@ -66,7 +72,8 @@ class ChangedNode:
 
     def text(self) -> str:
         if self.kind == KIND_INITIALIZER:
-            return f"initializer {self.outputs[0].text()}"
+            t = self.outputs[0]
+            return f"initializer {t.dtype or '?'} {t.text()}"
         ins = ", ".join(t.text() for t in self.inputs)
         outs = ", ".join(t.text() for t in self.outputs)
         attrs = "(" + ", ".join(f"{k}={v}" for k, v in self.attributes.items()) + ")" if self.attributes else ""
@@ -83,6 +90,115 @@ class Rewrite:
     def to_json(self) -> dict[str, object]:
         return {"graph": self.graph, "rules": self.rules, "before": [n.to_json() for n in self.before],
                 "after": [n.to_json() for n in self.after]}
+
+
+def _stored(t: onnx.TensorProto) -> bytes:
+    """A tensor's stored data: its raw bytes, or its typed fields (and, for external data, its
+    reference: the bytes beside the model are never read), without its name."""
+    if t.HasField("raw_data"):
+        return bytes(t.raw_data)
+    copy = onnx.TensorProto()
+    copy.CopyFrom(t)
+    copy.ClearField("name")
+    copy.ClearField("doc_string")
+    return bytes(copy.SerializeToString(deterministic=True))
+
+
+def tensor_digest(t: onnx.TensorProto) -> str:
+    """The SHA-256 of a tensor's stored data (``_stored``), its first ``DIGEST_CHARS`` hex digits."""
+    return hashlib.sha256(_stored(t)).hexdigest()[:DIGEST_CHARS]
+
+
+def _elements(t: onnx.TensorProto) -> int:
+    n = 1
+    for d in t.dims:
+        n *= max(int(d), 0)
+    return n
+
+
+def _summarized(t: onnx.TensorProto) -> None:
+    """Replace ``t``'s data (in place) by its digest and size, written as an external-data
+    reference, which ``onnx.printer`` prints as ``["sha256": ..., "bytes": ...]``. Tensors of at
+    most ``MAX_VALUE_SHOWN`` elements (axes, shape vectors) and external ones are left as they are."""
+    if t.data_location == onnx.TensorProto.EXTERNAL or _elements(t) <= MAX_VALUE_SHOWN:
+        return
+    data = _stored(t)
+    digest, size = hashlib.sha256(data).hexdigest()[:DIGEST_CHARS], len(data)
+    for name in ("raw_data", "float_data", "int32_data", "string_data", "int64_data", "double_data", "uint64_data"):
+        t.ClearField(name)
+    t.data_location = onnx.TensorProto.EXTERNAL
+    for key, value in (("sha256", digest), ("bytes", str(size))):
+        entry = t.external_data.add()
+        entry.key, entry.value = key, value
+
+
+def summarized_text(model: onnx.ModelProto) -> str:
+    """``onnx.printer``'s text of ``model`` with every initializer and tensor attribute of more
+    than ``MAX_VALUE_SHOWN`` elements summarised (dtype, dims, digest, size), never dumped: the
+    text ``lint --fix --diff`` compares. ``model`` itself is not changed."""
+    copy = onnx.ModelProto()
+    copy.CopyFrom(model)
+    A = onnx.AttributeProto
+    graphs: list[onnx.GraphProto] = [copy.graph]
+    nodes: list[onnx.NodeProto] = [n for f in copy.functions for n in f.node]
+    while graphs or nodes:  # a worklist over graphs and nodes: no recursion over nesting depth
+        if graphs:
+            g = graphs.pop()
+            for t in g.initializer:
+                _summarized(t)
+            for sp in g.sparse_initializer:
+                _summarized(sp.values)
+                _summarized(sp.indices)
+            nodes.extend(g.node)
+            continue
+        node = nodes.pop()
+        for attr in node.attribute:
+            if attr.type == A.TENSOR:
+                _summarized(attr.t)
+            elif attr.type == A.TENSORS:
+                for t in attr.tensors:
+                    _summarized(t)
+            elif attr.type == A.SPARSE_TENSOR:
+                _summarized(attr.sparse_tensor.values)
+                _summarized(attr.sparse_tensor.indices)
+            elif attr.type == A.GRAPH:
+                graphs.append(attr.g)
+            elif attr.type == A.GRAPHS:
+                graphs.extend(attr.graphs)
+    return "\n".join(_one_per_line(line) for line in onnx.printer.to_text(copy).split("\n"))
+
+
+def _one_per_line(line: str) -> str:
+    """A graph's initializer list, which the printer writes on one line (``<float[2] a = ...,
+    int64[1] b = ...>``), one initializer a line, so that a diff names the ones that changed."""
+    body = line.strip()
+    if len(body) < 3 or body[0] != "<" or body[-1] != ">":
+        return line
+    indent = line[:len(line) - len(line.lstrip())]
+    parts: list[str] = []
+    depth, quoted, start, k = 0, False, 1, 1
+    inner = body[:-1]
+    while k < len(inner):
+        c = inner[k]
+        if quoted:
+            if c == "\\":
+                k += 1
+            elif c == '"':
+                quoted = False
+        elif c == '"':
+            quoted = True
+        elif c in "[{(<":
+            depth += 1
+        elif c in "]})>":
+            depth -= 1
+        elif c == "," and depth == 0:
+            parts.append(inner[start:k].strip())
+            start = k + 1
+        k += 1
+    parts.append(inner[start:].strip())
+    if len(parts) < 2:
+        return line
+    return f"{indent}<\n" + ",\n".join(f"{indent}   {p}" for p in parts) + f"\n{indent}>"
 
 
 def _comparable(node: onnx.NodeProto) -> bytes:
@@ -146,8 +262,9 @@ def _items(a: Analysis, b: Analysis, side: int, path: str) -> list[_Item]:
     if side == 1:
         known = set(other.initializers) if other is not None else set()
         for k, name in enumerate(n for n in scope.initializers if n not in known):
-            out.append(_Item(side, -1 - k, ChangedNode(KIND_INITIALIZER, name, None, (), (_view(a, scope.id, name),)),
-                             (), (name,)))
+            view = _view(a, scope.id, name)
+            view = TensorView(view.tensor, view.dtype, view.shape, view.value, tensor_digest(scope.initializers[name]))
+            out.append(_Item(side, -1 - k, ChangedNode(KIND_INITIALIZER, name, None, (), (view,)), (), (name,)))
     position = {nid: k for k, nid in enumerate(scope.order)}
     for nid in scope.nodes:
         node = a.graph.nodes[nid].peek()

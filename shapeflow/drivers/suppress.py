@@ -29,6 +29,7 @@ the markers is linear in the size of the model (``doc_markers`` scans each doc s
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 import time
@@ -65,6 +66,7 @@ class Marker:
     codes: dict[str, frozenset[str]] = field(default_factory=dict)  # selector -> codes it names
     used: set[str] = field(default_factory=set)  # selectors that suppressed something
     by_code: dict[str, str] = field(default_factory=dict)  # code -> the first selector naming it
+    more: int = 0  # entries naming no rule past the first MAX_UNKNOWN_ENTRIES: counted, not kept
 
     def matching(self, code: str) -> str | None:
         return self.by_code.get(code)
@@ -72,6 +74,54 @@ class Marker:
 
 def parse_list(text: str) -> tuple[str, ...]:
     return tuple(p.strip() for p in text.split(",") if p.strip())
+
+
+# A marker names at most a few hundred distinct things that are rules (codes, prefixes, names);
+# what names none is kept for SF008 up to this many per marker, and only counted past it: an 8 MB
+# marker of a million made-up names cost 1 GB and 52 s, one SF008 finding each.
+MAX_UNKNOWN_ENTRIES = 16
+# SF008 findings listed per file; past it, one more finding says how many were left out.
+MAX_UNUSED_REPORTED = 1000
+
+
+def _entries(text: str) -> Iterator[str]:
+    """The entries of a marker's value (``parse_list``), one at a time: no list of them all."""
+    pos = 0
+    n = len(text)
+    while pos <= n:
+        comma = text.find(",", pos)
+        if comma < 0:
+            comma = n
+        entry = text[pos:comma].strip()
+        if entry:
+            yield entry
+        pos = comma + 1
+
+
+class _Collected:
+    """The distinct entries of one marker, in order: every one that names a rule (a bounded set),
+    the first ``MAX_UNKNOWN_ENTRIES`` that name none, and how many more of those there were."""
+
+    def __init__(self, deadline: Deadline | None) -> None:
+        self.kept: dict[str, None] = {}
+        self.unknown = 0
+        self.more = 0
+        self.deadline = deadline
+
+    def add(self, text: str) -> None:
+        kept, tick = self.kept, self.deadline.tick if self.deadline is not None else None
+        for entry in _entries(text):
+            if tick is not None:
+                tick()
+            if entry in kept:
+                continue
+            if (entry.startswith("SF") or entry in BY_NAME) and _codes_of(entry):
+                kept[entry] = None
+            elif self.unknown < MAX_UNKNOWN_ENTRIES:
+                kept[entry] = None
+                self.unknown += 1
+            else:
+                self.more += 1
 
 
 def marker_codes(entry: str) -> frozenset[str]:
@@ -83,6 +133,9 @@ def marker_codes(entry: str) -> frozenset[str]:
     if code is not None and any(r.code == code.code for r in ALL_RULES):
         return frozenset((code.code,))
     return frozenset()
+
+
+_codes_of = functools.lru_cache(maxsize=4096)(marker_codes)  # (the entries that name rules are few)
 
 
 def doc_markers(doc: str) -> list[str]:
@@ -185,32 +238,31 @@ def _index(model: onnx.ModelProto, graphs: set[str] | None) -> ScopeIndex:
 def collect_markers(model: onnx.ModelProto, idx: ScopeIndex, deadline: Deadline | None = None) -> list[Marker]:
     markers: list[Marker] = []
     # every model-wide entry in one marker: a finding is then matched against at most two
-    model_wide = [s for entry in model.metadata_props if entry.key == KEY for s in parse_list(entry.value)]
-    if model_wide:
-        markers.append(Marker(None, None, None, tuple(dict.fromkeys(model_wide))))
+    found = _Collected(deadline)
+    for entry in model.metadata_props:
+        if entry.key == KEY:
+            found.add(entry.value)
+    if found.kept or found.more:
+        markers.append(Marker(None, None, None, tuple(found.kept), more=found.more))
     has_meta = "metadata_props" in onnx.NodeProto.DESCRIPTOR.fields_by_name
     for graph, positions in idx.position.items():
         body_nodes = idx.bodies[graph].node  # type: ignore[attr-defined]
         for display, i in positions.items():
             node = body_nodes[i]
-            found: list[str] = []
+            found = _Collected(deadline)
             if has_meta:
                 for entry in node.metadata_props:
                     if entry.key == KEY:
-                        found.extend(parse_list(entry.value))
+                        found.add(entry.value)
             if node.doc_string:
                 for value in doc_markers(node.doc_string):
-                    found.extend(parse_list(value))
-            if found:
-                markers.append(Marker(graph, display, node.op_type, tuple(dict.fromkeys(found))))
+                    found.add(value)
+            if found.kept or found.more:
+                markers.append(Marker(graph, display, node.op_type, tuple(found.kept), more=found.more))
             if deadline is not None:
                 deadline.tick()
-    known: dict[str, frozenset[str]] = {}
     for m in markers:
-        for s in m.selectors:
-            if s not in known:
-                known[s] = marker_codes(s)
-        m.codes = {s: known[s] for s in m.selectors}
+        m.codes = {s: _codes_of(s) for s in m.selectors}
         for s in m.selectors:
             for code in m.codes[s]:
                 if code not in UNSUPPRESSIBLE:  # the model cannot vouch for itself (module docstring)
@@ -299,18 +351,30 @@ def _filter(diags: list[Diagnostic], markers: list[Marker]) -> list[Diagnostic]:
 def _unused(markers: list[Marker], enabled: frozenset[str] | set[str], severity: Mapping[str, Severity],
             file: str) -> list[Diagnostic]:
     level = severity.get(UNUSED_CODE, Severity.INFO)
-    out = []
+    out: list[Diagnostic] = []
+    left_out = 0
     for m in markers:
+        if m.node is None:
+            where, loc = "model metadata", Location()
+        else:
+            where, loc = f"node '{m.node}'", Location(m.graph or "main", m.node, m.op_type)
+        if m.more:
+            if len(out) < MAX_UNUSED_REPORTED:
+                out.append(Diagnostic(UNUSED_CODE, UNUSED_NAME, level, file,
+                                      f"{m.more:,} more entries of the marker on {where} name no rule "
+                                      f"(the first {MAX_UNKNOWN_ENTRIES} are reported)",
+                                      f"remove them from the {KEY} marker", False, loc))
+            else:
+                left_out += m.more
         for s in m.selectors:
             if s in m.used:
                 continue
             codes = m.codes[s]
             if codes and not (codes & enabled):
                 continue  # the rule did not run: whether the marker is needed is unknown
-            if m.node is None:
-                where, loc = "model metadata", Location()
-            else:
-                where, loc = f"node '{m.node}'", Location(m.graph or "main", m.node, m.op_type)
+            if len(out) >= MAX_UNUSED_REPORTED:
+                left_out += 1
+                continue
             if not codes:
                 what = "names no rule"
             elif codes <= UNSUPPRESSIBLE:
@@ -321,6 +385,11 @@ def _unused(markers: list[Marker], enabled: frozenset[str] | set[str], severity:
             out.append(Diagnostic(UNUSED_CODE, UNUSED_NAME, level, file,
                                   f"suppression '{s}' on {where} {what}",
                                   f"remove '{s}' from the {KEY} marker", False, loc))
+    if left_out:
+        out.append(Diagnostic(UNUSED_CODE, UNUSED_NAME, level, file,
+                              f"{left_out:,} more suppression entries suppress nothing or name no rule "
+                              f"(the first {MAX_UNUSED_REPORTED:,} findings are listed)",
+                              f"remove them from the {KEY} markers", False, Location()))
     return out
 
 

@@ -122,10 +122,12 @@ def write_small_file(path: str, data: bytes, what: str, *, mode: int | None = No
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, target)
-    except OSError as exc:
+    except BaseException as exc:  # a failed write, Ctrl-C, SIGTERM (cli): the temp file goes too
         try:
             os.unlink(tmp)
         except OSError:
             pass
-        raise WriteError(f"cannot write {what}: {_reason(exc)}", file=path) from None
+        if isinstance(exc, OSError):
+            raise WriteError(f"cannot write {what}: {_reason(exc)}", file=path) from None
+        raise
 

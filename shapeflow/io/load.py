@@ -11,17 +11,18 @@ import os
 import re
 import stat
 import time
+from typing import Callable
 from collections.abc import Iterable
 
 from google.protobuf.message import DecodeError
 
 from .._onnx import onnx
 from ..errors import LimitExceededError, ModelUnreadableError
-from ..limits import DEFAULT_LIMITS, Limits
+from ..limits import DEFAULT_LIMITS, Limits, deadline
 from .memory import memory_room, require_memory
 from .model import LoadedModel, _file_kind, _is_external, _is_within, _iter_tensors, _q, _tensor_size_problem
 from .wire import (
-    NODE_COST, PARSE_WORST_PER_BYTE, CostExceeded, _explain_decode_failure, _non_utf8_problem,
+    PARSE_WORST_PER_BYTE, UNIT_COST, CostExceeded, _explain_decode_failure, _non_utf8_problem,
     _utf8_checking_model, parse_cost, preflight,
 )
 
@@ -55,10 +56,10 @@ def _check_opsets(imports: Iterable[onnx.OperatorSetIdProto], shown: str, where:
             )
 
 
-def _uses_default_domain(graph: onnx.GraphProto) -> bool:
-    """Whether a node of ``graph`` or of a body nested in it is an ai.onnx op (iterative: bodies
-    nest as deep as protobuf allows)."""
-    stack = [graph]
+def _uses_default_domain(graph: onnx.GraphProto | onnx.FunctionProto) -> bool:
+    """Whether a node of ``graph`` (or a function's body) or of a body nested in it is an ai.onnx
+    op (iterative: bodies nest as deep as protobuf allows)."""
+    stack: list[onnx.GraphProto | onnx.FunctionProto] = [graph]
     while stack:
         g = stack.pop()
         for node in g.node:
@@ -79,7 +80,7 @@ def _check_structure(proto: onnx.ModelProto, shown: str) -> None:
     if proto.ir_version <= 0:
         raise ModelUnreadableError(f"invalid ir_version {proto.ir_version}", file=shown)
     default = [op.version for op in proto.opset_import if op.domain in _DEFAULT_DOMAINS]
-    if not default and _uses_default_domain(proto.graph):
+    if not default and any(_uses_default_domain(body) for body in (proto.graph, *proto.functions)):
         # A model of ai.onnx.ml (or training) ops alone needs no ai.onnx import: onnx's checker
         # passes it and onnxruntime runs it.
         raise ModelUnreadableError("no opset_import for ai.onnx", file=shown)
@@ -104,25 +105,31 @@ def _check_tensors(proto: onnx.ModelProto, shown: str) -> bool:
     return external
 
 
+def _time_check(limits: Limits, shown: str) -> Callable[[], None]:
+    """A check that raises the time limit (SF006 timeout) once the file's ``--timeout`` is spent."""
+    at = deadline(limits)
+
+    def check() -> None:
+        if time.monotonic() > at:
+            raise LimitExceededError("timeout", f"{limits.timeout:g} s", Limits.FLAGS["timeout"], file=shown)
+
+    return check
+
+
 def _require_parse_memory(data: bytes, shown: str, limits: Limits) -> None:
     """Refuse (SF006 max-memory, exit 2) a file whose parse and node index would not fit in memory,
     before the parse: a file of many tiny messages costs up to ``PARSE_WORST_PER_BYTE`` times its
-    size to parse, and ``NODE_COST`` per node after. When even that worst case fits, nothing is
+    size to parse, and ``UNIT_COST`` per node or subgraph/function body after (``--max-nodes``
+    counts both). When even that worst case fits, nothing is
     counted; otherwise the messages are counted on the wire (``wire.parse_cost``), within the
     file's ``--timeout``."""
     size = len(data)
     room, flag = memory_room(limits.max_memory)
-    worst = size * PARSE_WORST_PER_BYTE + min(size // 2, limits.max_nodes) * NODE_COST
+    worst = size * PARSE_WORST_PER_BYTE + min(size // 2, limits.max_nodes) * UNIT_COST
     if worst <= room:
         return
-    deadline = time.monotonic() + limits.timeout
-
-    def check() -> None:
-        if time.monotonic() > deadline:
-            raise LimitExceededError("timeout", f"{limits.timeout:g} s", Limits.FLAGS["timeout"], file=shown)
-
     try:
-        parse_cost(data, limits.max_nodes, max(room, 0), check)
+        parse_cost(data, limits.max_nodes, max(room, 0), _time_check(limits, shown))
     except CostExceeded as exc:
         raise LimitExceededError("max-memory", f"{exc.estimate:,} bytes to parse and index, {max(room, 0):,} left",
                                  flag, file=shown) from None
@@ -156,7 +163,7 @@ def _parse_checked(data: bytes, shown: str, limits: Limits) -> tuple[onnx.ModelP
             msg = _explain_decode_failure(data, str(exc))
         raise ModelUnreadableError(msg, file=shown) from None
     if not_utf8:
-        problem = _non_utf8_problem(proto)
+        problem = _non_utf8_problem(proto, _time_check(limits, shown))
         if problem is not None:
             raise ModelUnreadableError(problem, file=shown)
     _check_structure(proto, shown)
@@ -253,7 +260,7 @@ def _read_url(url: str, limits: Limits) -> bytes:
     try:
         import fsspec  # type: ignore[import-untyped, import-not-found, unused-ignore]
     except ImportError:
-        raise ModelUnreadableError("a URL needs fsspec (pip install 'shapeflow[ray]')", file=url) from None
+        raise ModelUnreadableError("a URL needs fsspec (pip install fsspec)", file=url) from None
     try:
         fs, where = fsspec.core.url_to_fs(url)
         info = fs.info(where)

@@ -224,15 +224,17 @@ def _string_and_message_fields(desc: Descriptor) -> list[tuple[str, bool, bool]]
     return fields
 
 
-def _non_utf8_problem(model: onnx.ModelProto) -> str | None:
+def _non_utf8_problem(model: onnx.ModelProto, check: Any = None) -> str | None:
     """The first string field that is not UTF-8, named for a message, or None if there is none.
 
     e.g. "node #3 has a name that is not valid UTF-8", "graph input 'x': type.tensor_type.
     shape.dim[1].dim_param is not valid UTF-8". An explicit stack, not recursion: nesting depth
-    comes from the file.
+    comes from the file. ``check()`` is called every 4,096 messages (the time limit: a million
+    nodes take half a minute to walk).
     """
     # (message, what it is reported as, field path from there, graph path, id of the node it is in)
     stack: list[tuple[Any, str, str, str, str]] = [(model, "the model", "", "main", "")]
+    walked = 0
     while stack:
         msg, owner, path, where, node_id = stack.pop()
         children = []
@@ -244,6 +246,9 @@ def _non_utf8_problem(model: onnx.ModelProto) -> str | None:
             else:
                 continue
             for i, value in enumerate(values):
+                walked += 1
+                if check is not None and not walked & 0xFFF:
+                    check()
                 sub = f"{path}{name}[{i}]" if repeated else f"{path}{name}"
                 if is_string:
                     if not isinstance(value, str):
@@ -477,8 +482,10 @@ def top_level_unknown_fields(data: bytes) -> list[int] | None:
 # Bytes upb allocates per message of each type once parsed (its struct, its slot in the parent's
 # array, the array's growth), measured with ``FromString`` on files of a million empty messages
 # of each type (docs/threat-model.md, "Memory"); other types cost ``_MESSAGE_BASE`` plus
-# ``_PER_FIELD`` per field. Repeated strings cost a view each, repeated scalars 8 bytes each and
-# the arrays' growth, whatever their size on the wire (1 byte for a packed varint).
+# ``_PER_FIELD`` per field. Repeated strings cost a view each. A repeated scalar costs its 8 bytes
+# (int64) and the array's growth, up to 2.7 times that at the peak of a realloc: 21.4 bytes per
+# element measured, whatever its size on the wire (1 byte for a packed varint, 2 unpacked); a
+# packed float or double costs what it is on the wire (1.0 per byte, 2.7 when it comes in pieces).
 MESSAGE_COST = {
     "onnx.AttributeProto": 200, "onnx.NodeProto": 153, "onnx.TensorProto": 169, "onnx.FunctionProto": 161,
     "onnx.GraphProto": 127, "onnx.ValueInfoProto": 80, "onnx.TensorShapeProto.Dimension": 64,
@@ -487,17 +494,29 @@ MESSAGE_COST = {
 }
 _MESSAGE_BASE, _PER_FIELD = 48, 8
 STRING_COST = 32
-SCALAR_COST = 16
+SCALAR_COST = 24  # per element of a repeated scalar, unpacked or packed (a packed varint: one a byte at most)
+FIXED_PACKED_COST = 3  # per byte of a packed float, double, fixed32/64
 # The most any byte of a file can cost to parse: an empty AttributeProto is 2 bytes on the wire.
 PARSE_WORST_PER_BYTE = 101
 # What shapeflow builds per node once the model is parsed (its graph index, the shapes inferred,
 # the rules' tables), measured on chains of 100,000-500,000 nodes: about 1.3 KiB, with room.
 NODE_COST = 1600
-_NODE = "onnx.NodeProto"
+# ... and per body of a subgraph or function (a scope: its tables, its inference, the rules' walk
+# of it), measured on 200,000 empty ones: about 2.1 KiB for a subgraph, 2.5 KiB for a function. An
+# empty body is 2 bytes on the wire: a 2 MB file of them peaked at 2 GB before they were counted.
+SCOPE_COST = 3072
+# The most an indexed unit (a node, or a subgraph or function body) costs: ``--max-nodes`` counts both.
+UNIT_COST = max(NODE_COST, SCOPE_COST)
+# Nesting deeper than upb's limit (100 messages and groups together) is refused by the parse.
+_MAX_DEPTH = 128
+# Fields of the model whose message is a body build_graph indexes as a scope of its own: the
+# main graph is one too, but it is always there (one scope, whatever the file).
+_SCOPE_FIELDS = {("onnx.AttributeProto", "g"), ("onnx.AttributeProto", "graphs"), ("onnx.ModelProto", "functions")}
 
-# tag (number << 3 | wire type) -> (kind, table of the sub-message, its cost); kind 0 a
-# message, 1 a repeated string or bytes, 2 a packed repeated scalar, 3 an unpacked one
-_Table = dict[int, tuple[int, Any, int]]
+# tag (number << 3 | wire type) -> (kind, table of the sub-message, its cost, cost per indexed
+# unit); kind 0 a message, 1 a repeated string or bytes, 2 a packed repeated scalar, 3 an
+# unpacked one; the unit cost is NODE_COST for a node, SCOPE_COST for a body, else 0
+_Table = dict[int, tuple[int, Any, int, int]]
 
 
 @functools.cache
@@ -514,26 +533,20 @@ def _cost_table(full_name: str = "onnx.ModelProto") -> _Table:
             if fd.message_type is not None:
                 sub = fd.message_type
                 cost = MESSAGE_COST.get(sub.full_name, _MESSAGE_BASE + _PER_FIELD * len(sub.fields))
-                table[(fd.number << 3) | 2] = (0, build(sub), cost)
+                unit = (NODE_COST if sub.full_name == "onnx.NodeProto"
+                        else SCOPE_COST if (desc.full_name, fd.name) in _SCOPE_FIELDS else 0)
+                table[(fd.number << 3) | 2] = (0, build(sub), cost, unit)
             elif fd.is_repeated and fd.type in (FieldDescriptor.TYPE_STRING, FieldDescriptor.TYPE_BYTES):
-                table[(fd.number << 3) | 2] = (1, None, STRING_COST)
+                table[(fd.number << 3) | 2] = (1, None, STRING_COST, 0)
             elif fd.is_repeated:
-                table[(fd.number << 3) | 2] = (2, None, SCALAR_COST)
-                table[(fd.number << 3) | _WIRE_OF_TYPE[fd.type]] = (3, None, SCALAR_COST)
+                fixed = _WIRE_OF_TYPE[fd.type] in (1, 5)
+                table[(fd.number << 3) | 2] = (2, None, FIXED_PACKED_COST if fixed else SCALAR_COST, 0)
+                table[(fd.number << 3) | _WIRE_OF_TYPE[fd.type]] = (3, None, SCALAR_COST, 0)
         return table
 
     desc = onnx.ModelProto.DESCRIPTOR
     assert desc.full_name == full_name
     return build(desc)
-
-
-@functools.cache
-def _node_table() -> _Table:
-    """The table NodeProto's fields are read with: nodes are counted by the identity of it."""
-    table = _cost_table()
-    graph = table[(7 << 3) | 2][1]
-    nodes: _Table = graph[(1 << 3) | 2][1]
-    return nodes
 
 
 class CostExceeded(Exception):
@@ -544,24 +557,73 @@ class CostExceeded(Exception):
         self.estimate = estimate
 
 
+def _skip_group(data: bytes, pos: int, end: int, number: int, depth: int, steps: int,
+                check: Any) -> tuple[int, int]:
+    """The position after the group of field ``number`` whose start tag ends at ``pos``, and the
+    step count. A group is an unknown field to onnx (proto3-style schema, no groups): upb keeps
+    its bytes as they are, so nothing in it costs more than its size. Raises ``_Malformed`` or
+    ``_Overrun`` where upb refuses the file (an unclosed group, a mismatched end, too deep)."""
+    open_groups = [number]
+    while open_groups:
+        steps += 1
+        if not steps & 0xFFFF and check is not None:
+            check()
+        tag, pos = _read_varint(data, pos, end)
+        wire, num = tag & 7, tag >> 3
+        if num == 0:
+            raise _Malformed("field number 0")
+        if wire == 0:
+            _, pos = _read_varint(data, pos, end)
+        elif wire == 1:
+            pos += 8
+        elif wire == 5:
+            pos += 4
+        elif wire == 2:
+            length, pos = _read_varint(data, pos, end)
+            pos += length
+        elif wire == 3:
+            open_groups.append(num)
+            if depth + len(open_groups) > _MAX_DEPTH:
+                raise _Malformed("nesting too deep")
+        elif wire == 4:
+            if open_groups.pop() != num:
+                raise _Malformed("mismatched end of group")
+        else:
+            raise _Malformed(f"wire type {wire}")
+        if pos > end:
+            raise _Overrun
+    return pos, steps
+
+
 def parse_cost(data: bytes, max_nodes: int, budget: int, check: Any = None) -> int:
-    """The memory parsing ``data`` as a ModelProto and indexing its nodes will take, in bytes:
-    the parsed copy of its bytes, each message (``MESSAGE_COST``), repeated string and scalar
-    (``STRING_COST``, ``SCALAR_COST``), and ``NODE_COST`` per node up to ``max_nodes`` (past it
-    the graph is refused before it is indexed). One pass over the wire format, without recursion;
-    raises ``CostExceeded`` as soon as the estimate passes ``budget`` (a file of tiny messages is
-    refused without being walked to its end). ``check()`` is called every 65,536 fields (the
-    time limit). Fields it cannot walk stop the count: the parse then rejects the file."""
+    """The memory parsing ``data`` as a ModelProto and indexing it will take, in bytes: the parsed
+    copy of its bytes, each message (``MESSAGE_COST``), repeated string and scalar
+    (``STRING_COST``, ``SCALAR_COST``), and per indexed unit up to ``max_nodes`` (past it the graph
+    is refused before it is indexed) ``NODE_COST`` for a node, ``SCOPE_COST`` for the body of a
+    subgraph or function. One pass over the wire format, depth first, holding one frame per level
+    of nesting (never one per message: a file of ten million siblings must not cost ten million
+    frames to count); raises ``CostExceeded`` as soon as the estimate passes ``budget`` (a file of
+    tiny messages is refused without being walked to its end). ``check()`` is called every 65,536
+    fields (the time limit). The walk stops early only where upb refuses the file too (a field
+    running past its end, a bad wire type, an unclosed group, nesting past upb's depth); a group,
+    which upb keeps as unknown bytes, is stepped over, not a reason to stop."""
+    total = _walk_cost(data, max_nodes, budget, check)
+    if total > budget:
+        raise CostExceeded(total)
+    return total
+
+
+def _walk_cost(data: bytes, max_nodes: int, budget: int, check: Any) -> int:
+    """``parse_cost``'s walk: the estimate so far where it stops (the end, or where upb refuses
+    the file); raises ``CostExceeded`` once it passes ``budget``."""
     total = len(data)
-    nodes = 0
-    node_table = _node_table()
-    node_cost = NODE_COST
-    stack: list[tuple[int, int, _Table]] = [(0, len(data), _cost_table())]
+    units = 0
+    frames: list[tuple[int, int, Any]] = []  # the enclosing messages: (where to go on, end, table.get)
+    pos, end = 0, len(data)
+    get = _cost_table().get
     steps = 0
     try:
-        while stack:
-            pos, end, table = stack.pop()
-            get = table.get
+        while True:
             while pos < end:
                 steps += 1
                 if not steps & 0xFFFF:
@@ -585,18 +647,23 @@ def parse_cost(data: bytes, max_nodes: int, budget: int, check: Any = None) -> i
                         length, pos = _read_varint(data, pos, end)
                     entry = get(tag)
                     if entry is not None:
-                        kind, sub, cost = entry
+                        kind, sub, cost, unit = entry
                         if kind == 0:
                             total += cost
-                            if sub is node_table:
-                                nodes += 1
-                                if nodes <= max_nodes:
-                                    total += node_cost
+                            if unit:
+                                units += 1
+                                if units <= max_nodes:
+                                    total += unit
                             if length:
-                                stack.append((pos, pos + length, sub))
+                                if len(frames) >= _MAX_DEPTH:
+                                    raise _Malformed("nesting too deep")
+                                frames.append((pos + length, end, get))
+                                end = pos + length
+                                get = sub.get
+                                continue
                         elif kind == 1:
                             total += cost
-                        else:  # packed scalars: at most one per byte
+                        else:  # packed scalars: per byte (a varint is one byte at least)
                             total += cost * length
                     pos += length
                 elif wire == 0:
@@ -611,10 +678,13 @@ def parse_cost(data: bytes, max_nodes: int, budget: int, check: Any = None) -> i
                     entry = get(tag)
                     if entry is not None:
                         total += entry[2]
+                elif wire == 3:
+                    pos, steps = _skip_group(data, pos, end, tag >> 3, len(frames), steps, check)
                 else:
-                    break  # groups or garbage: the parse decides
+                    raise _Malformed(f"wire type {wire}")  # an end of group outside one: upb refuses
+            if not frames:
+                break
+            pos, end, get = frames.pop()
     except (IndexError, _Overrun, _Malformed):
         pass  # a truncated or corrupt file: the parse rejects it
-    if total > budget:
-        raise CostExceeded(total)
     return total

@@ -2,7 +2,8 @@
 
 A rule is a function ``rule(call: OpCall) -> list[TensorInfo | None]``: one entry per node output
 (None = nothing known). Rules compute and stay quiet: they never raise on a bad model, they return
-unknown. Facts that lint rules judge (the axes of a Squeeze, say) are recorded with ``call.record``.
+unknown. Facts that lint rules judge (the axes of a Squeeze, say) are recorded with ``call.record``;
+inputs a rule finds inconsistent are handed to onnx's verdict with ``call.doubt``.
 """
 
 from __future__ import annotations
@@ -138,6 +139,12 @@ class OpCall:
 
     def subgraph_outputs(self, attr: str) -> list[TensorInfo | None] | None:
         return self.engine.subgraph_outputs(self.nid, attr)
+
+    def doubt(self) -> None:
+        """The rule met inputs it finds inconsistent (an axis out of range, two static dims that
+        cannot meet): let onnx's shape inference of the node, which onnxruntime runs when it loads
+        the model, say whether the model is refused (``Inference.load_errors``, SF015)."""
+        self.engine.doubt(self)
 
 
 def unknown(n: int) -> list[TensorInfo | None]:

@@ -10,6 +10,7 @@ from .._onnx import onnx
 from ..io import STORAGE_FIELDS
 from ..tensorinfo import MAX_VALUE_ELEMS, TensorInfo
 from .base import INT_TYPES, OpCall, register
+from .numeric import wrap_int
 
 TensorProto = onnx.TensorProto
 
@@ -63,22 +64,42 @@ _ITEMSIZE = {fmt: memoryview(b"").cast(fmt).itemsize for fmt in _RAW_FORMATS.val
 _FIELDS: dict[int, str] = {dtype: STORAGE_FIELDS[dtype] for dtype in _RAW_FORMATS}
 
 
+# Types whose typed field is wider than they are (onnx.proto: small integers and bool in int32_data,
+# uint32 in uint64_data): onnxruntime converts each element to the type (static_cast: wraps, and
+# any non-zero bool is true), so 300 stored for a uint8 is 44 at run time.
+_NARROWED = frozenset({TensorProto.INT8, TensorProto.UINT8, TensorProto.INT16, TensorProto.UINT16,
+                       TensorProto.UINT32})
+_HALF_TYPES = (TensorProto.FLOAT16, TensorProto.BFLOAT16)
+
+
 def flat_values(t: onnx.TensorProto) -> list[Any]:
-    """The elements of an embedded tensor, flattened; raises on data it cannot decode.
+    """The elements of an embedded tensor, flattened, as onnxruntime reads them whatever field
+    holds them; raises on data it cannot decode (or that onnxruntime refuses).
 
     Exporters write one small Constant or initializer per use (axes, indices, scalars): the common
     types are read straight from the message, which spares numpy and onnx's ``to_array`` (and
     their import); other types (float16, ...) go through ``numpy_helper.to_array``."""
     if t.HasField("segment"):
         raise ValueError("segmented tensor")
-    fmt = _RAW_FORMATS.get(t.data_type)
+    dtype = t.data_type
+    fmt = _RAW_FORMATS.get(dtype)
     if fmt is not None and not _BIG_ENDIAN:
         if t.HasField("raw_data"):
             raw = t.raw_data
             if len(raw) % _ITEMSIZE[fmt]:
                 raise ValueError(f"raw_data of {len(raw)} bytes is not a whole number of elements")
             return list(memoryview(raw).cast(fmt).tolist())  # type: ignore[call-overload, unused-ignore]
-        return list(getattr(t, _FIELDS[t.data_type]))
+        values = list(getattr(t, _FIELDS[dtype]))
+        if dtype in _NARROWED:
+            return [wrap_int(dtype, v) for v in values]
+        if dtype == TensorProto.BOOL:
+            return [v != 0 for v in values]
+        return values
+    if dtype in _HALF_TYPES and not t.HasField("raw_data"):
+        # the 16 bits of each element in int32_data; onnxruntime refuses anything wider
+        for v in t.int32_data:
+            if not 0 <= v <= 0xFFFF:
+                raise ValueError(f"{v} in int32_data is no 16-bit pattern")
     return list(onnx.numpy_helper.to_array(t).reshape(-1).tolist())
 
 

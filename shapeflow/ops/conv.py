@@ -20,7 +20,7 @@ dilation, ``pb``/``pe`` the pads at the two ends and ``dk = d*(k-1) + 1``:
 from __future__ import annotations
 
 from .._onnx import onnx
-from ..dims import Dim, Shape, dim_add, dim_floordiv, dim_max, dim_min, dim_mul, dim_sub, require_at_least
+from ..dims import Dim, Shape, dim_add, dim_floordiv, dim_max, dim_min, dim_mul, dim_sub, require_at_least, simplest
 from ..tensorinfo import TensorInfo
 from .base import OpCall, register
 
@@ -69,7 +69,7 @@ def window_out(length: Dim, k: int, s: int, d: int, pb: int, pe: int, mode: str,
         out = dim_add(dim_floordiv(dim_max(span, 0), s), 1)
         if c < 1 - s:
             out = dim_sub(out, dim_floordiv(dim_max(dim_sub(0, span), 0), s))
-        return out
+        return simplest(out)
     out = dim_add(_ceil_div(span, s), 1)
     if type(length) is int and type(out) is int:
         # The last window must start inside the input or its leading pad.
@@ -79,7 +79,7 @@ def window_out(length: Dim, k: int, s: int, d: int, pb: int, pe: int, mode: str,
     # Windows start at i*s - pb for i < out; the runtime keeps those that start before L, and with
     # every pad below the kernel (which it requires) at most the last one goes:
     # min(out, ceil((L + pb)/s)).
-    return dim_min(out, _ceil_div(dim_add(length, pb), s))
+    return simplest(dim_min(out, _ceil_div(dim_add(length, pb), s)))
 
 
 def _spatial_attr(call: OpCall, name: str, n: int, default: int) -> list[int] | None:

@@ -39,12 +39,14 @@ def einsum(call: OpCall) -> list[TensorInfo | None]:
         if dots:
             n_ell = len(shape) - len(head) - len(tail)
             if n_ell < 0:
+                call.doubt()
                 return [None]
             ellipses.append(tuple(shape[len(head):len(head) + n_ell]))
             dims = list(shape[:len(head)]) + list(shape[len(head) + n_ell:])
             chars = head + tail
         else:
             if len(term) != len(shape):
+                call.doubt()
                 return [None]
             dims, chars = list(shape), term
         for ch, d in zip(chars, dims):

@@ -6,20 +6,21 @@ and Where in the ``-1`` handling that exporters write before Reshape and Expand)
 
 from __future__ import annotations
 
+import math
 from typing import Callable
 
 from .._onnx import onnx
 
 from ..axes import AxisError, normalize_axes
 from ..dims import (
-    Dim, Shape, dim_add, dim_bounds, dim_compare, dim_exact_div, dim_fmod, dim_is_one, dim_max, dim_min,
+    Dim, Shape, Sym, dim_add, dim_bounds, dim_compare, dim_exact_div, dim_fmod, dim_is_one, dim_max, dim_min,
     dim_mod, dim_mul, dim_neg, dim_sub, dim_truncdiv, dims_equal,
 )
 from ..tensorinfo import MAX_VALUE_ELEMS, TensorInfo
-from .base import OpCall, numel, register, same_as_input
+from .base import INT_TYPES, OpCall, numel, register, same_as_input
 from .constants import FLOAT_TYPES
-from .numeric import cast_element
-from .shape_ops import broadcast_shapes
+from .numeric import DOUBLE, INT_RANGES, OVERFLOW_CAP, canonical_element, cast_element, float_holds
+from .shape_ops import broadcast_conflict, broadcast_join, broadcast_shapes
 
 TensorProto = onnx.TensorProto
 
@@ -122,10 +123,36 @@ def cast(call: OpCall) -> list[TensorInfo | None]:
 
 # -- broadcasting binary / variadic ops ---------------------------------------------------------
 
-def _pow(a: Dim, b: Dim) -> Dim:
-    if type(a) is int and type(b) is int and 0 <= b <= 64:
-        return int(a**b)
-    return None
+def _pow_in(dtype: int) -> Callable[[Dim, Dim], Dim]:
+    """Pow as onnxruntime computes it in ``dtype``: through ``double`` (``std::pow``), or by
+    multiplying when the exponent is a scalar 2 or 3. Both give the exact power where it is a
+    number the type holds and, for an integer type, ``double`` holds too; anything else (an
+    overflow: ``3**39`` in int64, ``3**20`` in int32) depends on the path: unknown. A float
+    power that the type cannot hold is dropped by canonical_value afterwards."""
+    bounds = INT_RANGES.get(dtype)
+
+    def power(a: Dim, b: Dim) -> Dim:
+        if type(a) is not int or type(b) is not int or not 0 <= b <= 64:
+            return None
+        r: int = a**b
+        if bounds is not None and not (bounds[0] <= r <= bounds[1] and float_holds(DOUBLE, r)):
+            return None
+        return r
+
+    return power
+
+
+def _int_div(dtype: int) -> Callable[[Dim, Dim], Dim]:
+    """int Div toward zero; ``INT_MIN / -1`` in int32 and int64 traps onnxruntime's scalar path
+    (SIGFPE) and wraps in its vectorized one: unknown."""
+    lowest = INT_RANGES[dtype][0] if dtype in (TensorProto.INT32, TensorProto.INT64) else None
+
+    def div(a: Dim, b: Dim) -> Dim:
+        if lowest is not None and a == lowest and b == -1:
+            return None
+        return dim_truncdiv(a, b)
+
+    return div
 
 
 # Comparisons decided from the bounds of a - b: (true when, false when) on (lo, hi).
@@ -165,7 +192,7 @@ def _logic(fn: Callable[[bool, bool], bool]) -> Callable[[Dim, Dim], Dim]:
 
 
 _VALUE_OPS: dict[str, Callable[[Dim, Dim], Dim]] = {
-    "Add": dim_add, "Sub": dim_sub, "Mul": dim_mul, "Pow": _pow,
+    "Add": dim_add, "Sub": dim_sub, "Mul": dim_mul,
     "Max": dim_max, "Min": dim_min, "Sum": dim_add,
     "Equal": _equal, "Less": _cmp("Less"), "Greater": _cmp("Greater"),
     "LessOrEqual": _cmp("LessOrEqual"), "GreaterOrEqual": _cmp("GreaterOrEqual"),
@@ -200,17 +227,23 @@ def _broadcast_values(infos: list[TensorInfo], out: Shape) -> list[list[Dim]] | 
 def _value_fn(call: OpCall, ins: list[TensorInfo]) -> Callable[[Dim, Dim], Dim] | None:
     """The element function of a broadcasting op, by its element type and attributes."""
     op = call.op_type
-    is_float = ins[0].dtype in FLOAT_TYPES
+    dtype = ins[0].dtype
+    is_float = dtype in FLOAT_TYPES
     if op == "Div":
         # float Div keeps only quotients that are integers for every binding; int Div truncates
-        return dim_exact_div if is_float else dim_truncdiv
+        return dim_exact_div if is_float else _int_div(dtype)
     if op == "Mod":
-        # fmod=1 (required for floats) takes the dividend's sign, fmod=0 the divisor's
-        return dim_fmod if is_float or call.attr_int("fmod", 0) else dim_mod
+        # fmod=1 takes the dividend's sign, fmod=0 the divisor's; onnxruntime refuses a float
+        # Mod with fmod=0
+        if call.attr_int("fmod", 0):
+            return dim_fmod
+        return None if is_float else dim_mod
+    if op == "Pow":
+        return _pow_in(dtype)
     return _VALUE_OPS.get(op)
 
 
-@register(*_VALUE_OPS, "Div", "Mod", "PRelu", "BitShift", "Mean", "BitwiseAnd", "BitwiseOr", "BitwiseXor")
+@register(*_VALUE_OPS, "Div", "Mod", "Pow", "PRelu", "BitShift", "Mean", "BitwiseAnd", "BitwiseOr", "BitwiseXor")
 def broadcast_op(call: OpCall) -> list[TensorInfo | None]:
     op = call.op_type
     ins = call.inputs
@@ -223,15 +256,26 @@ def broadcast_op(call: OpCall) -> list[TensorInfo | None]:
         return [_legacy_broadcast(call, dtype)]
     if any(t is None for t in ins) or not ins:
         return [TensorInfo(dtype, None)]
-    out = broadcast_shapes([t.shape for t in ins])  # type: ignore[union-attr]
+    if broadcast_conflict([t.shape for t in ins]):  # type: ignore[union-attr]
+        call.doubt()
+    # (before opset 7 Add and friends broadcast the legacy way: nothing is proved from them)
+    out = broadcast_shapes([t.shape for t in ins], broadcast_join(call),  # type: ignore[union-attr]
+                           prove=call.scope == 0 and call.since >= 7)
     value = None
     fn = _value_fn(call, ins)  # type: ignore[arg-type]
     if fn is not None and out is not None:
         cols = _broadcast_values(ins, out)  # type: ignore[arg-type]
         if cols is not None:
             vals = cols[0]
-            for col in cols[1:]:
-                vals = [fn(a, b) for a, b in zip(vals, col)]
+            if len(cols) > 2 and dtype in FLOAT_TYPES:
+                # Sum of 3 or more: onnxruntime adds one input at a time, rounding each sum to
+                # the type (float32 Sum(2**24, 1, 1) is 2**24): a partial sum the type does not
+                # hold exactly leaves the element unknown
+                for col in cols[1:]:
+                    vals = [canonical_element(dtype, fn(a, b)) for a, b in zip(vals, col)]
+            else:
+                for col in cols[1:]:
+                    vals = [fn(a, b) for a, b in zip(vals, col)]
             value = tuple(vals)
     return [TensorInfo(dtype, out, value)]
 
@@ -296,7 +340,9 @@ def where(call: OpCall) -> list[TensorInfo | None]:
     dtype = call.dtype(1) or call.dtype(2)
     if len(ins) < 3 or any(t is None for t in ins):
         return [TensorInfo(dtype, None)]
-    out = broadcast_shapes([t.shape for t in ins])  # type: ignore[union-attr]
+    if broadcast_conflict([t.shape for t in ins]):  # type: ignore[union-attr]
+        call.doubt()
+    out = broadcast_shapes([t.shape for t in ins], broadcast_join(call), prove=call.scope == 0)  # type: ignore[union-attr]
     value = None
     if out is not None:
         cols = _broadcast_values(ins, out)  # type: ignore[arg-type]
@@ -325,7 +371,11 @@ def matmul(call: OpCall) -> list[TensorInfo | None]:
         sa = [1, *sa]
     if squeeze_b:
         sb = sb + [1]
-    batch = broadcast_shapes([tuple(sa[:-2]), tuple(sb[:-2])])
+    inner = (sa[-1], sb[-2])
+    if (type(inner[0]) is int and type(inner[1]) is int and inner[0] != inner[1]) or \
+            broadcast_conflict([tuple(sa[:-2]), tuple(sb[:-2])]):
+        call.doubt()
+    batch = broadcast_shapes([tuple(sa[:-2]), tuple(sb[:-2])], broadcast_join(call), prove=call.scope == 0)
     if batch is None:
         return [TensorInfo(dtype, None)]
     out = list(batch) + ([] if squeeze_a else [sa[-2]]) + ([] if squeeze_b else [sb[-1]])
@@ -338,8 +388,13 @@ def gemm(call: OpCall) -> list[TensorInfo | None]:
     dtype = a.dtype if a else 0
     if a is None or b is None or a.rank != 2 or b.rank != 2:
         return [TensorInfo(dtype, (None, None))]
-    m = a.shape[1] if call.attr_int("transA", 0) else a.shape[0]  # type: ignore[index]
-    n = b.shape[0] if call.attr_int("transB", 0) else b.shape[1]  # type: ignore[index]
+    trans_a, trans_b = call.attr_int("transA", 0), call.attr_int("transB", 0)
+    m = a.shape[1] if trans_a else a.shape[0]  # type: ignore[index]
+    n = b.shape[0] if trans_b else b.shape[1]  # type: ignore[index]
+    k_a = a.shape[0] if trans_a else a.shape[1]  # type: ignore[index]
+    k_b = b.shape[1] if trans_b else b.shape[0]  # type: ignore[index]
+    if type(k_a) is int and type(k_b) is int and k_a != k_b:
+        call.doubt()
     return [TensorInfo(dtype, (m, n))]
 
 
@@ -364,18 +419,92 @@ def reduce(call: OpCall) -> list[TensorInfo | None]:
         else:
             axes = []
         if not axes and call.attr_int("noop_with_empty_axes", 0):
-            return [TensorInfo(t.dtype, t.shape)]
+            return [TensorInfo(t.dtype, t.shape, t.value)]
     else:
         axes = call.attr_ints("axes") or []
     try:
         norm = normalize_axes(axes, rank) if axes else tuple(range(rank))
     except AxisError:
+        call.doubt()
         return [None]
     if keep:
         out = tuple(1 if k in norm else d for k, d in enumerate(t.shape))
     else:
         out = tuple(d for k, d in enumerate(t.shape) if k not in norm)
-    return [TensorInfo(t.dtype, out)]
+    value = None
+    fn = _REDUCE_VALUES.get(call.op_type)
+    if fn is not None and t.value is not None and t.dtype in INT_TYPES and t.dtype != BOOL:
+        exact = _double_exact if call.op_type in ("ReduceProd", "ReduceSum") else None
+        value = _reduce_values(fn, t.value, t.shape, norm, exact, INT_RANGES.get(t.dtype))
+    return [TensorInfo(t.dtype, out, value)]
+
+
+# The reductions whose values shape arithmetic uses (tf2onnx multiplies dims with ReduceProd);
+# integer types only: a float sum rounds at each step, in an order that is the kernel's.
+_REDUCE_VALUES: dict[str, Callable[[Dim, Dim], Dim]] = {
+    "ReduceProd": dim_mul, "ReduceSum": dim_add, "ReduceMin": dim_min, "ReduceMax": dim_max,
+}
+
+
+_DOUBLE_EXACT = 2**53
+
+
+def _double_exact(v: Dim) -> bool:
+    """Whether ``v`` is an integer double holds exactly (symbols within the value domain's one
+    premise, numeric.OVERFLOW_CAP)."""
+    if type(v) is int:
+        return -_DOUBLE_EXACT <= v <= _DOUBLE_EXACT
+    if v is None:
+        return False
+    lo, hi = dim_bounds(v, OVERFLOW_CAP)
+    if lo is None or hi is None:
+        return False
+    # a polynomial whose coefficients share a factor 2**k is 2**k times one of a 2**k smaller
+    # range: exact wherever that one is (b*s*64 with b, s up to 2**24)
+    scale = 1
+    if type(v) is Sym:
+        g = 0
+        for c in v.term_coefficients():
+            g = math.gcd(g, c)
+        scale = g & -g if g else 1
+    return -_DOUBLE_EXACT * scale <= lo and hi <= _DOUBLE_EXACT * scale
+
+
+def _reduce_values(fn: Callable[[Dim, Dim], Dim], value: tuple[Dim, ...], shape: Shape,
+                   axes: tuple[int, ...], exact: Callable[[Dim], bool] | None = None,
+                   bounds: tuple[int, int] | None = None) -> tuple[Dim, ...] | None:
+    """The elements of a reduction of a small tensor of known int ``shape``, row-major; None for
+    an empty reduction (onnxruntime's identity element of Min/Max is the type's extreme).
+
+    onnxruntime sums and multiplies integers in double and converts back saturating
+    (``ReduceSum([0, 2**63 - 2])`` is ``2**63 - 1``, ``ReduceProd`` of int32 ``[2**16, 2**16]`` is
+    ``2**31 - 1``): with ``exact`` an element is stated only where every operand and partial result
+    is one double holds exactly and the result lies in ``bounds`` (the type's range)."""
+    n = numel(shape)
+    if n is None or n != len(value) or n == 0:
+        return None
+    dims: list[int] = list(shape)  # type: ignore[arg-type]  # every dim is an int: numel() is
+    if any(dims[a] == 0 for a in axes):
+        return None
+    strides = [1] * len(dims)
+    for k in range(len(dims) - 2, -1, -1):
+        strides[k] = strides[k + 1] * dims[k + 1]
+    groups: dict[tuple[int, ...], Dim] = {}
+    for flat, v in enumerate(value):
+        key = tuple(flat // strides[k] % dims[k] for k in range(len(dims)) if k not in axes)
+        if key not in groups:
+            groups[key] = v if exact is None or exact(v) else None
+            continue
+        acc = groups[key]
+        if acc is None or v is None or (exact is not None and not exact(v)):
+            groups[key] = None
+            continue
+        acc = fn(acc, v)
+        groups[key] = acc if exact is None or exact(acc) else None
+    out = tuple(groups.values())
+    if exact is not None and bounds is not None:
+        out = tuple(None if type(v) is int and not bounds[0] <= v <= bounds[1] else v for v in out)
+    return out
 
 
 @register("ArgMax", "ArgMin")
@@ -387,6 +516,7 @@ def arg_reduce(call: OpCall) -> list[TensorInfo | None]:
     try:
         (axis,) = normalize_axes([call.attr_int("axis", 0) or 0], rank)
     except (AxisError, ValueError):
+        call.doubt()
         return [None]
     if call.attr_int("keepdims", 1):
         out = tuple(1 if k == axis else d for k, d in enumerate(t.shape))

@@ -1,19 +1,26 @@
 """Standard ops without a rule of our own: ask onnx's per-node shape inference.
 
-Symbols cross the boundary as ``dim_param`` strings and are mapped back to the same expressions,
-so ``seq + 1`` in gives ``seq + 1`` out. Known small integer values go in as constant inputs.
+Symbolic dims cross the boundary as ``dim_param`` names of our own, one per distinct expression
+(``sf0``, ``sf1``...), and are mapped back to the same expressions, so ``seq + 1`` in gives
+``seq + 1`` out. The text of a dim is never what goes across: onnx compares dim_params by their
+text, and a graph input's dim declared ``"c + 1"`` (an opaque name) must not meet a computed
+``c + 1``. A dim_param onnx hands back that is not one of ours is unknown. Known small integer
+values go in as constant inputs.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from .._onnx import onnx
 from ..dims import Dim, Sym
+from ..graph import INITIALIZER
 from ..opsets import schema
+from ..signatures import DTYPES, input_type_error, signature
 from ..tensorinfo import TensorInfo
 from .base import OpCall
-from .constants import FLOAT_TYPES
+from .constants import FLOAT_TYPES, is_external
 
 # Ops whose shape function in onnx is known to disagree with onnxruntime on models it runs: never
 # asked (inference uses a rule of its own, or leaves the outputs unknown). Each entry says why;
@@ -24,23 +31,36 @@ UNTRUSTED: dict[str, str] = {
 }
 
 
-def type_proto(t: TensorInfo, names: dict[str, Dim] | None = None) -> onnx.TypeProto:
-    """``t`` as an onnx type: symbols become ``dim_param`` text (recorded in ``names`` so they can
-    be mapped back), unknown dims are left empty."""
+class Atoms:
+    """The dim_param names given to symbolic dims on their way to onnx, and the way back."""
+
+    def __init__(self) -> None:
+        self.names: dict[str, Dim] = {}
+        self._given: dict[Sym, str] = {}
+
+    def name(self, d: Sym) -> str:
+        found = self._given.get(d)
+        if found is None:
+            found = self._given[d] = f"sf{len(self._given)}"
+            self.names[found] = d
+        return found
+
+
+def type_proto(t: TensorInfo, atoms: Atoms | None = None) -> onnx.TypeProto:
+    """``t`` as an onnx type: symbols become ``dim_param``s (their text, or with ``atoms`` names
+    that map back to them), unknown dims are left empty."""
     tp = onnx.TypeProto()
     tt = tp.tensor_type
     tt.elem_type = t.dtype
     if t.shape is not None:
         shape = tt.shape
+        shape.SetInParent()  # a scalar has a shape, with no dims (no shape field: rank unknown)
         for d in t.shape:
             dim = shape.dim.add()
             if type(d) is int:
                 dim.dim_value = d
             elif d is not None:
-                text = str(d)
-                if names is not None:
-                    names[text] = d
-                dim.dim_param = text
+                dim.dim_param = atoms.name(d) if atoms is not None else str(d)  # type: ignore[arg-type]
     return tp
 
 
@@ -56,7 +76,7 @@ def _from_type(tp: onnx.TypeProto, names: dict[str, Dim]) -> TensorInfo | None:
         if which == "dim_value":
             dims.append(int(d.dim_value))
         elif which == "dim_param":
-            dims.append(names.get(d.dim_param) or Sym.symbol(d.dim_param))
+            dims.append(names.get(d.dim_param))  # (one onnx made up itself: unknown)
         else:
             dims.append(None)
     return TensorInfo(tt.elem_type, tuple(dims))
@@ -70,13 +90,13 @@ def infer_with_onnx(call: OpCall) -> list[TensorInfo | None]:
     sch = schema("", node.op_type, call.since)
     if sch is None:
         return [None] * n_out
-    names: dict[str, Dim] = {}
+    atoms = Atoms()
     types: dict[str, onnx.TypeProto] = {}
     data: dict[str, onnx.TensorProto] = {}
     for name, t in zip(node.input, call.inputs):
         if not name or t is None:
             continue
-        types[name] = type_proto(t, names)
+        types[name] = type_proto(t, atoms)
         if t.value is not None and t.shape is not None and all(type(v) is int for v in t.value):
             if all(type(d) is int for d in t.shape) and t.dtype not in FLOAT_TYPES:
                 try:
@@ -91,8 +111,9 @@ def infer_with_onnx(call: OpCall) -> list[TensorInfo | None]:
     try:
         outs = onnx.shape_inference.infer_node_outputs(sch, node, types, data, opset_imports=imports)
     except Exception:  # onnx refuses what it cannot infer; for us that is "unknown"
+        call.doubt()  # (and onnxruntime may refuse the model for it)
         return [None] * n_out
-    result = [_from_type(outs[o], names) if o in outs else None for o in node.output]
+    result = [_from_type(outs[o], atoms.names) if o in outs else None for o in node.output]
     if any(t is not None and t.shape is not None and any(type(d) is not int for d in t.shape)
            for t in call.inputs):
         _distrust_numbers_from_symbols(result, sch, node, call.inputs, types, data, imports)
@@ -129,3 +150,99 @@ def _distrust_numbers_from_symbols(result: list[TensorInfo | None], sch: onnx.de
                      for i, d in enumerate(t.shape))
         if dims != t.shape:
             result[k] = TensorInfo(t.dtype, dims, None)
+
+
+# -- what onnxruntime's load-time inference says of one node -------------------------------------
+
+# Constant inputs larger than this are not handed to onnx: its shape functions read the data of
+# shape-like inputs only (a target shape, pads, axes, scales), which are small.
+_MAX_DATA_ELEMS = 4096
+_TAGS = re.compile(r"^\(op_type:[^)]*\):\s*|\[\w+Error\]\s*")
+
+
+def load_time_error(call: OpCall) -> str | None:
+    """Why onnx's shape inference of ``call``'s node fails, given what onnxruntime knows when it
+    loads the model (the input types and shapes, and the values of initializers and Constant
+    nodes; not values computed from shapes), or None when it does not fail or cannot be asked: an
+    input of unknown type, a type error (SF013's), a body attribute (If/Loop/Scan: ours)."""
+    node = call.node
+    if any(a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS) for a in node.attribute):
+        return None
+    domain = call.info.domain
+    dtypes = []
+    for name, t in zip(node.input, call.inputs):
+        if not name:
+            dtypes.append(0)
+            continue
+        if t is None or t.dtype not in DTYPES:
+            return None
+        dtypes.append(t.dtype)
+    sig = signature(domain, node.op_type, call.since)
+    if sig is None or input_type_error(sig, dtypes) is not None:
+        return None
+    sch = schema(domain, node.op_type, call.since)
+    if sch is None:
+        return None
+    types: dict[str, onnx.TypeProto] = {}
+    data: dict[str, onnx.TensorProto] = {}
+    for name, t in zip(node.input, call.inputs):
+        if name and t is not None:
+            types[name] = type_proto(t)
+            const = _ort_constant(call, name)
+            if const is not None:
+                data[name] = const
+    graph = call.engine.graph
+    imports = [onnx.helper.make_opsetid(d, v) for d, v in graph.scopes[call.scope].opsets.items()]
+    try:
+        onnx.shape_inference.infer_node_outputs(sch, node, types, data, opset_imports=imports,
+                                                ir_version=int(graph.model.ir_version))
+    except Exception as exc:  # InferenceError, or a ValidationError of the node itself
+        text = " ".join(str(exc).split())
+        return _TAGS.sub("", text).strip() or type(exc).__name__
+    return None
+
+
+def _ort_constant(call: OpCall, name: str) -> onnx.TensorProto | None:
+    """The value onnxruntime hands a shape function for input ``name``: an initializer that no
+    caller can override, or a Constant node's tensor (onnxruntime turns those into initializers)."""
+    graph = call.engine.graph
+    found = graph.definition(call.scope, name)
+    if found is None:
+        return None
+    sid, producer = found
+    scope = graph.scopes[sid]
+    t: onnx.TensorProto | None = None
+    if producer == INITIALIZER:
+        if graph.model.ir_version >= 4 and name in scope.inputs:
+            return None  # a graph input's default: the caller may feed another value
+        t = scope.initializers.get(name)
+    elif producer >= 0:
+        info = graph.nodes[producer]
+        if info.op_type != "Constant" or info.domain != "" or not info.has_attrs:
+            return None
+        t = _constant_tensor(info.peek())
+    if t is None or is_external(t):
+        return None
+    n = 1
+    for d in t.dims:
+        n *= int(d)
+    return t if n <= _MAX_DATA_ELEMS else None
+
+
+def _constant_tensor(node: onnx.NodeProto) -> onnx.TensorProto | None:
+    helper, tp = onnx.helper, onnx.TensorProto
+    for a in node.attribute:
+        if a.ref_attr_name:
+            return None
+        if a.name == "value" and a.HasField("t"):
+            t: onnx.TensorProto = a.t
+            return t
+        if a.name == "value_int":
+            return helper.make_tensor("", tp.INT64, [], [a.i])
+        if a.name == "value_ints":
+            return helper.make_tensor("", tp.INT64, [len(a.ints)], list(a.ints))
+        if a.name == "value_float":
+            return helper.make_tensor("", tp.FLOAT, [], [a.f])
+        if a.name == "value_floats":
+            return helper.make_tensor("", tp.FLOAT, [len(a.floats)], list(a.floats))
+    return None

@@ -7,14 +7,18 @@ tracked value through its tensor's element type after each op, so no rule has to
 known ints are wrapped (integer types) or kept only when the float type holds them exactly, and a
 symbolic element survives only when its bounds prove it fits (otherwise it is unknown).
 
-Slice, Range and Cast have index rules of their own here, written from onnxruntime's kernels and
+Slice, Range, Cast and Reshape have rules of their own here, written from onnxruntime's kernels and
 checked against them by brute force (tests/test_numeric.py).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from contextvars import ContextVar
+from typing import Mapping
+
 from .._onnx import onnx
-from ..dims import Dim, Sym, dim_bounds
+from ..dims import Bound, Dim, Sym, current_assumptions, dim_bounds
 
 TensorProto = onnx.TensorProto
 
@@ -39,6 +43,7 @@ FLOAT_FORMATS: dict[int, tuple[int, int]] = {
 
 BOOL = TensorProto.BOOL
 INT64 = TensorProto.INT64
+DOUBLE = TensorProto.DOUBLE
 # An end at either of these means "to the end" in onnxruntime's Slice (and, for a negative step,
 # "to the beginning": the spec would clamp it to dim - 1 instead; onnxruntime is what runs).
 SLICE_TO_END = frozenset({2**31 - 1, 2**63 - 1})
@@ -76,21 +81,23 @@ def _exact_range(dtype: int) -> tuple[int, int] | None:
     return None
 
 
-# Symbolic arithmetic is exact; int64 agrees while a value fits. A symbolic int64 value is stated
-# where it fits for every symbol up to OVERFLOW_CAP: ``64*batch*seq`` does, ``(batch*seq)**4``
-# and anything with an INT64_MAX sentinel in it do not. (The cap is about 17 minutes of 16 kHz
-# audio on one axis; products of dims that large are tensors of 2**48 elements.)
+# Symbolic arithmetic is exact; a typed tensor agrees while the value fits its type. The one
+# premise of the value domain: a symbolic value is stated where it fits its type for every symbol
+# up to OVERFLOW_CAP, in every type alike. ``64*batch*seq`` fits int64, ``seq`` fits int32 and
+# float32 (tf2onnx's shape arithmetic is int32), ``batch*seq`` fits int64 but not int32;
+# ``(batch*seq)**4`` and anything with an INT64_MAX sentinel in it fit nothing. (The cap is about
+# 17 minutes of 16 kHz audio on one axis; products of dims that large are tensors of 2**48 elements.)
 OVERFLOW_CAP = 2**24
 
 
+_INT64_RANGE = (-(2**63), 2**63 - 1)
+
+
 def _sym_fits(dtype: int, v: Sym) -> bool:
-    if dtype == INT64:
-        lo, hi = dim_bounds(v, OVERFLOW_CAP)
-        return lo is not None and hi is not None and -(2**63) <= lo and hi < 2**63
-    r = _exact_range(dtype)
+    r = _INT64_RANGE if dtype == INT64 else _exact_range(dtype)  # (int64: shape vectors, the common case)
     if r is None:
         return False
-    lo, hi = dim_bounds(v)
+    lo, hi = dim_bounds(v, OVERFLOW_CAP)
     return lo is not None and hi is not None and r[0] <= lo and hi <= r[1]
 
 
@@ -116,7 +123,11 @@ def canonical_element(dtype: int, v: Dim) -> Dim:
 
 def canonical_value(dtype: int, value: tuple[Dim, ...]) -> tuple[Dim, ...] | None:
     """``value`` as a tensor of ``dtype`` holds it (see the module docstring); None when no
-    element is known or the type is not one whose values are tracked."""
+    element is known or the type is not one whose values are tracked.
+
+    ``canonical_value_plain`` with a memo of the values whose every symbolic element fits, by
+    value, for the assumptions in force (a model repeats a few shape vectors, ``[batch, seq, 8]``,
+    thousands of times, and each symbol's bounds took most of the time of inferring them)."""
     if dtype == INT64:
         # the common case: shape vectors of small ints, unchanged
         for v in value:
@@ -126,11 +137,52 @@ def canonical_value(dtype: int, value: tuple[Dim, ...]) -> tuple[Dim, ...] | Non
             return value
     elif dtype not in INT_RANGES and dtype not in FLOAT_FORMATS and dtype != BOOL:
         return None
+    if not MEMO:
+        return canonical_value_plain(dtype, value)
+    for v in value:  # only ints and symbols are keys: True == 1 and 1.0 == 1 would share an entry
+        t = type(v)
+        if t is not int and t is not Sym:
+            return canonical_value_plain(dtype, value)
+    under = current_assumptions()
+    memo = _FITTING.get()
+    if memo is None or memo[0] is not under:
+        memo = (under, {})
+        _FITTING.set(memo)
+    key = (dtype, value)
+    found = memo[1].get(key)
+    if found is not None:
+        return found
+    out = canonical_value_plain(dtype, value)
+    if out is not None:
+        for v in out:
+            if v is None:
+                break
+        else:
+            # Every element fits. Within one ``assuming`` block ranges only ever narrow (inference's
+            # ``prove_at_*``), and a value that fits keeps fitting in a narrower range: the
+            # answer holds for the rest of the block. (An element that does not fit might later:
+            # such answers are not kept.)
+            memo[1][key] = out
+    return out
+
+
+def canonical_value_plain(dtype: int, value: tuple[Dim, ...]) -> tuple[Dim, ...] | None:
+    """``canonical_value`` without its fast paths: every element through ``canonical_element``."""
+    if dtype not in INT_RANGES and dtype not in FLOAT_FORMATS and dtype != BOOL:
+        return None
     out = tuple(canonical_element(dtype, v) for v in value)
     for v in out:
         if v is not None:
             return out
     return None
+
+
+# Whether ``canonical_value`` keeps its memo (tests/test_fast_paths.py compares it with the plain one),
+# and the memo: the assumptions it was made under (``dims.current_assumptions``, an object of one
+# ``assuming`` block) and (dtype, value) -> answer. A context variable, as the assumptions are.
+MEMO = True
+_FITTING: ContextVar[tuple[Mapping[str, Bound], dict[tuple[int, tuple[Dim, ...]], tuple[Dim, ...]]] | None] = \
+    ContextVar("shapeflow_fitting", default=None)
 
 
 def cast_element(src: int, dst: int, v: Dim) -> Dim:
@@ -142,7 +194,7 @@ def cast_element(src: int, dst: int, v: Dim) -> Dim:
         lo, hi = INT_RANGES[dst]
         if type(v) is int:
             return v if lo <= v <= hi else None
-        blo, bhi = dim_bounds(v)
+        blo, bhi = dim_bounds(v, OVERFLOW_CAP)
         return v if blo is not None and bhi is not None and lo <= blo and bhi <= hi else None
     return canonical_element(dst, v)
 
@@ -168,3 +220,54 @@ def slice_range(d: int, start: int, end: int, step: int) -> range:
     else:
         n = max(0, -((end - start) // -step))
     return range(start, start + n * step, step) if n else range(0)
+
+
+# -- Reshape ----------------------------------------------------------------------------------------
+
+def reshape_dims(dims: Sequence[int], target: Sequence[int], allowzero: int) -> list[int] | None:
+    """The output shape onnxruntime's Reshape gives ``dims`` for ``target``, or None where it
+    fails. A 0 copies the input's dim (unless ``allowzero``); a -1 is the input's size over the
+    product of the other dims, and where that product is 0 (only possible with ``allowzero``: a
+    0 without it fails) the input must be empty and the -1 is the product of the input's non-zero
+    dims over the target's non-zero ones (``[0, 5, 64] -> [0, 5, -1, 16]`` is ``[0, 5, 4, 16]``)."""
+    out: list[int] = []
+    minus_at = -1
+    size = 1
+    for k, t in enumerate(target):
+        if t == 0 and not allowzero:
+            if k >= len(dims):
+                return None
+            t = dims[k]
+        if t == -1:
+            if minus_at >= 0:
+                return None
+            minus_at = k
+        elif t < 0:
+            return None
+        else:
+            size *= t
+        out.append(t)
+    n = 1
+    for d in dims:
+        n *= d
+    if minus_at >= 0:
+        if size:
+            if n % size:
+                return None
+            out[minus_at] = n // size
+        else:
+            if not allowzero or n:
+                return None
+            nz_in = nz_out = 1
+            for d in dims:
+                nz_in *= d or 1
+            for k, t in enumerate(out):
+                if k != minus_at:
+                    nz_out *= t or 1
+            if nz_in % nz_out:
+                return None
+            out[minus_at] = nz_in // nz_out
+    total = 1
+    for d in out:
+        total *= d
+    return out if total == n else None

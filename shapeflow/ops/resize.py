@@ -122,6 +122,8 @@ def resize(call: OpCall) -> list[TensorInfo | None]:
             elif len(sizes) == 0:
                 sizes = None
         if sizes is None:
+            if call.since >= 18 and call.attrs.get("keep_aspect_ratio_policy") is not None:
+                call.doubt()  # a policy other than "stretch" goes with sizes, not scales
             scales = _float_constant(call, 2)
             if scales is None:
                 return unknown

@@ -9,18 +9,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from .._onnx import onnx
 
 from ..axes import AxisError, normalize_axis
 from ..dims import (
-    Dim, Shape, broadcast_dim, dim_add, dim_bounds, dim_floordiv, dim_max, dim_min, dim_mul, dim_sub,
-    dims_equal, monomial_symbols, prove_at_least,
+    Dim, Shape, Sym, affine_symbol, assuming, broadcast_dim, current_assumptions, dim_add, dim_bounds,
+    dim_floordiv, dim_max, dim_min, dim_mul, dim_sub, dims_equal, join_pieces, prove_at_least, prove_broadcast,
+    rebuild, substitute, zero_forcing_symbols, zero_implies, zero_symbol,
 )
 from ..tensorinfo import MAX_VALUE_ELEMS, TensorInfo
 from .base import OpCall, make_value, numel, register
-from .numeric import SLICE_TO_END, slice_range
+from .numeric import FLOAT_FORMATS, SLICE_TO_END, canonical_element, reshape_dims, slice_range
 
 TensorProto = onnx.TensorProto
 
@@ -64,6 +65,7 @@ def gather(call: OpCall) -> list[TensorInfo | None]:
     try:
         axis = normalize_axis(call.attr_int("axis", 0) or 0, rank)
     except AxisError:
+        call.doubt()
         return [None]
     out_shape = data.shape[:axis] + idx.shape + data.shape[axis + 1:]
     value = None
@@ -140,10 +142,56 @@ def _slice_len(d: Dim, start: Dim, end: Dim, step: int) -> Dim:
     s = _clamp_start(d, start, step)
     e = _clamp_end(d, end, step)
     if s is None or e is None:
-        return None
+        return _slice_len_split(d, start, end, step)
     if step > 0:
         return dim_max(dim_floordiv(dim_add(dim_sub(e, s), step - 1), step), 0)
     return dim_max(dim_floordiv(dim_add(dim_sub(s, e), -step - 1), -step), 0)
+
+
+# A computed start or end whose sign depends on a symbol (``T - 1``) is split on that symbol: at
+# most this many small values are worked out one by one, the rest (where the sign is fixed) at once.
+_SPLIT_VALUES = 8
+
+
+def _slice_len_split(d: Dim, start: Dim, end: Dim, step: int) -> Dim:
+    """The length of a Slice whose start or end is ``a*x + b`` of unknown sign: where ``x >= c``
+    the sign is fixed and the length ``high`` is an expression; below ``c`` each value of ``x`` is
+    worked out. The pieces meet in one expression when one of a few clamp forms of ``high``
+    matches every piece (``x[T-1:T]`` is 1 from T = 1 and 0 at T = 0: ``min(1, T)``)."""
+    for v in (start, end):
+        split = _sign_split(v)
+        if split is None:
+            continue
+        x, c = split
+        ranges = current_assumptions()
+        lo_x, hi_x = ranges.get(x, (None, None))
+        first = max(lo_x or 0, 0)
+        if c - first > _SPLIT_VALUES or (hi_x is not None and hi_x < c):
+            return None
+        with assuming({**ranges, x: (c, hi_x)}):
+            high = _slice_len(d, start, end, step)
+        if high is None:
+            return None
+        lows: list[Dim] = []
+        for xv in range(first, c):
+            b = {x: xv}
+            lows.append(_slice_len(substitute(d, b), substitute(start, b), substitute(end, b), step))
+        return join_pieces(x, c, first, lows, high)
+    return None
+
+
+def _sign_split(v: Dim) -> tuple[str, int] | None:
+    """``(x, c)`` when ``v`` is ``a*x + b`` whose sign is the same for every ``x >= c`` but not
+    for every ``x >= 0``."""
+    aff = affine_symbol(v)
+    if aff is None:
+        return None
+    x, a, b = aff
+    lo, hi = dim_bounds(v)
+    if (lo is not None and lo >= 0) or (hi is not None and hi < 0):
+        return None
+    # a > 0: v >= 0 from x = ceil(-b/a); a < 0: v < 0 from x = floor(b/-a) + 1
+    return (x, -(b // a)) if a > 0 else (x, b // -a + 1)
 
 
 @register("Slice")
@@ -182,10 +230,13 @@ def slice_(call: OpCall) -> list[TensorInfo | None]:
     try:
         norm_axes = [normalize_axis(a, rank) for a in axes]
     except AxisError:
+        call.doubt()
         return [None]
     spec: dict[int, tuple[Dim, Dim, int]] = {}
     for a, s, e, st in zip(norm_axes, starts, ends, steps):
         if type(st) is not int or st == 0:
+            if st == 0:
+                call.doubt()
             return [None]
         out[a] = _slice_len(data.shape[a], s, e, st)
         spec[a] = (s, e, st)
@@ -213,11 +264,17 @@ def concat(call: OpCall) -> list[TensorInfo | None]:
         rank = known[0].rank if known else None
         return [TensorInfo(dtype, None if rank is None else (None,) * rank)]
     rank = len(known[0].shape)  # type: ignore[arg-type]
+    if any(len(t.shape) != rank for t in known):  # type: ignore[arg-type]
+        call.doubt()
+        return [TensorInfo(dtype, None)]
     try:
         # axis is required from Concat-4; Concat-1 without it concatenates on axis 1
         axis = normalize_axis(call.attr_int("axis", 1 if call.since < 4 else 0) or 0, rank)
     except AxisError:
+        call.doubt()
         return [None]
+    if _static_conflict(known, axis):
+        call.doubt()
     out: list[Dim] = []
     for k in range(rank):
         if k == axis:
@@ -242,6 +299,15 @@ def concat(call: OpCall) -> list[TensorInfo | None]:
                 break
         value = tuple(vals) if vals and len(vals) <= MAX_VALUE_ELEMS else None
     return [TensorInfo(dtype, tuple(out), value)]
+
+
+def _static_conflict(inputs: list[TensorInfo], axis: int) -> bool:
+    """Whether two inputs of a Concat have different known dims off the axis (onnx's shape
+    inference refuses them even where one input is empty)."""
+    for k in range(len(inputs[0].shape)):  # type: ignore[arg-type]
+        if k != axis and len({t.shape[k] for t in inputs if type(t.shape[k]) is int}) > 1:  # type: ignore[index]
+            return True
+    return False
 
 
 def _nonempty(shape: Shape) -> bool:
@@ -286,20 +352,20 @@ def _infer_minus_one(in_shape: Shape, target: list[Dim], minus_at: int, allowzer
     """The -1 of a Reshape: input numel / product of the other target dims, cancelling equal
     factors first so that ``[batch, seq, 64] -> [batch, seq, 4, -1]`` gives 16, then dividing
     what is left exactly (``[batch, 4, seq, 16] -> [4*batch, -1, 16]`` gives ``seq``).
-    onnxruntime refuses a -1 when the other dims multiply to 0, so a divisor that is 0 only for
-    some bindings is one where the model fails: the quotient holds wherever it runs. With
-    ``allowzero=1`` it does not refuse (it makes the -1 a 1), so there the other dims must be
-    provably non-zero."""
+
+    onnxruntime (checked by brute force, tests/test_reshape_rule.py): with ``allowzero=0`` it
+    refuses a -1 when the other dims multiply to 0, so a divisor that is 0 only for some bindings
+    is one where the model fails, and the quotient holds wherever it runs. With ``allowzero=1``
+    and a 0 among the other dims, the input must be empty and the -1 is the product of the
+    input's non-zero dims over that of the target's (``[0, 5, 64] -> [0, 5, -1, 16]`` gives 4).
+    Cancelled pairs are equal, so zero together, and leave that ratio alone; what is left must
+    be provably non-zero for the quotient to be the ratio at every binding."""
     if in_shape is None:
         return None
     num = list(in_shape)
     den = [d for k, d in enumerate(target) if k != minus_at]
     if any(d is None for d in num) or any(d is None for d in den):
         return None
-    if allowzero:
-        lo, _ = dim_bounds(_product(den))
-        if lo is None or lo < 1:
-            return None
     rest_den: list[Dim] = []
     for d in den:
         for k, n in enumerate(num):
@@ -308,10 +374,21 @@ def _infer_minus_one(in_shape: Shape, target: list[Dim], minus_at: int, allowzer
                 break
         else:
             rest_den.append(d)
+    if allowzero and not _never_zero(_product(den)):
+        if _product(den) == 0:
+            # always the empty case: the ratio of the non-zero dims, max(d, 1) each
+            return dim_floordiv(_product([dim_max(d, 1) for d in num]), _product([dim_max(d, 1) for d in rest_den]))
+        if not all(_never_zero(d) for d in num + rest_den):
+            return None
     divisor = _product(rest_den)
     if type(divisor) is int and divisor <= 0:
         return None
     return dim_floordiv(_product(num), divisor)
+
+
+def _never_zero(d: Dim) -> bool:
+    lo, _ = dim_bounds(d)
+    return lo is not None and lo >= 1
 
 
 def _target_dim(t: Dim, k: int, in_shape: Shape, allowzero: int) -> tuple[Dim, bool]:
@@ -319,16 +396,17 @@ def _target_dim(t: Dim, k: int, in_shape: Shape, allowzero: int) -> tuple[Dim, b
 
     A target that may be negative may be -1 at run time, which onnxruntime infers: unknown. With
     ``allowzero=0`` a target that is 0 at run time copies the input's dim instead: ``t`` is the
-    answer when it cannot be 0, or when the input's dim is the same expression."""
+    answer when it cannot be 0, when the input's dim is the same expression, or when the input's
+    dim is 0 wherever ``t`` is (dims.zero_implies)."""
     if in_shape is not None and k < len(in_shape) and dims_equal(t, in_shape[k]) is True:
         return t, True  # the input's own dim: a real dim, never -1, and a 0 copies itself
     lo, _ = dim_bounds(t)
     if lo is None or lo < 0:
         return None, True  # a computed -1 asks onnxruntime to infer the dim: not t
-    if allowzero:
+    if allowzero or lo >= 1:
         return t, True
-    if lo >= 1:
-        return t, True
+    if in_shape is not None and k < len(in_shape) and zero_implies(t, in_shape[k]):
+        return t, True  # where t is 0 so is the dim it copies (4*batch over batch): t either way
     if in_shape is not None and k >= len(in_shape):
         return t, True  # a 0 here has no input dim to copy: onnxruntime fails, so t is not 0
     return t, False
@@ -353,6 +431,62 @@ def reshape(call: OpCall) -> list[TensorInfo | None]:
     if target is None:
         return [TensorInfo(dtype, None)]
     allowzero = (call.attr_int("allowzero", 0) or 0) if call.since >= 14 else 0
+    ints = [t for t in target if type(t) is int]
+    if (allowzero and -1 in ints and 0 in ints) or ints.count(-1) > 1 or any(t < -1 for t in ints):
+        # onnxruntime cannot infer a -1 beside a literal 0 that stays 0, nor two -1s or another
+        # negative target: whether it refuses the model at load is onnx's inference to say
+        call.doubt()
+    value = data.value if data is not None else None
+    if in_shape is not None and all(type(d) is int for d in in_shape) and all(type(t) is int for t in target):
+        exact = reshape_dims(in_shape, target, allowzero)  # type: ignore[arg-type]  # all ints: tested
+        return [TensorInfo(dtype, tuple(exact) if exact is not None else (None,) * len(target), value)]
+    out, doubtful, _ = _reshape_out(in_shape, target, allowzero, call.scope == 0)
+    if out is None:
+        return [TensorInfo(dtype, None)]
+    if None in out:
+        for x in _split_symbols(target, doubtful, out, allowzero):
+            split = _split_on_zero(in_shape, target, allowzero, out, x, call.scope == 0)
+            if split.count(None) < out.count(None):
+                out = split
+                break
+    if out.count(None) == 1 and in_shape is not None and None not in in_shape:
+        # The output has the input's size wherever the model runs: one unknown dim beside dims
+        # that are never 0 is the quotient, whatever its target was (a -1, a 0 that copies, a
+        # value tf2onnx computed in int32 that may have wrapped, an element not known at all)
+        k = out.index(None)
+        if all(_never_zero(d) for j, d in enumerate(out) if j != k):
+            out[k] = _infer_minus_one(in_shape, out, k)
+    return [TensorInfo(dtype, tuple(out), value)]
+
+
+def _split_symbols(target: list[Dim], doubtful: list[int], out: list[Dim], allowzero: int) -> list[str]:
+    """The symbols whose being 0 may leave dims of a Reshape unknown, the likeliest first: those of
+    the targets that may be 0 (and copy), or, with ``allowzero=1``, of the -1's divisor. At most
+    two are tried (each costs two more Reshape rules)."""
+    exprs: list[Dim] = [target[k] for k in doubtful]
+    if not exprs and allowzero and -1 in target:
+        minus_at = target.index(-1)
+        if out[minus_at] is None:
+            exprs = [d for k, d in enumerate(out) if k != minus_at]
+    first: list[str] = []
+    rest: set[str] = set()
+    for e in exprs:
+        if type(e) is Sym:
+            z = zero_symbol(e)
+            if z is not None and z not in first:
+                first.append(z)
+            rest |= e.symbols()
+    return (first + sorted(rest - set(first)))[:2]
+
+
+def _reshape_out(in_shape: Shape, target: list[Dim], allowzero: int,
+                 prove: bool) -> tuple[list[Dim] | None, list[int], bool]:
+    """The output dims of a Reshape of ``in_shape`` to ``target`` (None: no rank), the targets
+    left unknown because they may be 0 (and then copy the input's dim), and whether the Reshape
+    fails for certain. ``prove``: record what a -1 proves (a node of the main graph)."""
+    if in_shape is not None and all(type(d) is int for d in in_shape) and all(type(t) is int for t in target):
+        exact = reshape_dims(in_shape, target, allowzero)  # type: ignore[arg-type]  # all ints: tested
+        return (list(exact) if exact is not None else [None] * len(target)), [], exact is None
     out: list[Dim] = []
     minus_at = -1
     doubtful: list[int] = []  # symbolic targets that might be 0 (and then copy the input's dim)
@@ -362,11 +496,11 @@ def reshape(call: OpCall) -> list[TensorInfo | None]:
                 out.append(in_shape[k] if in_shape is not None and k < len(in_shape) else None)
             elif t == -1:
                 if minus_at >= 0:
-                    return [TensorInfo(dtype, None)]
+                    return None, [], True
                 minus_at = k
                 out.append(None)
             elif t < 0:
-                return [TensorInfo(dtype, None)]
+                return None, [], True
             else:
                 out.append(t)
         else:
@@ -378,22 +512,55 @@ def reshape(call: OpCall) -> list[TensorInfo | None]:
         for k in doubtful:
             # onnxruntime copies the input's dim where the target is 0; when two targets may be 0
             # at once (batch = seq = 0 in [batch*seq, 64] -> [batch, seq, 64] gives [0, 64, 64]),
-            # the exact answer is no readable expression: unknown (--assume batch>=1 restores it)
+            # the answer is not one expression: unknown here (_split_on_zero may join the cases)
             out[k] = None
+    else:
+        doubtful = []
     if minus_at >= 0:
         out[minus_at] = None if doubtful else _infer_minus_one(in_shape, out, minus_at, allowzero)
-        if not doubtful and call.scope == 0 and not allowzero:
+        if not doubtful and prove and not allowzero:
             # (with allowzero=1 onnxruntime infers a -1 beside a 0 without complaint)
             _prove_nonzero(out, minus_at, in_shape)
-    value = data.value if data is not None else None
-    return [TensorInfo(dtype, tuple(out), value)]
+    return out, doubtful, False
+
+
+def _split_on_zero(in_shape: Shape, target: list[Dim], allowzero: int, out: list[Dim],
+                   x: str, prove: bool) -> list[Dim]:
+    """Dims left unknown because symbol ``x`` may be 0 (a target ``s`` that copies the input's dim
+    at ``s = 0`` in dynamo's ``Reshape(x[b, 4, s, 32], [-1, s, 32])``; a -1 beside ``s`` under
+    allowzero=1): the Reshape worked out where ``x >= 1`` and at ``x = 0``, joined per dim
+    (dims.join_pieces; ``4*b*min(1, s)`` for that -1). Where the Reshape fails at ``x = 0``, the
+    first case holds wherever the model runs, and a node of the main graph proves ``x >= 1``."""
+    ranges = current_assumptions()
+    lo, hi = ranges.get(x, (None, None))
+    if hi is not None and hi < 1:
+        return out
+    with assuming({**ranges, x: (max(lo or 0, 1), hi)}):
+        # (built again there: a dim joined earlier, s - 32*min(1, s) + 32, is s from s = 1 on)
+        high, doubt, fails = _reshape_out(None if in_shape is None else tuple(rebuild(d) for d in in_shape),
+                                          [rebuild(t) for t in target], allowzero, False)
+    if high is None or doubt or fails:
+        return out
+    if lo is not None and lo >= 1:
+        return high
+    at0 = {x: 0}
+    low, doubt, fails = _reshape_out(None if in_shape is None else tuple(substitute(d, at0) for d in in_shape),
+                                     [substitute(t, at0) for t in target], allowzero, False)
+    if fails:
+        if prove:
+            prove_at_least(x, 1)
+        return high
+    if low is None or doubt:
+        return out
+    return [d if d is not None else join_pieces(x, 1, 0, [lw], hg, indicator=True)
+            for d, lw, hg in zip(out, low, high)]
 
 
 def _prove_nonzero(out: list[Dim], minus_at: int, in_shape: Shape) -> None:
     """onnxruntime refuses a -1 when the other dims multiply to 0: wherever the model runs (a node
     of the main graph always runs), each symbol of that product is >= 1 (dims.prove_at_least)."""
     product = _product([d for j, d in enumerate(out) if j != minus_at])
-    for name in monomial_symbols(product) or ():
+    for name in zero_forcing_symbols(product):
         prove_at_least(name, 1)
 
 
@@ -411,8 +578,13 @@ def _zero_forces_copy(in_shape: Shape, out: list[Dim], k: int) -> bool:
     return dims_equal(_product(list(in_shape)), _product(out)) is True
 
 
-def broadcast_shapes(shapes: list[Shape]) -> Shape:
-    """Multidirectional (numpy) broadcasting of several shapes."""
+def broadcast_shapes(shapes: list[Shape], join: Callable[[Dim, Dim], Dim] | None = None,
+                     prove: bool = False) -> Shape:
+    """Multidirectional (numpy) broadcasting of several shapes. ``join`` names the broadcast of two
+    dims that broadcast_dim cannot tell (Inference.broadcast_join; None leaves it unknown).
+    ``prove``: the broadcast runs wherever the model does (a node of the main graph), so what it
+    proves about the symbols is recorded (dims.prove_broadcast: ``Add(x[seq], w[3])`` makes seq 1
+    or 3)."""
     if any(s is None for s in shapes):
         return None
     rank = max(len(s) for s in shapes)  # type: ignore[arg-type]
@@ -422,9 +594,36 @@ def broadcast_shapes(shapes: list[Shape]) -> Shape:
         for s in shapes:
             off = k - (rank - len(s))  # type: ignore[arg-type]
             if off >= 0:
-                d = broadcast_dim(d, s[off])  # type: ignore[index]
+                e = s[off]  # type: ignore[index]
+                if prove and d != e and d != 1 and e != 1:
+                    prove_broadcast(d, e)
+                r = broadcast_dim(d, e)
+                if r is None and join is not None and d is not None and e is not None:
+                    r = join(d, e)
+                d = r
         out.append(d)
     return tuple(out)
+
+
+def broadcast_conflict(shapes: list[Shape]) -> bool:
+    """Whether known dims of ``shapes`` cannot broadcast (two ints, neither 1, that differ)."""
+    known = [s for s in shapes if s is not None]
+    if len(known) < 2:
+        return False
+    rank = max(len(s) for s in known)
+    for k in range(1, rank + 1):
+        ints = {s[-k] for s in known if len(s) >= k and type(s[-k]) is int and s[-k] != 1}
+        if len(ints) > 1:
+            return True
+    return False
+
+
+def broadcast_join(call: OpCall) -> Callable[[Dim, Dim], Dim] | None:
+    """The namer of unknown broadcasts for ``call``'s inference: only where graph inputs have
+    symbols of their own (inference.infer, independent), where it keeps ``x + y`` of a mask
+    ``[batch@mask]`` and a ``[batch]`` one dim that Shape reads back."""
+    engine = call.engine
+    return engine.broadcast_join if engine.independent else None
 
 
 @register("Expand")
@@ -437,7 +636,9 @@ def expand(call: OpCall) -> list[TensorInfo | None]:
         if data is not None and data.shape is not None and s is not None and type(s[0]) is int:
             return [TensorInfo(dtype, broadcast_shapes([data.shape, (None,) * s[0]]))]
         return [TensorInfo(dtype, None)]
-    out = broadcast_shapes([data.shape if data else None, tuple(v)])
+    if broadcast_conflict([data.shape if data else None, tuple(v)]):
+        call.doubt()
+    out = broadcast_shapes([data.shape if data else None, tuple(v)], broadcast_join(call), prove=call.scope == 0)
     value = None
     if data is not None and data.value is not None and len(data.value) == 1 and out is not None:
         n = numel(out)
@@ -469,7 +670,12 @@ def constant_of_shape(call: OpCall) -> list[TensorInfo | None]:
 
 @register("Range")
 def range_(call: OpCall) -> list[TensorInfo | None]:
-    """Length ``max(ceil((limit - start) / delta), 0)``: onnxruntime never gives a negative one."""
+    """Length ``max(ceil((limit - start) / delta), 0)``: onnxruntime never gives a negative one.
+
+    In a float type onnxruntime works the length out in double and builds the elements by adding
+    delta to the previous one, rounding each sum to the type (checked by brute force): the length
+    is stated where double holds ``limit - start`` exactly, and the elements up to the first sum
+    the type does not hold (float32 2**24, 2**24 + 1, ... is 2**24, 2**24, ...)."""
     dtype = call.dtype(0)
     start, limit, delta = (call.value(i) for i in range(3))
     if start is None or limit is None or delta is None:
@@ -477,17 +683,40 @@ def range_(call: OpCall) -> list[TensorInfo | None]:
     s, lim, d = start[0], limit[0], delta[0]
     if type(d) is not int or d == 0:
         return [TensorInfo(dtype, (None,))]
+    is_float = dtype in FLOAT_FORMATS
     if type(s) is int and type(lim) is int:
+        if is_float and abs(lim - s) > 2**53:
+            # (beyond 2**53 double rounds the difference, and the quotient past an integer)
+            return [TensorInfo(dtype, (None,))]
         n = max(-((s - lim) // d), 0)  # ceil((lim - s) / d)
-        vals = tuple(range(s, lim, d)) if n <= MAX_VALUE_ELEMS else None
+        vals: tuple[Dim, ...] | None = tuple(range(s, lim, d)) if n <= MAX_VALUE_ELEMS else None
+        if vals is not None and is_float:
+            vals = _accumulated(dtype, vals)
         return [TensorInfo(dtype, (n,), vals)]
     span = dim_sub(lim, s) if d > 0 else dim_sub(s, lim)
+    if is_float:
+        lo, hi = dim_bounds(span)
+        if lo is None or hi is None or max(-lo, hi) > 2**53:
+            return [TensorInfo(dtype, (None,))]
     step = d if d > 0 else -d
     n_sym = dim_max(dim_floordiv(dim_add(span, step - 1), step), 0)
     value = None
     if type(n_sym) is int and n_sym <= MAX_VALUE_ELEMS:
         value = tuple(dim_add(s, i * d) for i in range(n_sym))
+        if is_float:
+            value = _accumulated(dtype, value)
     return [TensorInfo(dtype, (n_sym,), value)]
+
+
+def _accumulated(dtype: int, values: tuple[Dim, ...]) -> tuple[Dim, ...]:
+    """The elements of a float Range up to the first one the type does not hold exactly (each is
+    the previous plus delta, rounded: after a rounding they are no longer start + i*delta)."""
+    out: list[Dim] = []
+    for v in values:
+        if canonical_element(dtype, v) is None:
+            return tuple(out) + (None,) * (len(values) - len(out))
+        out.append(v)
+    return tuple(out)
 
 
 @register("Transpose")
@@ -500,6 +729,7 @@ def transpose(call: OpCall) -> list[TensorInfo | None]:
     if perm is None:
         perm = list(range(rank - 1, -1, -1))
     if sorted(perm) != list(range(rank)):
+        call.doubt()
         return [None]
     out = tuple(data.shape[p] for p in perm)
     value = None
@@ -537,6 +767,7 @@ def flatten(call: OpCall) -> list[TensorInfo | None]:
     if axis < 0:
         axis += rank
     if not 0 <= axis <= rank:
+        call.doubt()
         return [None]
     return [TensorInfo(data.dtype, (_product(list(data.shape[:axis])), _product(list(data.shape[axis:]))))]
 

@@ -32,16 +32,18 @@ def squeeze_all(shape: Shape) -> Shape:
     return tuple(d for d in shape if d != 1)
 
 
-def _squeeze_axes(in_shape: tuple[Any, ...], values: tuple[int, ...]) -> tuple[tuple[int, ...] | None, Shape]:
-    """(normalised axes, output shape) for explicit axes; (None, None) for an axis out of range."""
+def _squeeze_axes(in_shape: tuple[Any, ...], values: tuple[int, ...]) -> tuple[tuple[int, ...] | None, Shape, bool]:
+    """(normalised axes, output shape, whether a squeezed dim is known != 1) for explicit axes;
+    (None, None, False) for an axis out of range."""
     try:
         normalized = normalize_axes(values, len(in_shape), allow_duplicates=True)
     except AxisError:
-        return None, None
+        return None, None, False
+    fails = any(type(in_shape[a]) is int and in_shape[a] != 1 for a in normalized)
     try:
-        return normalized, squeeze_shape(in_shape, normalized)
+        return normalized, squeeze_shape(in_shape, normalized), fails
     except AxisError:
-        return normalized, None
+        return normalized, None, fails
 
 
 @register("Squeeze")
@@ -63,6 +65,8 @@ def squeeze(call: OpCall) -> list[TensorInfo | None]:
             if hit is None:
                 hit = engine.memo[key] = (in_shape, *_squeeze_axes(in_shape, values))
             normalized, out = hit[1], hit[2]  # type: ignore[index]
+            if hit[3]:  # type: ignore[index]
+                engine.taint(call)  # the run fails here (SF104): what follows is not onnxruntime's
     elif axes.source == AXES_ABSENT or (values is not None and len(values) == 0) or axes.count == 0:
         out = squeeze_all(in_shape)
     elif axes.count == 1 and in_shape is not None and len(in_shape) >= 1:

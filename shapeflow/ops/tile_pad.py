@@ -26,6 +26,8 @@ def tile(call: OpCall) -> list[TensorInfo | None]:
         rank = s[0] if s is not None and len(s) == 1 and type(s[0]) is int else None
         return [TensorInfo(dtype, None if rank is None else (None,) * rank)]
     if reps is None or len(reps) != len(shape):
+        if reps is not None:
+            call.doubt()
         return [TensorInfo(dtype, (None,) * len(shape))]
     out = tuple(dim_mul(d, r) for d, r in zip(shape, reps))
     value = None
@@ -105,9 +107,14 @@ def split(call: OpCall) -> list[TensorInfo | None]:
     try:
         axis = normalize_axis(call.attr_int("axis", 0) or 0, len(shape))
     except AxisError:
+        call.doubt()
         return [None] * n_out
     d = shape[axis]
     sizes = _split_sizes(call)
+    if call.since >= 18 and (sizes is _NOT_GIVEN) != call.has_attr("num_outputs"):
+        call.doubt()  # Split-18 takes exactly one of the two
+    if sizes and all(type(s) is int for s in sizes) and type(d) is int and sum(sizes) != d:  # type: ignore[arg-type]
+        call.doubt()
     if sizes is None:
         return [TensorInfo(dtype, shape[:axis] + (None,) + shape[axis + 1:]) for _ in range(n_out)]
     if sizes is not _NOT_GIVEN:

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import gc
+import time
 from typing import Collection, Sequence
 
+from ..errors import LimitExceededError
 from ..graph import ModelGraph
 from ..inference import Inference
+from ..limits import deadline
 from .context import RoundContext
 from .dispatch import Dispatch, Place, resolve_places
 from .match import Match
@@ -36,8 +39,14 @@ def find_candidates(graph: ModelGraph, inference: Inference, rewrites: Sequence[
     # cyclic collector would walk the whole index again and again (as in ``rewrite_model``).
     gc_was_enabled = gc.isenabled()
     gc.disable()
+    # the file's --timeout holds here too: a rule's match may cost more than a node's worth (lint's
+    # rules phase checks the clock only between rules, and this search is one of them)
+    limits = inference.limits
+    at = deadline(limits)
     try:
-        for nid, tried in dispatch.plan(ctx, latest_first=False):
+        for k, (nid, tried) in enumerate(dispatch.plan(ctx, latest_first=False)):
+            if not k & 0xFF and time.monotonic() > at:
+                raise LimitExceededError("timeout", f"{limits.timeout:g} s", "--timeout", file=graph.path)
             if nid in blocked_ids:
                 continue
             for rule in tried:

@@ -14,7 +14,7 @@ there.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Mapping
+from typing import Mapping, Sequence
 
 from .._onnx import onnx
 from ..dims import Bound, dim_is_one, format_shape
@@ -77,6 +77,7 @@ class RoundContext:
     # The symbolic domain dims are decided in: each symbol's range (inference's, --assume included).
     ranges: Mapping[str, Bound] = field(default_factory=dict)
     _outputs: dict[int, frozenset[str]] = field(default_factory=dict)
+    _input_sets: dict[int, frozenset[str]] = field(default_factory=dict)  # (_reads; the index is one round's)
 
     @classmethod
     def build(cls, graph: ModelGraph, inference: Inference, strict: bool = False) -> "RoundContext":
@@ -155,8 +156,18 @@ class RoundContext:
         if not readers:
             return True
         if len(readers) == 1:  # the common case, asked for every rewrite that renames a tensor
-            return name in nodes[readers[0]].inputs
-        return all(name in nodes[r].inputs for r in readers)
+            return self._reads(readers[0], nodes[readers[0]].inputs, name)
+        return all(self._reads(r, nodes[r].inputs, name) for r in readers)
+
+    def _reads(self, nid: int, inputs: Sequence[str], name: str) -> bool:
+        """``name in inputs``, through a set for a node of many inputs: asked once per input of a
+        Concat of 40,000 duplicates, the scan of its list made the candidate search quadratic."""
+        if len(inputs) <= 16:
+            return name in inputs
+        found = self._input_sets.get(nid)
+        if found is None:
+            self._input_sets[nid] = found = frozenset(inputs)
+        return name in found
 
     def only_reader(self, sid: int, name: str, nid: int) -> bool:
         """``nid`` is the one node reading ``name``, which is no graph output: the producer of

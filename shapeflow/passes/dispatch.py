@@ -7,6 +7,7 @@ from typing import Collection, Sequence
 
 from ..graph import INITIALIZER
 from ..inference import Inference
+from ..ops.control import zero_trip_nodes
 from . import _fast
 from .context import (
     ANY_OP, AXIS_OPS, FROM_CUSTOM, FROM_GRAPH_INPUT, FROM_INITIALIZER, FROM_NOTHING, FROM_OUTER_SCOPE,
@@ -99,7 +100,8 @@ def input_kind(ctx: RoundContext, nid: int) -> str:
 def roots(ctx: RoundContext, ops: Collection[str] = AXIS_OPS, latest_first: bool = True) -> list[int]:
     """The round's nodes of op types ``ops`` (ANY_OP: all), scope by scope, each scope from its
     last node back (or in file order). Malformed ones (a Squeeze/Unsqueeze without data input, a
-    node without output) are left alone."""
+    node without output) are left alone, and so is what a zero-trip Loop's scan outputs rest on
+    (``ops.control.zero_trip_nodes``)."""
     graph = ctx.graph
     by_scope: dict[int, list[int]] = {}
     for nid in ctx.facts:
@@ -116,9 +118,13 @@ def roots(ctx: RoundContext, ops: Collection[str] = AXIS_OPS, latest_first: bool
             if info.outputs and info.outputs[0]:
                 by_scope.setdefault(info.scope, []).append(nid)
     out: list[int] = []
+    # what onnxruntime's static shapes of a zero-trip Loop's scan outputs rest on stays as it is
+    frozen = zero_trip_nodes(graph) if len(graph.scopes) > 1 else frozenset()
     for sid in sorted(by_scope):
         scope = graph.scopes[sid]
         nids = by_scope[sid]
+        if frozen:
+            nids = [n for n in nids if n not in frozen]
         if scope.sorted_in_file:
             nids.sort(reverse=latest_first)  # node ids follow file order within a scope
         else:

@@ -132,9 +132,12 @@ class Editor:
     _added_inits: set[tuple[int, str]] = field(default_factory=set)  # initializers this round added
 
     g: ModelGraph = field(init=False, repr=False)
+    _bodies: bool = field(init=False, repr=False, default=False)
 
     def __post_init__(self) -> None:
         self.g = self.ctx.graph
+        # whether any node owns a subgraph (else nothing reads a tensor by name: ``needed``)
+        self._bodies = any(scope.owner is not None for scope in self.g.scopes)
 
     # -- reader bookkeeping ----------------------------------------------------------------------
     def _initial_count(self, sid: int, name: str) -> int:
@@ -178,6 +181,8 @@ class Editor:
         subgraph of a live node that reads it by name."""
         if self.count(sid, name) > 0 or name in self.ctx.outputs(sid):
             return True
+        if not self._bodies:  # (the loop below looks for subgraphs of its readers: there are none)
+            return False
         g = self.g
         for r in g.scopes[sid].consumers.get(name, ()):
             if r in self.deleted:

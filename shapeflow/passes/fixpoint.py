@@ -30,10 +30,11 @@ from dataclasses import dataclass, field, replace
 from typing import Callable, Collection, Mapping, Sequence
 
 from .._onnx import onnx
+from ..assume import assumption_texts
 from ..dims import Bound, assuming
 from ..errors import LimitExceededError, timeout_as_configured
 from ..graph import ModelGraph, build_graph
-from ..inference import Inference, infer
+from ..inference import Inference, infer, shared_dim_names
 from ..io import LoadedModel
 from ..limits import DEFAULT_LIMITS, Limits
 from .context import RoundContext
@@ -69,6 +70,8 @@ class _Run:
     blocked: Collection[Place]
     names: NameRegistry
     assumptions: dict[str, Bound]
+    aliases: dict[str, str]  # --assume a==b: b read as a
+    premises: tuple[str, ...]  # the --assume statements, as reported
     fired: dict[str, int] = field(default_factory=dict)
     log: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
@@ -79,7 +82,7 @@ class _Run:
 
     def result(self, skipped: list[str], after: dict[str, int]) -> OptimizeResult:
         return OptimizeResult(self.loaded.proto, self.changed, self.fired, self.log, skipped, self.before, after,
-                              self.rounds, self.notes, self.roots, self.assumptions)
+                              self.rounds, self.notes, self.roots, self.assumptions, self.aliases, self.premises)
 
 
 def rewrite_model(loaded: LoadedModel, rewrites: Sequence[Rewrite], *, graph: ModelGraph | None = None,
@@ -105,9 +108,11 @@ def rewrite_model(loaded: LoadedModel, rewrites: Sequence[Rewrite], *, graph: Mo
     if any(isinstance(r, str) for r in rewrites):
         raise TypeError("rewrite_model takes rewrite instances (shapeflow.rewrites.select names them)")
     require_file(loaded)
+    ranges = dict(assumptions if assumptions is not None else inference.assumptions if inference is not None else {})
     run = _Run(loaded, Dispatch(rewrites), strict, limits, progress, time.monotonic(), explain, full_inference,
-               blocked, names or NameRegistry(),
-               dict(assumptions if assumptions is not None else inference.assumptions if inference is not None else {}))
+               blocked, names or NameRegistry(), ranges,
+               dict(inference.aliases) if inference is not None else {},
+               inference.premises if inference is not None else tuple(assumption_texts(ranges)))
     # The index and inference allocate millions of small objects per round and free them all at
     # its end; the cyclic collector only adds super-linear time here (it is restored below).
     gc_was_enabled = gc.isenabled()
@@ -133,10 +138,14 @@ def _fixpoint(run: _Run, given_graph: ModelGraph | None, given_inference: Infere
         if run.rounds == 1 and given_graph is not None and given_inference is not None:
             graph, inference = given_graph, given_inference  # the caller's analysis: not redone
             given_graph = given_inference = None
+            if not inference.independent and shared_dim_names(graph):
+                # Graph inputs share dim names: the rewrites rely only on what holds when each is
+                # fed its own sizes, as onnxruntime allows (inference.infer, independent)
+                inference = infer(graph, None, round_limits, run.progress, run.assumptions, run.aliases, independent=True)
         else:
             graph = build_graph(run.loaded, round_limits)
-            inference = infer(graph, None, round_limits, run.progress, run.assumptions) if carried is None \
-                else carry_inference(graph, carried[0], carried[1])
+            inference = infer(graph, None, round_limits, run.progress, run.assumptions, run.aliases, independent=True) \
+                if carried is None else carry_inference(graph, carried[0], carried[1])
         carried = None
         if run.rounds == 1:
             require_known_ops(graph)
@@ -152,12 +161,12 @@ def _fixpoint(run: _Run, given_graph: ModelGraph | None, given_inference: Infere
         ctx.release()
         if not edit.changed:
             return run.result([t for _, t in result.skipped], count_ops(graph))
-        last, bodies = _finish_round(run, ctx, edit, result)
+        last, whole = _finish_round(run, ctx, edit, result)
         if last:
             # Nothing a next round could match has changed: that round would find nothing.
             gone = edit.deleted | result.written
             return run.result([t for nid, t in result.skipped if nid not in gone], counts_after(graph, edit))
-        if not run.full_inference and not bodies:
+        if not run.full_inference and not whole:
             carried = (inference, edit.made)
         # Drop this round's index before building the next one: peak memory is one round's.
         # (Nothing here forms reference cycles, so this frees it without the cyclic collector.)
@@ -168,7 +177,8 @@ def _fixpoint(run: _Run, given_graph: ModelGraph | None, given_inference: Infere
 
 def _finish_round(run: _Run, ctx: RoundContext, edit: Editor, result: RoundResult) -> tuple[bool, bool]:
     """Sweep, write back and account for a round that changed the model. Returns whether it is
-    the last round, and whether it rewrote a model-local function's body."""
+    the last round, and whether the next one infers the whole model again (a model-local function's
+    body was rewritten, or a fold revealed a value)."""
     dispatch = run.dispatch
     # (before the sweep, which only deletes: the judgement reads the index's protos)
     keyed = bool(dispatch.keyed) and keyed_collision(ctx, edit)
@@ -178,7 +188,10 @@ def _finish_round(run: _Run, ctx: RoundContext, edit: Editor, result: RoundResul
     # round rewrote (say, a failing pair cancelled) can make a caller's outputs known, which
     # carrying inference over would miss. Such a round is followed by a whole inference.
     bodies = rewrote_function_bodies(ctx.graph, edit, result.written)
-    last = not (run.full_inference or bodies or keyed or another_round(ctx, edit, dispatch, result))
+    # A fold that gives a tensor a value inference did not know (``Rewrite.reveals``): what reads
+    # it is inferred again, by a whole inference, in a next round.
+    whole = bodies or any(r.reveals and r.name in result.fired for r in dispatch.rules)
+    last = not (run.full_inference or whole or keyed or another_round(ctx, edit, dispatch, result))
     run.changed = True
     for name, n in result.fired.items():
         run.fired[name] = run.fired.get(name, 0) + n
@@ -192,7 +205,7 @@ def _finish_round(run: _Run, ctx: RoundContext, edit: Editor, result: RoundResul
         run.log.extend(f"{DEAD_NODES}: removed initializer '{name}'" + ("" if sid == 0 else f" in {scopes[sid].path}")
                        for sid, name in edit.removed_initializers)
     run.notes.extend(result.notes)
-    return last, bodies
+    return last, whole
 
 
 @dataclass(frozen=True)

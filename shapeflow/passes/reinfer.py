@@ -32,6 +32,9 @@ def carry_inference(graph: ModelGraph, previous: Inference, made: Iterable[tuple
     result = Inference(graph, previous.bindings, previous.limits)
     result.tensors = previous.tensors  # handed over, not copied: the previous round is done
     result.assumptions, result.ranges = previous.assumptions, previous.ranges
+    result.aliases, result.premises = previous.aliases, previous.premises
+    result.independent, result.copies = previous.independent, previous.copies
+    result.joins, result.join_names = previous.joins, previous.join_names
     nodes = graph.nodes
     for sid, name in made:
         table = result.tensors[sid]

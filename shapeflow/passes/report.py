@@ -44,6 +44,8 @@ class OptimizeResult:
     # ``lint --fix``: the driver learns which findings went without judging the model again)
     roots: list[tuple[str, str, str]] = field(default_factory=list)
     assumptions: Mapping[str, Bound] = field(default_factory=dict)  # --assume, in force throughout
+    aliases: Mapping[str, str] = field(default_factory=dict)  # --assume a==b: b read as a
+    premises: tuple[str, ...] = ()  # the --assume statements, as reported
 
     def to_json(self) -> OptimizeJSON:
         b, a = self.before, self.after

@@ -91,6 +91,15 @@ class RoundResult:
     written: set[int] = field(default_factory=set)
 
 
+# Whether ``run_round`` skips a root that an earlier rewrite of the round wrote or sweeps without
+# asking its rules (tests/test_fast_paths.py turns it off and compares the models). Every match
+# claims its root (in ``writes``, ``sweeps``, ``reads`` or ``rewires``), so there each would conflict;
+# such a root is not deferred, and the near misses said about it are dropped with it (``fixpoint``
+# keeps none of a root the round wrote). On a chain a no-op Reshape sweeps its whole target
+# computation first (roots are visited latest first): asking about those roots was a tenth of a round.
+SKIP_TAKEN = True
+
+
 def run_round(ctx: RoundContext, edit: Editor, dispatch: Dispatch, explain: bool = True,
               blocked: set[int] | None = None) -> RoundResult:
     """Apply the round's rewrites through ``edit`` (the sweep and the write-back come after)."""
@@ -98,9 +107,12 @@ def run_round(ctx: RoundContext, edit: Editor, dispatch: Dispatch, explain: bool
     claims = Claims()
     out.written = claims.written
     facts = ctx.facts
+    taken = claims.written if SKIP_TAKEN else ()
     for nid, tried in dispatch.plan(ctx):
         if blocked and nid in blocked:
             continue
+        if nid in taken:
+            continue  # (see SKIP_TAKEN)
         for rule in tried:
             r = rule.match(ctx, nid)
             if type(r) is NoMatch:
@@ -231,6 +243,6 @@ def rewrote_function_bodies(graph: ModelGraph, edit: Editor, written: Iterable[i
 
 
 __all__ = [
-    "Claims", "RoundResult", "another_round", "keyed_collision", "neighbourhood_changed", "rewrote_function_bodies",
+    "SKIP_TAKEN", "Claims", "RoundResult", "another_round", "keyed_collision", "neighbourhood_changed", "rewrote_function_bodies",
     "run_round", "serialized_attributes",
 ]

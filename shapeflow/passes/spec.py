@@ -18,7 +18,10 @@ A spec is a subclass of :class:`Rewrite` that says, in this order:
   code that touches the ModelProto.
 * its effects, for the engine's scheduling: ``creates``, the op types of the nodes it makes on
   which a rewrite may still fire (an Identity that only keeps a graph output's name is final, and
-  not listed); the nodes it leaves to the dead-node sweep are its matches' ``sweeps``.
+  not listed); the nodes it leaves to the dead-node sweep are its matches' ``sweeps``;
+  ``reveals``: its replacement gives a tensor a value inference did not know (a fold of an op
+  inference does not evaluate), so the round after one where it fired infers the whole model
+  again instead of carrying inference over (``reinfer``), and what reads that value may fold.
 
 ``repair = True`` marks the repair of an error-level finding (``lint --fix`` runs it before the
 rewrites, ``optimize`` never): it takes the code of the lint rule whose finding it repairs.
@@ -80,6 +83,7 @@ class Rewrite(Documented):
     order: ClassVar[int] = 1000
     pattern: ClassVar[Pattern]
     creates: ClassVar[frozenset[str]] = frozenset()
+    reveals: ClassVar[bool] = False
     repair: ClassVar[bool] = False
     # read from the pattern (``__init_subclass__``): what the engine's dispatch looks at
     roots: ClassVar[tuple[str, ...]] = ()

@@ -13,10 +13,9 @@ from json.encoder import encode_basestring_ascii as _json_str  # the C encoder w
 
 from .._version import __version__
 from ..drivers.analysis import Analysis, dtype_name
-from ..assume import assumption_texts
 from ..results import SCHEMA, LintJSON
 from ..diagnostics import Diagnostic
-from ..dims import shape_to_json
+from ..dims import Shape, shape_to_json
 from ..opsets import opset_map
 from .text import count_by_severity
 
@@ -49,17 +48,20 @@ def infer_json_chunks(a: Analysis) -> Iterator[str]:
     yield ',\n  "diagnostics": '
     # one at a time: a large model can have a hundred thousand info findings
     yield from _json_list("    " + _json_indented(d.to_json(), "    ") for d in a.diagnostics)
-    if a.inference.assumptions:  # only an output that used assumptions carries them (SPEC.md section 6)
-        yield ',\n  "assumptions": ' + _json_indented(assumption_texts(a.inference.assumptions), "  ")
+    if a.inference.premises:  # only an output that used assumptions carries them (SPEC.md section 6)
+        yield ',\n  "assumptions": ' + _json_indented(list(a.inference.premises), "  ")
     yield "\n}"
 
 
-def lint_json(n_files: int, diags: Sequence[Diagnostic]) -> LintJSON:
-    """The ``lint --format json`` object of SPEC.md section 3."""
-    c = count_by_severity(diags)
+def lint_json(n_files: int, diags: Sequence[Diagnostic], counted: Sequence[Diagnostic] | None = None) -> LintJSON:
+    """The ``lint --format json`` object of SPEC.md section 3: the reported findings ``diags``,
+    and the summary of every finding ``counted`` (default: ``diags``)."""
+    c = count_by_severity(diags if counted is None else counted)
+    listed = count_by_severity(diags)["info"]
     return {"shapeflow_version": __version__, "schema": SCHEMA, "files": n_files,
             "diagnostics": [d.to_json() for d in diags],
-            "summary": {"error": c["error"], "warning": c["warning"], "info": c["info"]}}
+            "summary": {"error": c["error"], "warning": c["warning"], "info": c["info"]},
+            "info_not_shown": c["info"] - listed}
 
 
 def optimize_json(model: str, output: str | None, before: Mapping[str, int], after: Mapping[str, int],
@@ -183,6 +185,13 @@ def _node_entries(a: Analysis) -> Iterator[str]:
             text = cache[id(value)] = _json_indented(json_value, inner)
         return text
 
+    def enc_shape(shape: Shape) -> str:
+        # (as ``enc``, with the JSON value made only on a miss: most nodes share interned shapes)
+        text = shapes.get(id(shape))
+        if text is None:
+            text = shapes[id(shape)] = _json_indented(shape_to_json(shape), inner)
+        return text
+
     for n in a.inference.axis_nodes:
         axes = "null" if n.normalized is None else enc(axes_texts, n.normalized, list(n.normalized))
         yield (f"{ind}{{\n{inner}\"name\": {_json_str(n.node)},\n"
@@ -192,6 +201,6 @@ def _node_entries(a: Analysis) -> Iterator[str]:
                f"{inner}\"input\": {_json_str(n.input)},\n"
                f"{inner}\"output\": {_json_str(n.output)},\n"
                f"{inner}\"axes\": {axes},\n"
-               f"{inner}\"input_shape\": {enc(shapes, n.input_shape, shape_to_json(n.input_shape))},\n"
-               f"{inner}\"output_shape\": {enc(shapes, n.output_shape, shape_to_json(n.output_shape))}\n"
+               f"{inner}\"input_shape\": {enc_shape(n.input_shape)},\n"
+               f"{inner}\"output_shape\": {enc_shape(n.output_shape)}\n"
                f"{ind}}}")

@@ -8,7 +8,10 @@ a neighbourhood is selected (one axes tensor shared by every Unsqueeze would mak
 neighbour); GraphML keeps those that feed a selected node.
 
 In DOT, edges are labelled with their symbolic shapes (and small known values such as axes and
-shape vectors; a dim that only the file's declaration states is marked ``~``, as in ``infer``), Squeeze/Unsqueeze nodes are drawn bold with their normalised axes, and nodes with
+shape vectors; a dim that only the file's declaration states is marked ``~``, as in ``infer``),
+Squeeze/Unsqueeze nodes are drawn bold with their axes as written (the wrong ones included:
+``axes [1, -3]`` on the node SF102 flags; a normalised form that reads differently follows,
+``axes [-1] = [2]``; ``axes ?`` only for axes computed at run time), and nodes with
 findings are filled by their highest severity and list their codes. Subgraphs and function
 bodies are clusters. A picture of more than ``max_draw`` nodes is refused (exit 2) with a pointer
 to ``--around``: a 100k-node drawing is a useless file.
@@ -178,6 +181,20 @@ def edge_label(attrs: dict[str, object]) -> str:
     return label
 
 
+def axes_label(written: object, normalised: object) -> str:
+    """``axes [1, -3]``: the axes as the model writes them (``none`` when it has none, ``?`` when
+    they are known only at run time), then their normalised form when that reads differently."""
+    def text(axes: object) -> str:
+        return "[" + ", ".join(map(str, axes)) + "]" if isinstance(axes, list) else "?"
+
+    if written == "none":
+        return "axes none"
+    label = "axes " + text(written)
+    if isinstance(normalised, list) and isinstance(written, list) and normalised != written:
+        label += " = " + text(normalised)
+    return label
+
+
 def _node_style(a: dict[str, object]) -> tuple[str, dict[str, str]]:
     """(label, DOT attributes) of one node."""
     kind = a["kind"]
@@ -191,8 +208,7 @@ def _node_style(a: dict[str, object]) -> tuple[str, dict[str, str]]:
             op += f"-{a['version']}"
         lines = [name, op]
         if a["op_type"] in AXIS_OPS and not a.get("domain"):
-            axes = a.get("axes")
-            lines.append("axes " + ("[" + ", ".join(map(str, axes)) + "]" if isinstance(axes, list) else "?"))
+            lines.append(axes_label(a.get("written_axes", a.get("axes")), a.get("axes")))
             style.update(style="rounded,filled,bold", fillcolor=AXIS_FILL, penwidth="2")
     else:
         lines = [f"{kind} {a['name']}"]

@@ -8,11 +8,19 @@
   node (``main/sq_3``, kind ``function``: a node is an operator call) or tensor (kind ``variable``).
 - ``partialFingerprints`` from the finding's rule, file, graph, node and message: GitHub would
   otherwise hash "line 1" of a binary file and merge unrelated alerts.
+
+The log stays within code scanning's documented limits (one run of at most 20 per file; the
+rules, tags and locations far below theirs): at most ``MAX_RESULTS`` results (GitHub accepts
+25,000 per run but keeps only the first 5,000, by severity) and ``MAX_RESULT_BYTES`` of them
+(an upload is refused above 10 MB). When findings do not fit, the most severe are kept (errors,
+then warnings, then info, each in their order), and the log says so: a warning notification and
+the run's ``properties`` (``resultsTruncated``, ``resultsTotal``).
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import urllib.parse
 from typing import Iterable, Sequence
@@ -27,6 +35,10 @@ INFORMATION_URI = PROJECT_URL
 SRCROOT = "SRCROOT"  # the originalUriBaseIds key of the repository root
 
 LEVELS = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "note"}
+# GitHub code scanning: results it keeps per run, and a budget for their bytes under its 10 MB
+# upload limit (the rules' help text takes about 100 KB more)
+MAX_RESULTS = 5000
+MAX_RESULT_BYTES = 8_000_000
 
 
 def relative_path(path: str, base: str | None = None) -> str:
@@ -121,6 +133,28 @@ def result(d: Diagnostic, rule_index: dict[str, int], base: str | None = None,
     return out
 
 
+def truncation_note(kept: int, total: int) -> str:
+    return (f"{kept:,} of {total:,} findings are in this SARIF file (GitHub code scanning keeps "
+            f"{MAX_RESULTS:,} results per run): errors first, then warnings, then info; "
+            "--format json lists them all")
+
+
+def kept_results(diags: Sequence[Diagnostic], index: dict[str, int], base: str | None = None,
+                 root: str | None = None) -> tuple[list[dict[str, object]], int]:
+    """The results of ``diags`` that fit the limits (``MAX_RESULTS``, ``MAX_RESULT_BYTES``), the
+    most severe first, in their own order; and how many findings there were."""
+    order = sorted(range(len(diags)), key=lambda k: -diags[k].severity.rank)  # (stable: order kept within a level)
+    chosen: dict[int, dict[str, object]] = {}
+    size = 0
+    for k in order[:MAX_RESULTS]:
+        res = result(diags[k], index, base, root)
+        size += len(json.dumps(res)) + 8
+        if size > MAX_RESULT_BYTES:
+            break
+        chosen[k] = res
+    return [chosen[k] for k in sorted(chosen)], len(diags)
+
+
 def sarif_log(diags: Sequence[Diagnostic], *, version: str, successful: bool = True,
               notifications: Iterable[str] = (), base: str | None = None,
               root: str | None = None) -> dict[str, object]:
@@ -129,11 +163,15 @@ def sarif_log(diags: Sequence[Diagnostic], *, version: str, successful: bool = T
     repository's top level (paths inside it are relative to it, ``originalUriBaseIds``)."""
     rules = list(ALL_RULES)
     index = {r.code: k for k, r in enumerate(rules)}
+    results, total = kept_results(diags, index, base, root)
     invocation: dict[str, object] = {"executionSuccessful": successful}
-    notes = [{"level": "error", "message": {"text": n}} for n in notifications]
+    notes: list[dict[str, object]] = [{"level": "error", "message": {"text": n}} for n in notifications]
+    run: dict[str, object] = {}
+    if len(results) < total:
+        notes.append({"level": "warning", "message": {"text": truncation_note(len(results), total)}})
+        run["properties"] = {"resultsTruncated": True, "resultsTotal": total}
     if notes:
         invocation["toolExecutionNotifications"] = notes
-    run: dict[str, object] = {}
     if root is not None:
         root_uri = "file://" + urllib.parse.quote(os.path.abspath(root).replace(os.sep, "/").rstrip("/"), safe="/") + "/"
         run["originalUriBaseIds"] = {SRCROOT: {"uri": root_uri if root_uri.startswith("file:///") else
@@ -153,7 +191,7 @@ def sarif_log(diags: Sequence[Diagnostic], *, version: str, successful: bool = T
                     }
                 },
                 "invocations": [invocation],
-                "results": [result(d, index, base, root) for d in diags],
+                "results": results,
                 "columnKind": "unicodeCodePoints",
             }
         ],

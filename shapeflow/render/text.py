@@ -32,11 +32,18 @@ def count_by_severity(diags: Iterable[Diagnostic]) -> dict[str, int]:
     return counts
 
 
-def summary_line(counts: dict[str, int], info_hidden: bool = False) -> str:
+def summary_line(counts: dict[str, int], info_hidden: bool | int = False) -> str:
+    """``2 errors, 1 warning, 97 info``; ``info_hidden``: how many info findings were counted
+    but not printed (True: all of them)."""
     def plural(n: int, word: str) -> str:
         return f"{n:,} {word}" + ("" if n == 1 else "s")
 
-    info = f"{counts['info']:,} info" + (" not shown; --show-info" if info_hidden and counts["info"] else "")
+    hidden = counts["info"] if info_hidden is True else int(info_hidden)
+    info = f"{counts['info']:,} info"
+    if hidden and hidden >= counts["info"]:
+        info += " not shown; --show-info"
+    elif hidden:
+        info += f" ({hidden:,} not shown; --show-info)"
     return ", ".join([plural(counts["error"], "error"), plural(counts["warning"], "warning"), info])
 
 
@@ -161,9 +168,10 @@ def lint_text(diags: Iterable[Diagnostic]) -> str:
 
 def lint_summary(n_files: int, diags: Sequence[Diagnostic], *, rejected: int = 0, failed: int = 0,
                  fixed: int = 0, changed: int = 0, fix: bool = False, diff: bool = False,
-                 info_hidden: bool = False) -> str:
+                 info_hidden: bool | int = False, fixable: int | None = None) -> str:
     """The one stderr line of ``lint``: ``3 files: 2 errors, 1 warning, 0 info``, with what was
-    rejected, fixed or fixable when there is any."""
+    rejected, fixed or fixable when there is any. ``fixable``: the reported findings --fix would
+    act on (default: every fixable finding of ``diags``)."""
     head = f"{n_files:,} file" + ("" if n_files == 1 else "s")
     notes = []
     if rejected:
@@ -173,7 +181,8 @@ def lint_summary(n_files: int, diags: Sequence[Diagnostic], *, rejected: int = 0
     if notes:
         head += " (" + ", ".join(notes) + ")"
     line = f"{head}: {summary_line(count_by_severity(diags), info_hidden)}"
-    fixable = sum(1 for d in diags if d.fixable)
+    if fixable is None:
+        fixable = sum(1 for d in diags if d.fixable)
     if diff:
         line += f"; --fix would fix {fixed:,} in {changed:,} file" + ("" if changed == 1 else "s")
     elif fix:

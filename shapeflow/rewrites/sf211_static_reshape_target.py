@@ -39,8 +39,8 @@ class StaticReshapeTarget(Rewrite):
     With ``allowzero=1`` (torch's dynamo exporter writes it) the rewrite also drops the attribute,
     and fires only when the target has no 0, every symbolic element is the input's dim (the 0s of
     the constant then copy dims that the computed target gave as they are, 0 included), and a -1
-    only beside elements provably >= 1 (beside a 0, onnxruntime makes it 1 under allowzero=1 and
-    fails under 0).
+    only beside elements provably >= 1 (beside a 0, onnxruntime computes it from the non-zero dims
+    under allowzero=1 and fails under 0).
 
     ## Why is this bad?
     It is not wrong, but exporters compute ``view(b, s, 12, 64)`` as ``Shape -> Gather -> Unsqueeze
@@ -127,14 +127,14 @@ def _constant_target(ctx: RoundContext, nid: int, value: tuple[Dim, ...], shape:
     if zero:
         # The constant's 0s copy the input's dims only with allowzero=0, which the rewrite sets.
         # Elements equal to the input's dims give those dims either way (0 where they are 0);
-        # a 0 or -1 in the target would change meaning (a -1 beside a 0 dim is 1 under
-        # allowzero=1, an error under 0).
+        # a 0 or -1 in the target would change meaning (a -1 beside a 0 dim is the non-zero
+        # dims' ratio under allowzero=1, an error under 0).
         if rest or _has_int(value, (0,)):
             return new, NoMatch(f"{ctx.display(nid)}: allowzero=1 and a target element is 0 or "
                                 "symbolic: a 0 in the target would mean an empty dim")
         if _has_int(value, (-1,)) and not _others_positive(value):
             return new, NoMatch(f"{ctx.display(nid)}: allowzero=1 and a -1 beside elements that may be "
-                                "0 (a 1 there under allowzero=1, an error under 0)")
+                                "0 (the non-zero dims' ratio there under allowzero=1, an error under 0)")
     if len(rest) > 1:
         return new, NoMatch(f"{ctx.display(nid)}: target elements {fmt_axes(rest)} are symbolic and "
                             "not the input's dims there")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from ..codes import INFO, Code
-from ..dims import Dim, dim_mul
+from ..dims import Dim, dim_is_one, dim_mod, dim_mul
 from ..passes.context import RoundContext
 from ..passes.edit import Editor
 from ..passes.match import Match, NoMatch, Result, not_applicable
@@ -23,6 +23,11 @@ ELEMENTWISE: frozenset[str] = frozenset({
     "Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "Sum", "Mean", "And", "Or", "Xor", "Equal",
     "Less", "Greater", "LessOrEqual", "GreaterOrEqual",
 })
+# Ops whose results onnxruntime computes by another path, bit-different, when the other operand is a
+# one-element constant and the tensor's last dim is 1 (brute force, onnxruntime 1.32): Pow(x, 3) is
+# x*x*x on one path and powf on the other; Max(0, x) and Min(0, x) treat -0.0 and NaN apart. Moving
+# them across a Reshape is exact only where that dim is not 1 on either side.
+_PATH_DEPENDENT = frozenset({"Pow", "Max", "Min"})
 # Nodes in the region at most: a longer region is left alone (keeps a match cheap).
 MAX_REGION = 32
 
@@ -49,20 +54,36 @@ def _count(shape: "tuple[Dim, ...]") -> Dim:
 
 def _same_shape(x: "tuple[Dim, ...]", r1: "tuple[Dim, ...]", r2: "tuple[Dim, ...]") -> bool:
     """R2's output shape ``r2`` is x's shape ``x`` for every binding where R1 (x to ``r1``) runs.
-    Dim by dim; or, where one dim of x is unknown and the others are positive integers equal to
-    r2's, through the element count: R1 runs only when x holds as many elements as ``r1``, so that
-    dim is count(r1) / (the others' product), which is r2's dim there when count(r2) = count(r1)."""
+    Dim by dim; or, where one dim of x is unknown or not the same expression as r2's (the
+    broadcast ``bcast(b, kb)`` of the rewrites' inference) and the others are positive integers
+    equal to r2's, through the element count: R1 runs only when x holds as many elements as
+    ``r1``, so that dim is count(r1) / (the others' product), which is r2's dim there when
+    count(r2) = count(r1)."""
     if len(r2) != len(x) or any(d is None for d in r2):
         return False
-    unknown = [i for i, d in enumerate(x) if d is None]
-    if any(a != b for i, (a, b) in enumerate(zip(x, r2)) if i not in unknown):
-        return False
+    unknown = [i for i, (a, b) in enumerate(zip(x, r2)) if a is None or a != b]
     if not unknown:
         return True
-    if len(unknown) > 1 or any(type(d) is not int or d < 1 for d in x if d is not None):
+    if len(unknown) > 1 or any(type(d) is not int or d < 1 for i, d in enumerate(x) if i not in unknown):
         return False
     c1, c2 = _count(r1), _count(r2)
     return c1 is not None and c1 == c2
+
+
+def _never_one(d: Dim) -> bool:
+    """Whether dim ``d`` is 1 for no binding: by its bounds (``seq + 2``), or as a multiple of
+    some k >= 2 plus a remainder other than 1 (``12*b``, flattened from ``[b, 3, 4]``)."""
+    if d is None:
+        return False
+    if dim_is_one(d) is False:
+        return True
+    if type(d) is int:
+        return False
+    for k in range(2, 65):
+        r = dim_mod(d, k)
+        if type(r) is int:
+            return r != 1
+    return False
 
 
 class _Plan(NamedTuple):
@@ -82,8 +103,8 @@ class ReshapeRoundTrip(Rewrite):
     ``Mul``, ``Pow``, ``Tanh``, ``Erf``, ``Cast``...) whose every input is a region tensor or a
     constant (initializer or Constant node) with one element and rank at most 1, no tensor of the
     region is read elsewhere, and inference states the result's shape equal to x's, dim by dim for
-    every binding (an unknown dim of x, beside positive integers, is what the first Reshape's
-    element count makes it): ``shapeflow optimize`` lets the region read x, its last node produce
+    every binding (an unknown dim of x, or one inference cannot tell equal to the result's, beside
+    positive integers, is what the first Reshape's element count makes it): ``shapeflow optimize`` lets the region read x, its last node produce
     the second Reshape's output, and removes both Reshapes, with their targets' computations when
     nothing else reads them. The region's other tensors take new names: their shapes change, and a
     name keeps its value from round to round.
@@ -107,7 +128,9 @@ class ReshapeRoundTrip(Rewrite):
     When a tensor of the region (or the first Reshape's output) is read outside it, is a graph
     output or is read by a subgraph; when there is no region and the second Reshape's output is a
     graph output (its readers would read x); when the model has initializers that are also graph
-    inputs; in function bodies; or when a shape is not known.
+    inputs; in function bodies; when a shape is not known; or when the region holds a Pow, Max or
+    Min and the last dim of x (or of the first Reshape's output) may be 1 (onnxruntime computes
+    those beside a one-element constant by another, bit-different path there).
     """
 
     code = Code("SF215", "reshape-round-trip", INFO, fixable=True)
@@ -136,6 +159,10 @@ class ReshapeRoundTrip(Rewrite):
             return NoMatch(f"{ctx.display(nid)}: a rank-0 tensor (a one-element constant would grow it)")
         if not _same_shape(tx.shape, t1.shape, t2.shape):
             return NoMatch(f"{ctx.display(nid)}: the output's shape is not known to be that of the input '{x}'")
+        if any(nodes[p].op_type in _PATH_DEPENDENT for p in members) and \
+                not all(_never_one(s[-1]) for s in (tx.shape, t1.shape)):
+            return NoMatch(f"{ctx.display(nid)}: onnxruntime computes Pow, Max and Min beside a one-element "
+                           "constant another way when the last dim is 1 (not bit-exact)")
         problem = overridable_problem(ctx, nid, "a constant")
         if problem is not None:
             return problem

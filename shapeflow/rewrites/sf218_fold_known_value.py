@@ -41,6 +41,18 @@ _MEMO = "fold-known-value-alone"  # ctx.cache key
 _READERS_FOLD = not_applicable("every reader folds, and this node goes with them")
 
 
+def _allowzero_target(ctx: RoundContext, sid: int, name: str) -> bool:
+    """Whether ``name`` is the target of a Reshape that may run with allowzero=1."""
+    for r in ctx.readers(sid, name):
+        info = ctx.graph.nodes[r]
+        if (info.op_type == "Reshape" and info.domain == "" and (info.since_version or 0) >= 14
+                and len(info.inputs) > 1 and info.inputs[1] == name and info.has_attrs):
+            for a in ctx.peek(r).attribute:
+                if a.name == "allowzero" and (a.ref_attr_name or a.i):
+                    return True
+    return False
+
+
 class _Value(NamedTuple):  # one per match: cheaper to build than a frozen dataclass
     dtype: int
     shape: tuple[int, ...]
@@ -176,6 +188,11 @@ class FoldKnownValue(Rewrite):
         for v in t.value:
             if not lo <= v <= hi:  # type: ignore[operator]  # ints: checked above
                 return NoMatch(f"{ctx.display(nid)}: value out of range of its element type")
+        if 0 in t.value and -1 in t.value and _allowzero_target(ctx, sid, z):
+            # onnxruntime runs [0, 5, -1, 16] under allowzero=1 when computed, but as a constant
+            # onnx's shape inference refuses it when the session is made, at every binding
+            return NoMatch(f"{ctx.display(nid)}: a Reshape target with 0 and -1 under allowzero=1 "
+                           "(a constant one is refused when onnxruntime loads the model)")
         return _Value(t.dtype, tuple(t.shape), tuple(t.value))  # type: ignore[arg-type]  # ints: checked above
 
     def apply(self, ctx: RoundContext, edit: Editor, m: Match[Any]) -> None:

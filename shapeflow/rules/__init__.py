@@ -29,6 +29,14 @@ from .sf007_unknown_fields import UnknownFields
 from .sf008_unused_suppression import UnusedSuppression
 from .sf009_duplicate_attribute import DuplicateAttribute
 from .sf010_empty_output_name import EmptyOutputName
+from .sf011_attribute_mismatch import AttributeMismatch
+from .sf012_arity_mismatch import ArityMismatch
+from .sf013_type_mismatch import TypeMismatch
+from .sf014_invalid_attribute_value import InvalidAttributeValue
+from .sf015_shape_inference_error import ShapeInferenceError
+from .sf016_invalid_element_type import InvalidElementType
+from .sf017_invalid_sparse_tensor import InvalidSparseTensor
+from .sf018_duplicate_function import DuplicateFunction
 from .sf101_axes_out_of_range import AxesOutOfRange
 from .sf102_duplicate_axes import DuplicateAxes
 from .sf103_squeeze_duplicate_axes import SqueezeDuplicateAxes
@@ -61,7 +69,9 @@ ALL_RULES: tuple[type[Rule], ...] = tuple(
             SqueezeRankUnknowable, NegativeAxesOpset1, AxesFormMismatch, AxesBadTensor, AxesNotConstant,
             UnsqueezeEmptyAxes, ShapeConflict, SqueezeEmptyAxes, InvalidDimValue, RankAbove64,
             ControlFlowSignature, InvalidAttribute,
-            DuplicateAttribute, EmptyOutputName, AttributeRefType, AttributeRefMissing, FunctionOpsetMismatch,
+            DuplicateAttribute, EmptyOutputName, AttributeMismatch, ArityMismatch, TypeMismatch,
+            InvalidAttributeValue, ShapeInferenceError, InvalidElementType, InvalidSparseTensor, DuplicateFunction,
+            AttributeRefType, AttributeRefMissing, FunctionOpsetMismatch,
             *HINT_RULES,
         ),
         key=lambda r: r.code,

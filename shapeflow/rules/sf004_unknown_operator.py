@@ -4,10 +4,13 @@ from functools import lru_cache
 from typing import Iterator
 
 from .. import opsets
+from ..signatures import deprecated
 from .base import Finding, LintContext, Rule
 
 # Domains whose every operator onnx has a schema for; elsewhere an op we do not know is a custom op.
 _STANDARD_DOMAINS = {"": "ai.onnx", "ai.onnx.ml": "ai.onnx.ml"}
+# Versions onnx marks deprecated that onnxruntime still loads (it keeps kernels of its own for them).
+_STILL_LOADED = frozenset({("", "GroupNormalization", 18)})
 
 
 @lru_cache(maxsize=4)
@@ -22,7 +25,9 @@ class UnknownOperator(Rule):
     ## What it does
     Looks up every node of a standard domain in onnx's operator schemas at the opset the model
     imports (the function's own imports inside a model-local function). A node with no schema, or
-    with an empty ``op_type``, is reported, with the closest known name when there is one.
+    with an empty ``op_type``, is reported, with the closest known name when there is one; so is
+    an operator that the imported opset deprecates (Upsample from opset 10, Scatter from 11), which
+    onnxruntime refuses as well.
 
     ## Why is this bad?
     No runtime can create the node: onnxruntime refuses to load the model ("Could not find an
@@ -44,8 +49,18 @@ class UnknownOperator(Rule):
         g = ctx.graph
         scopes = g.scopes
         functions = g.functions
+        gone = deprecated() - _STILL_LOADED
+        gone_ops = {op for _, op, _ in gone}
         for nid, info in enumerate(g.nodes):
-            if info.since_version is not None or info.domain not in _STANDARD_DOMAINS:
+            if info.since_version is not None:
+                if info.op_type in gone_ops and (info.domain, info.op_type, info.since_version) in gone:
+                    domain = _STANDARD_DOMAINS.get(info.domain, info.domain)
+                    yield Finding(ctx.location_of(nid),
+                                  f"operator '{info.op_type}' is deprecated in {domain} opset "
+                                  f"{scopes[info.scope].opsets.get(info.domain)} (since opset {info.since_version})",
+                                  "replace it with its successor (Upsample: Resize; Scatter: ScatterElements)")
+                continue
+            if info.domain not in _STANDARD_DOMAINS:
                 continue
             node = info.proto
             if (node.domain, node.op_type) in functions:

@@ -10,7 +10,7 @@ class LimitExceeded(Rule):
 
     ## What it does
     Reports the limit hit while reading, indexing or inferring the model: file size
-    (``--max-bytes``), node count including subgraphs (``--max-nodes``), tensor rank
+    (``--max-bytes``), nodes and subgraph or function bodies (``--max-nodes``), tensor rank
     (``--max-rank``), length of an axes list (``--max-axes-elems``), size of a symbolic dim
     (``--max-expr-size``) or time per file (``--timeout``). The file is rejected: ``lint`` exits
     with code 2 and checks nothing else in it.

@@ -10,10 +10,11 @@ def _plural(n: int, word: str) -> str:
 
 
 class ControlFlowSignature(Rule):
-    """Flags a Loop or Scan whose body does not take and return what the node passes it.
+    """Flags an If, Loop or Scan whose bodies do not take and return what the node passes it.
 
     ## What it does
-    Checks the arity of Loop and Scan bodies against their node. A Loop with N carried values needs
+    Checks the arity of If, Loop and Scan bodies against their node. Both branches of an If
+    return one value per output of the node. A Loop with N carried values needs
     a body with 2 + N inputs (iteration number, condition, the N values) and at least 1 + N outputs
     (condition, the N values, then any scan outputs), one per node output after the condition. A
     Scan with N state values and M scan inputs needs a body with N + M inputs and one output per
@@ -36,7 +37,10 @@ class ControlFlowSignature(Rule):
     def check(self, ctx: LintContext) -> Iterator[Finding]:
         g = ctx.graph
         for nid, info in enumerate(g.nodes):
-            if info.domain != "" or info.op_type not in ("Loop", "Scan") or not info.subscopes:
+            if info.domain != "" or info.op_type not in ("If", "Loop", "Scan") or not info.subscopes:
+                continue
+            if info.op_type == "If":
+                yield from self._branches(ctx, nid)
                 continue
             body = g.scopes[info.subscopes[0]]
             n_in, n_out = len(body.inputs), len(body.outputs)
@@ -63,3 +67,20 @@ class ControlFlowSignature(Rule):
                 if n_out != node_outs:
                     yield Finding(ctx.location_of(nid), f"Scan body has {_plural(n_out, 'output')}, expected "
                                   f"{node_outs}, one per node output", "make the body's outputs match the node")
+
+    @staticmethod
+    def _branches(ctx: LintContext, nid: int) -> Iterator[Finding]:
+        g = ctx.graph
+        info = g.nodes[nid]
+        counts = {g.scopes[sid].attr: len(g.scopes[sid].outputs) for sid in info.subscopes}
+        then, other = counts.get("then_branch"), counts.get("else_branch")
+        if then is None or other is None:
+            return  # a missing branch is a missing required attribute (SF011)
+        node_outs = len(info.outputs)
+        if then != other:
+            yield Finding(ctx.location_of(nid), f"If branches return different numbers of values "
+                          f"(then_branch {then}, else_branch {other})",
+                          "return one value per output of the node from both branches")
+        elif then != node_outs:
+            yield Finding(ctx.location_of(nid), f"If branches return {_plural(then, 'value')}, the node has "
+                          f"{_plural(node_outs, 'output')}", "return one value per output of the node")

@@ -273,7 +273,7 @@ class Expect:
     identical: bool = False  # the output is a byte copy of the input (nothing to rewrite)
     check: Callable[[Setup, Run], None] | None = None  # a row-specific extra check
     xfail: str | None = None  # reason (strict xfail) when shapeflow does not meet the row yet
-    max_seconds: float | None = None
+    # (no time limit: a row's time is a budget of benchmarks/bench_budgets.py, against a peer)
     max_rss: int | None = None
 
 
@@ -385,8 +385,6 @@ def check_run(run: Run, exp: Expect, setup: Setup, cmd: str, output: str | None,
         if exp.identical:
             with open(os.path.join(setup.cwd or "", setup.model), "rb") as a, open(out_path, "rb") as b:
                 assert a.read() == b.read(), f"output is not a byte copy of the input\n{info}"
-    if exp.max_seconds is not None:
-        assert run.elapsed <= exp.max_seconds, f"took {run.elapsed:.1f} s > {exp.max_seconds} s\n{info}"
     if exp.max_rss is not None:
         assert run.max_rss <= exp.max_rss, f"peak RSS {run.max_rss >> 20} MiB > {exp.max_rss >> 20} MiB\n{info}"
     if exp.check is not None:

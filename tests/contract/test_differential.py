@@ -28,8 +28,6 @@ MAX_SIZE = 64 << 20  # the 2.5 GiB rows test memory, not this
 # row id -> why onnxruntime and shapeflow disagree there
 KNOWN = {
     # onnxruntime refuses, shapeflow does not call it an error
-    "11-opset-30": "onnxruntime refuses opsets newer than its release; shapeflow warns (SF005)",
-    "11-ir-2^40": "onnxruntime refuses IR versions newer than its release; shapeflow reads the model",
     "13-custom-domain-squeeze": "a custom operator: loading it needs a runtime that implements it",
     "26-axes-external": "onnxruntime's shape inference cannot read axes kept in external data; "
                         "shapeflow reports them as not constant (SF110, info)",

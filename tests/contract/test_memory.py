@@ -106,6 +106,7 @@ def _under_ulimit(argv: list[str], cwd: Path, kib: int = 3_000_000) -> subproces
     return subprocess.run(["bash", "-c", cmd], cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
 
 
+@pytest.mark.scale  # gigabyte files read three times over: .ci/run runs `pytest -m scale`
 @pytest.mark.parametrize("gib", [0.75, 1.25])
 @pytest.mark.parametrize("cmd", COMMANDS)
 def test_large_model_under_ulimit_v_is_never_a_crash(cmd: str, gib: float, tmp_path: Path) -> None:

@@ -192,8 +192,9 @@ def test_hostile_file_name_stays_on_one_line(cmd: str, content: str, tmp_path: P
 @pytest.mark.parametrize("cmd, args", [
     ("optimize", ["-o", "out.onnx"]),  # the report and summary of a written model
     ("optimize", ["--check"]),
-    ("lint", ["--format", "github"]),  # the runner's escaping, then what it has no escape for
-    ("lint", ["--fix", "--diff"]),  # the diff headers
+    # (the model's one finding is info: shown, so that it is reported and its fix applied)
+    ("lint", ["--format", "github", "--show-info"]),  # the runner's escaping, then what it has no escape for
+    ("lint", ["--fix", "--diff", "--show-info"]),  # the diff headers
 ])
 def test_hostile_file_name_in_every_text_output(cmd: str, args: list[str], tmp_path: Path) -> None:
     from .harness import require, run_cli

@@ -123,15 +123,18 @@ ROWS = [
         cmd: E(2, "function cycle: local::", code="SF002", writes=False) for cmd in ALL}),
     Row("36-recursion-through-a-subgraph", saved(recursive_functions("subgraph")), {
         cmd: E(2, "function cycle: local::F → local::F", code="SF002", writes=False) for cmd in ALL}),
-    Row("43-300k-nodes", big(300_000), {
-        "infer": E(0, max_seconds=30, max_rss=3 * GiB // 2),
-        "lint": E(0, max_seconds=30, max_rss=3 * GiB // 2),
-        "optimize": E(0, writes=True, max_seconds=30, max_rss=3 * GiB // 2, check=keeps_interface),
+    # Row 43 at a tenth of its size (the same O(N) passes); the 300k-node model's time (against
+    # onnx's infer_shapes) and memory are budgets of benchmarks/bench_budgets.py, run by .ci/run.
+    Row("43-30k-nodes", big(30_000), {
+        "infer": E(0, max_rss=3 * GiB // 2),
+        "lint": E(0, max_rss=3 * GiB // 2),
+        "optimize": E(0, writes=True, max_rss=3 * GiB // 2, check=keeps_interface),
     }),
     Row("44-5000-squeeze-unsqueeze-pairs", deep(unsqueeze_squeeze_chain, 5000), {
         "infer": E(0), "lint": E(0), "optimize": E(0, writes=True, check=keeps_interface)}),
-    Row("44-200k-node-chain", deep(chain, 200_000), {
-        cmd: E(0, max_seconds=15) for cmd in ALL}),
+    # 20,000 nodes deep is twenty times the interpreter's recursion limit: no recursion over depth
+    # (the 200,000-node chain's time is a budget of benchmarks/bench_budgets.py)
+    Row("44-20k-node-chain", deep(chain, 20_000), {cmd: E(0) for cmd in ALL}),
 ]
 
 

@@ -218,14 +218,15 @@ ROWS = [
     Row("10-no-graph", saved(no_graph()), unreadable("model has no graph")),
     Row("10-no-ir-version", saved(no_ir_version()), unreadable("model has no ir_version")),
     Row("10-no-ai-onnx-opset", saved(no_default_opset()), unreadable("no opset_import for ai.onnx")),
+    # (an error: onnxruntime refuses opsets and IR versions newer than its onnx knows)
     Row("11-opset-30", saved(with_opset(30)), {
-        "infer": E(WARNING_EXIT, "ai.onnx opset 30 is newer than the newest known", code="SF005", severity="warning"),
-        "lint": E(WARNING_EXIT, "ai.onnx opset 30 is newer than the newest known", code="SF005", severity="warning"),
+        "infer": E(1, "ai.onnx opset 30 is newer than the newest known", code="SF005", severity="error"),
+        "lint": E(1, "ai.onnx opset 30 is newer than the newest known", code="SF005", severity="error"),
         "optimize": E(2, "opset 30", writes=False),
     }),
     Row("11-ir-2^40", saved(with_ir(2**40)), {
-        "infer": E(WARNING_EXIT, "IR version 1099511627776 is newer", code="SF005", severity="warning"),
-        "lint": E(WARNING_EXIT, "IR version 1099511627776 is newer", code="SF005", severity="warning"),
+        "infer": E(1, "IR version 1099511627776 is newer", code="SF005", severity="error"),
+        "lint": E(1, "IR version 1099511627776 is newer", code="SF005", severity="error"),
         "optimize": E(2, "IR version 1099511627776 is newer", writes=False),
     }),
     Row("12-opset-2^62", saved(with_opset(2**62)), unreadable("invalid opset version 4611686018427387904")),
