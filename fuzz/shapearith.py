@@ -50,6 +50,7 @@ INT64_MAX = 2**63 - 1
 INT64_MIN = -(2**63)
 INT64 = TensorProto.INT64
 FLOAT = TensorProto.FLOAT
+DOUBLE = TensorProto.DOUBLE
 SYMBOLS = ("batch", "seq", "past")
 OPSETS = (11, 13, 15, 17, 18, 21)
 # Cast round-trip targets (bfloat16 needs opset 13)
@@ -1085,6 +1086,85 @@ class _Gen:
                 out = self.node("Add", [a.name, out], INT64)
         self.add_val(out, n, 2**16)
 
+    def op_absorb_reshape(self) -> None:
+        """A Squeeze or Unsqueeze read by a Reshape (tf2onnx's ``GlobalAveragePool -> Squeeze ->
+        Reshape``, its Conv1D's ``Unsqueeze -> Reshape [0, 1, 1, -1]``): what squeeze-into-reshape
+        absorbs. Targets with 0s that may move, allowzero=1 now and then, a second reader."""
+        rng = self.rng
+        d = self.pick_data()
+        if d.rank < 1 or d.rank > 3:
+            return
+        if rng.random() < 0.4:
+            ax = rng.randrange(d.rank)  # (a dim that may not be 1: then the original fails there)
+            su, rank = self.axes_form("Squeeze", d.name, [ax], d.dtype), d.rank - 1
+        else:
+            k = rng.choice((1, 1, 2))
+            rank = d.rank + k
+            su = self.axes_form("Unsqueeze", d.name, sorted(rng.sample(range(rank), k)), d.dtype)
+        self.ranks[su] = rank
+        kind = rng.choice(("flat", "zeros", "own", "own"))
+        attrs = {"allowzero": 1} if self.opset >= 14 and kind != "zeros" and rng.random() < 0.3 else {}
+        if kind == "flat":
+            target, out_rank = self.const([-1]), 1
+        elif kind == "zeros":
+            j = rng.randint(0, min(rank, 2))
+            target, out_rank = self.const([0] * j + [-1]), j + 1
+        else:  # back to the input's own shape, computed from the input (no second reader of su)
+            target, out_rank = self.node("Shape", [d.name], INT64), d.rank
+        out = self.node("Reshape", [su, target], d.dtype, **attrs)
+        if rng.random() < 0.7:
+            out = self.node("Neg", [out], d.dtype) if d.dtype == FLOAT else out
+        self.add_data(out, out_rank, d.bound ** max(d.rank, 1), d.dtype)
+        if rank >= 1 and rng.random() < 0.15:  # (the other steps take data of rank >= 1)
+            self.add_data(su, rank, d.bound, d.dtype)  # a second reader: nothing to absorb
+
+    def op_unit_region(self) -> None:
+        """Unit axes inserted, carried through elementwise ops, MatMul with a 2-D right operand and
+        unary ops, then squeezed (paddle2onnx's ``Unsqueeze(1) -> MatMul -> Add -> Squeeze(1)``):
+        what cancel-across-region removes. Now and then an operand that reaches the unit axes or
+        adds rank, a region tensor read outside, or a Squeeze of other axes."""
+        rng = self.rng
+        d = self.pick_data(float_only=True)
+        if d.rank < 1 or d.rank > 3:
+            return
+        k = rng.choice((1, 1, 1, 2))
+        rank = d.rank + k
+        ones = sorted(rng.sample(range(rank), k))
+        cur = self.axes_form("Unsqueeze", d.name, ones, FLOAT)
+        region = [cur]
+        last: int | None = None  # the region's last dim when static (after a MatMul)
+        for _ in range(rng.randint(1, 4)):
+            op = rng.choice(("MatMul", "MatMul", "Tanh", "Relu", "Identity", "Add", "Mul", "Sub", "Div", "Pow",
+                             "Max", "Min", "Self", "Cast"))
+            if op == "MatMul" and rank - 1 not in ones:
+                n = rng.choice((1, 3))
+                if last is None:  # [K, n] with K the input's last dim, read from the input's shape
+                    kdim = self.node("Slice", [self.node("Shape", [d.name], INT64), self.const([-1]),
+                                              self.const([d.rank])], INT64)
+                    w = self.node("Expand", [self.const([[0.5]], FLOAT),
+                                             self.node("Concat", [kdim, self.const([n])], INT64, axis=0)], FLOAT)
+                else:
+                    w = self.const([[0.25 * (i - j) for j in range(n)] for i in range(last)], FLOAT)
+                if rng.random() < 0.1:
+                    w = self.axes_form("Unsqueeze", w, [0], FLOAT)  # a 3-D right operand
+                cur, last = self.node("MatMul", [cur, w], FLOAT), n
+            elif op in ("Add", "Mul", "Sub", "Div", "Pow", "Max", "Min"):
+                shape = rng.choice(((), (1,), (1, 1), (1, 1, 1), (1,) * rank, (2,)))
+                c = self.const(np.full(shape, 0.75).tolist() if shape else 0.75, FLOAT)
+                cur = self.node(op, [cur, c] if rng.random() < 0.8 else [c, cur], FLOAT)
+            elif op == "Self":
+                cur = self.node(rng.choice(("Add", "Mul")), [cur, rng.choice(region)], FLOAT)
+            elif op == "Cast":
+                cur = self.node("Cast", [self.node("Cast", [cur], DOUBLE, to=DOUBLE)], FLOAT, to=FLOAT)
+            elif op != "MatMul":
+                cur = self.node(op, [cur], FLOAT)
+            region.append(cur)
+        axes = ones if rng.random() < 0.9 else [rng.randrange(rank)]
+        out = self.axes_form("Squeeze", cur, axes, FLOAT)
+        self.add_data(out, rank - len(axes), max(d.bound, 3), FLOAT)
+        if rng.random() < 0.15:
+            self.add_data(rng.choice(region), rank, max(d.bound, 3), FLOAT)
+
     # -- the model -------------------------------------------------------------------------------
     def build(self) -> Generated:
         rng = self.rng
@@ -1103,10 +1183,12 @@ class _Gen:
             (self.op_broadcast_data, 0.8),
             (self.op_pow, 0.8), (self.op_variadic, 0.8), (self.op_int_arith, 0.8), (self.op_stored_const, 0.6),
             (self.op_float_range, 0.4),
+            (self.op_absorb_reshape, 0.6), (self.op_unit_region, 0.6),
         ]
         checked = {self.op_expand, self.op_reshape, self.op_tile, self.op_pad, self.op_arith,
                    self.op_where, self.op_concat_val, self.op_fan_out, self.op_own_shape,
-                   self.op_round_trip, self.op_heads, self.op_broadcast_data, self.op_int32_chain}
+                   self.op_round_trip, self.op_heads, self.op_broadcast_data, self.op_int32_chain,
+                   self.op_absorb_reshape, self.op_unit_region}
         funcs = [f for f, _ in ops]
         weights = [w for _, w in ops]
         self.new_shape_val()

@@ -224,6 +224,16 @@ def test_carried_and_full_inference_agree() -> None:
         assert a.data == b.data and a.fired == b.fired
 
 
+def test_new_names_never_collide_with_existing_ones() -> None:
+    # a graph input already named as the region's renamed tensor would be: the rewrite picks another
+    # name (the editor collects existing names ending in /unreshaped)
+    text = GPT2.replace("y = MatMul(view_13, w)", 'y0 = MatMul(view_13, w)\n      y = Add(y0, "mul_160/unreshaped")') \
+        .replace("float[b, s, 4] inp", 'float[b, s, 4] inp, float[4] "mul_160/unreshaped"')
+    out = optimize(text)
+    assert out.fired.get(RULE) == 1, out.fired
+    check_rewrite(out, values=(0, 1, 2))
+
+
 def test_pow_max_min_beside_a_last_dim_of_1_stay(runner: shapearith.Runner) -> None:
     """Found by shapearith (seed 454364292090575): onnxruntime computes Pow(t, c) of a
     one-element c as x*x*x, or Max(0, t) one way, when t's last dim is not 1, and by another path,

@@ -30,7 +30,7 @@ from .context import AXES_INPUT_SINCE, RoundContext
 # Suffixes of the names the editor creates. Only existing names that end like these can collide
 # with a new one, so only those are collected when the registry is built.
 _SUFFIXES = frozenset({"axes", "starts", "ends", "identity", "shape", "slice", "folded", "const",
-                       "squeeze", "unsqueeze"})
+                       "squeeze", "unsqueeze", "unreshaped"})
 # Small int64 vectors (axes, slice bounds) are reused when an identical initializer exists.
 _REUSE_MAX_ELEMS = 64
 
