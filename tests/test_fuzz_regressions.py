@@ -271,3 +271,25 @@ def test_optimize_is_idempotent_when_a_function_body_changes(tmp_path: Path) -> 
     r = run_cli(["optimize", str(once), "-o", str(twice)], cwd=tmp_path)
     assert r.returncode == 0, r.describe()
     assert twice.read_bytes() == once.read_bytes(), "optimize is not idempotent"
+
+
+def test_constant_of_shape_of_negative_dims_is_no_crash() -> None:
+    """shapearith (seed 1) made a ConstantOfShape whose shape has two negative dims: their product
+    is a large positive count, and the rule filled a list that many times over. onnxruntime refuses
+    the node; inference leaves its value unknown, and no shape rule raises."""
+    from onnx import TensorProto as TP
+
+    from shapeflow.graph import build_graph
+    from shapeflow.inference import infer
+    from shapeflow.io.load import load_model_bytes
+
+    value = helper.make_tensor("v", TP.INT64, [1], [7])
+    for dims in ([-(2**35), 2**35], [-(2**35), -(2**35)], [-3, 5]):
+        g = helper.make_graph([helper.make_node("ConstantOfShape", ["s"], ["y"], value=value)], "g", [],
+                              [helper.make_tensor_value_info("y", TP.INT64, None)],
+                              [helper.make_tensor("s", TP.INT64, [2], dims)])
+        m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            t = infer(build_graph(load_model_bytes(m.SerializeToString(), "m.onnx"))).tensors[0]["y"]
+        assert t is not None and t.value is None, dims

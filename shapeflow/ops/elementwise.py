@@ -209,8 +209,8 @@ def _broadcast_values(infos: list[TensorInfo], out: Shape) -> list[list[Dim]] | 
         return None
     result = []
     for t in infos:
-        if t.value is None or numel(t.shape) is None:
-            return None
+        if t.value is None or numel(t.shape) != len(t.value):
+            return None  # (unknown, or a value that does not fill its shape: not a broadcast)
         if len(t.value) == n and t.shape == out:
             result.append(list(t.value))
         elif len(t.value) == 1:

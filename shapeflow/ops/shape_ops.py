@@ -659,7 +659,8 @@ def constant_of_shape(call: OpCall) -> list[TensorInfo | None]:
     out = tuple(v)
     value = None
     n = numel(out)
-    if t is not None and n is not None and n <= MAX_VALUE_ELEMS:
+    # (a negative dim makes onnxruntime refuse the node; their product may be any size)
+    if t is not None and n is not None and 0 <= n <= MAX_VALUE_ELEMS:
         from .constants import tensor_values  # local: constants imports base only
 
         fill = tensor_values(t)
