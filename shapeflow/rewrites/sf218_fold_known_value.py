@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple, cast
+from typing import Any, NamedTuple, Sequence, cast
 
 from .._onnx import onnx
 from ..codes import INFO, Code
@@ -198,13 +198,20 @@ class FoldKnownValue(Rewrite):
 
     def apply(self, ctx: RoundContext, edit: Editor, m: Match[Any]) -> None:
         value = m.payload
-        sid = ctx.sid(m.nid)
-        z = ctx.output(m.nid)
-        import numpy as np  # here, not at the top: lint imports this module and needs no numpy
+        write_constant(ctx, edit, m.nid, value.dtype, value.shape, value.values)
 
-        arr = np.asarray(value.values, dtype=onnx.helper.tensor_dtype_to_np_dtype(value.dtype)).reshape(value.shape)
-        if edit.can_add_initializers(sid) and not ctx.is_output(sid, z):
-            edit.delete_node(m.nid)
-            edit.add_initializer(sid, onnx.numpy_helper.from_array(arr, z))
-        else:
-            edit.replace_node(m.nid, "Constant", [], "const", value=onnx.numpy_helper.from_array(arr))
+
+def write_constant(ctx: RoundContext, edit: Editor, nid: int, dtype: int, shape: Sequence[int],
+                   values: Sequence[Any]) -> None:
+    """Node ``nid``'s one output becomes the constant ``values``: an initializer of its name, or a
+    Constant node where the scope takes no initializers or the output is a graph output."""
+    sid = ctx.sid(nid)
+    z = ctx.output(nid)
+    import numpy as np  # here, not at the top: lint imports this module and needs no numpy
+
+    arr = np.asarray(values, dtype=onnx.helper.tensor_dtype_to_np_dtype(dtype)).reshape(tuple(shape))
+    if edit.can_add_initializers(sid) and not ctx.is_output(sid, z):
+        edit.delete_node(nid)
+        edit.add_initializer(sid, onnx.numpy_helper.from_array(arr, z))
+    else:
+        edit.replace_node(nid, "Constant", [], "const", value=onnx.numpy_helper.from_array(arr))

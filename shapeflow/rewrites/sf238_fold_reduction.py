@@ -12,7 +12,7 @@ from ..passes.edit import Editor
 from ..passes.match import Match, NoMatch, Result, not_applicable
 from ..passes.pattern import DATA_INPUT, Bound, NoFunctionAttributes, Op, exclusive_cone, tensor_of
 from ..passes.spec import Rewrite
-from .sf218_fold_known_value import MAX_FOLD_ELEMS
+from .sf218_fold_known_value import MAX_FOLD_ELEMS, write_constant
 
 TensorProto = onnx.TensorProto
 I8, U8, I32, I64 = TensorProto.INT8, TensorProto.UINT8, TensorProto.INT32, TensorProto.INT64
@@ -226,16 +226,7 @@ class FoldReduction(Rewrite):
 
     def apply(self, ctx: RoundContext, edit: Editor, m: Match[Any]) -> None:
         plan = m.payload
-        sid = ctx.sid(m.nid)
-        z = ctx.output(m.nid)
-        import numpy as np  # here, not at the top: lint imports this module and needs no numpy
-
-        arr = np.asarray(plan.values, dtype=onnx.helper.tensor_dtype_to_np_dtype(plan.dtype)).reshape(plan.shape)
-        if edit.can_add_initializers(sid) and not ctx.is_output(sid, z):
-            edit.delete_node(m.nid)
-            edit.add_initializer(sid, onnx.numpy_helper.from_array(arr, z))
-        else:
-            edit.replace_node(m.nid, "Constant", [], "const", value=onnx.numpy_helper.from_array(arr))
+        write_constant(ctx, edit, m.nid, plan.dtype, plan.shape, plan.values)
 
 
 __all__ = ["FoldReduction", "reduce_values"]
