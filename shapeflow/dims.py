@@ -949,17 +949,26 @@ def _var_key(s: Sym) -> tuple[Any, ...]:
     return s._key if s._terms[-1][0] else s._key[:-1]
 
 
-def _floor_form(d: Union[int, Sym]) -> Optional[tuple[Sym, int, int]]:
-    """``(E, k, c)`` when ``d`` is ``floor(E/k) + c``."""
+def _atom_plus_const(d: Union[int, Sym]) -> Optional[tuple[_Atom, int]]:
+    """``(atom, c)`` when ``d`` is one atom (coefficient 1) plus a constant ``c``."""
     if type(d) is not Sym:
         return None
     terms, c = _split_const(d)
     if len(terms) != 1:
         return None
     mono, coeff = terms[0]
-    if coeff != 1 or len(mono) != 1 or mono[0].kind != _FLOOR:
+    if coeff != 1 or len(mono) != 1:
         return None
-    return mono[0].expr, mono[0].k, c  # type: ignore[return-value]  # a floor atom has an expr
+    return mono[0], c
+
+
+def _floor_form(d: Union[int, Sym]) -> Optional[tuple[Sym, int, int]]:
+    """``(E, k, c)`` when ``d`` is ``floor(E/k) + c``."""
+    found = _atom_plus_const(d)
+    if found is None or found[0].kind != _FLOOR:
+        return None
+    atom, c = found
+    return atom.expr, atom.k, c  # type: ignore[return-value]  # a floor atom has an expr
 
 
 def _floor_le(a: Union[int, Sym], b: Union[int, Sym]) -> bool:
@@ -975,15 +984,10 @@ def _floor_le(a: Union[int, Sym], b: Union[int, Sym]) -> bool:
 
 def _minmax_args(d: Union[int, Sym]) -> Optional[tuple[int, Dim, Dim]]:
     """``(kind, p, q)`` when ``d`` is ``min(p, q)`` or ``max(p, q)`` (its constant put back in)."""
-    if type(d) is not Sym:
+    found = _atom_plus_const(d)
+    if found is None or (found[0].kind != _MIN and found[0].kind != _MAX):
         return None
-    terms, c = _split_const(d)
-    if len(terms) != 1:
-        return None
-    mono, coeff = terms[0]
-    if coeff != 1 or len(mono) != 1 or (mono[0].kind != _MIN and mono[0].kind != _MAX):
-        return None
-    atom = mono[0]
+    atom, c = found
     return atom.kind, dim_add(atom.expr, c), dim_add(atom.other, c)
 
 
