@@ -136,3 +136,52 @@ def test_a_branch_fixes_nothing_outside_it(runner: shapearith.Runner) -> None:
               inits=_INITS + ", int64[4] shp = {1, -1, 8, 1}", opset=15)
     assert stated(m)["scale"] == "[?]"
     check(runner, m, ("a", "b"), values=(0, 1, 2))
+
+
+def _refuses(node: str, opset: int, feeds: dict[str, tuple[int, ...]], **attrs: int) -> bool:
+    names = list(feeds)
+    g = helper.make_graph([helper.make_node(node, names, ["y"], **attrs)], "g",
+                          [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in names],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    sess = ort_session(helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)]))
+    try:
+        sess.run(None, {n: np.ones(s, np.float32) for n, s in feeds.items()})
+    except Exception:
+        return True
+    return False
+
+
+_BN = ("x", "scale", "bias", "mean", "var")
+
+
+@pytest.mark.parametrize("node, opset, ok, attrs, broken", [
+    # every per-channel input of BatchNormalization (7, 9, 15) against the channels, 0 and 1 too
+    *[("BatchNormalization", v, dict(zip(_BN, [(2, c, 4)] + [(c,)] * 4)), {}, k)
+      for v in (7, 9, 15) for c in (0, 1, 3) for k in range(1, 5)],
+    *[("InstanceNormalization", 6, {"x": (2, c, 4), "scale": (c,), "bias": (c,)}, {}, k)
+      for c in (0, 1, 3) for k in (1, 2)],
+    *[("MatMul", 13, {"a": (2, c), "b": (c, 5)}, {}, k) for c in (0, 1, 3) for k in (0, 1)],
+    ("MatMul", 13, {"a": (3,), "b": (4, 3, 5)}, {}, 0),
+    ("MatMul", 13, {"a": (4, 2, 3), "b": (3,)}, {}, 1),
+    *[("Gemm", 13, {"a": (c, 2) if t else (2, c), "b": (c, 5)}, {"transA": t}, k)
+      for t in (0, 1) for c in (0, 1, 3) for k in (0, 1)],
+    *[("Gemm", 13, {"a": (2, c), "b": (5, c)}, {"transB": 1}, k) for c in (1, 3) for k in (0, 1)],
+    *[("Conv", 13, {"x": (1, c, 8), "w": (4, c, 1)}, {}, k) for c in (1, 3) for k in (0, 1)],
+])
+def test_the_kernel_refuses_unequal_dims(node: str, opset: int, ok: dict[str, tuple[int, ...]],
+                                         attrs: dict[str, int], broken: int) -> None:
+    """The premise of every dim above: onnxruntime runs the node with the dims equal and refuses
+    it when one of them is changed by one (either way: 0 against 1 included)."""
+    assert not _refuses(node, opset, ok, **attrs)
+    name = list(ok)[broken]
+    axis = {"BatchNormalization": 0, "InstanceNormalization": 0}.get(node, 1)
+    dims = ok[name]
+    which = {("MatMul", 0): -1, ("MatMul", 1): 0 if len(dims) < 2 else -2, ("Conv", 0): 1, ("Conv", 1): 1,
+             ("Gemm", 0): 0 if attrs.get("transA") else 1, ("Gemm", 1): 1 if attrs.get("transB") else 0}
+    axis = which.get((node, broken), axis)
+    for delta in (1, -1):
+        changed = list(dims)
+        changed[axis] += delta
+        if changed[axis] < 0:
+            continue
+        assert _refuses(node, opset, {**ok, name: tuple(changed)}, **attrs), (name, changed)
