@@ -236,12 +236,14 @@ def _after_rule(outs: list[TensorInfo | None] | None, info: NodeInfo, tainted: s
     if tainted:
         _taint_through(tainted, info)
     if refine is not None and outs:
-        _refine(outs, info.outputs, refine)
+        return _refine(outs, info.outputs, refine)
     return outs
 
 
-def _refine(outs: list[TensorInfo | None], outputs: tuple[str, ...], refine: Mapping[str, Mapping[int, Dim]]) -> None:
-    """State in ``outs`` the unknown dims a kernel downstream fixes (``Inference.equate``)."""
+def _refine(outs: list[TensorInfo | None], outputs: tuple[str, ...],
+            refine: Mapping[str, Mapping[int, Dim]]) -> list[TensorInfo | None]:
+    """``outs`` with the unknown dims a kernel downstream fixes stated (``Inference.equate``); a
+    new list when one is (a rule's or a call's list may be memoised)."""
     for k, name in enumerate(outputs):
         axes = refine.get(name) if name else None
         t = outs[k] if axes and k < len(outs) else None
@@ -251,8 +253,10 @@ def _refine(outs: list[TensorInfo | None], outputs: tuple[str, ...], refine: Map
         for axis, d in axes.items():  # type: ignore[union-attr]
             if axis < len(shape) and shape[axis] is None:
                 shape[axis] = d
-        # a new record: the rule may have handed back an input's
+        # new records: the rule may have handed back an input's, or a memoised list
+        outs = list(outs)
         outs[k] = TensorInfo(t.dtype, tuple(shape), t.value)
+    return outs
 
 
 def infer(graph: ModelGraph, bindings: Mapping[str, int] | None = None,
