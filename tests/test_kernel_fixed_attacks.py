@@ -1,0 +1,130 @@
+"""Red-team attacks on "dims a kernel fixes" (``OpCall.same_dims``, ``Inference.equate``).
+
+The claim: where onnxruntime runs the model, an op's kernel has checked the dims it equates, so
+stating them changes no result. Each test builds a model and runs it in onnxruntime with its
+*default* session options (``ORT_ENABLE_ALL``, what a user gets) and with ``ORT_DISABLE_ALL``, and
+compares what shapeflow states, and what plain ``optimize`` writes, with what the runtime computes.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Mapping
+
+import numpy as np
+import onnx
+import onnx.parser
+import pytest
+
+ort = pytest.importorskip("onnxruntime")
+
+from onnx import numpy_helper  # noqa: E402
+
+from helpers import analyze_model  # noqa: E402
+from shapeflow.dims import format_shape  # noqa: E402
+from shapeflow.drivers import api  # noqa: E402
+
+LEVELS = {"default": None, "all": "ORT_ENABLE_ALL", "none": "ORT_DISABLE_ALL"}
+
+
+def _model(body: str, *, inputs: str, outputs: str, inits: Mapping[str, np.ndarray] = {},
+           opset: int = 15) -> onnx.ModelProto:
+    m = onnx.parser.parse_model(f'<ir_version: 8, opset_import: ["" : {opset}]>\n'
+                                f"g ({inputs}) => ({outputs})\n{{\n{body}\n}}\n")
+    m.graph.initializer.extend(numpy_helper.from_array(v, k) for k, v in inits.items())
+    onnx.checker.check_model(m)
+    return m
+
+
+def _run(m: onnx.ModelProto, feeds: Mapping[str, np.ndarray], level: str | None) -> list[np.ndarray] | None:
+    """The model's outputs in onnxruntime (None: it refuses them)."""
+    so = ort.SessionOptions()
+    if level is not None:
+        so.graph_optimization_level = getattr(ort.GraphOptimizationLevel, level)
+    so.log_severity_level = 4
+    try:
+        sess = ort.InferenceSession(m.SerializeToString(), so, providers=["CPUExecutionProvider"])
+        return list(sess.run(None, dict(feeds)))
+    except Exception:  # noqa: BLE001 (any refusal)
+        return None
+
+
+def _optimized(m: onnx.ModelProto) -> onnx.ModelProto:
+    with tempfile.TemporaryDirectory() as d:
+        src, dst = os.path.join(d, "m.onnx"), os.path.join(d, "o.onnx")
+        onnx.save(m, src)
+        return onnx.load(dst) if api.optimize(src, dst).changed else m
+
+
+def _stated(m: onnx.ModelProto) -> dict[str, str]:
+    a = analyze_model(m)
+    return {k: format_shape(t.shape if t is not None else None) for k, t in a.inference.tensors[0].items()}
+
+
+def _check(m: onnx.ModelProto, feeds_list: list[dict[str, np.ndarray]]) -> int:
+    """Every main-graph tensor's stated dims against onnxruntime (every tensor exposed, at each
+    level), and optimize's outputs against the original's bit for bit; the number of runs."""
+    stated = analyze_model(m).inference.tensors[0]
+    opt = _optimized(m)
+    exposed = onnx.ModelProto()
+    exposed.CopyFrom(m)
+    names = [o.name for o in m.graph.output]
+    for n in m.graph.node:
+        for o in n.output:
+            if o and o not in names:
+                exposed.graph.output.append(onnx.ValueInfoProto(name=o))
+                names.append(o)
+    runs = 0
+    for feeds in feeds_list:
+        for level in LEVELS.values():
+            got = _run(exposed, feeds, level)
+            if got is None:
+                continue
+            runs += 1
+            for name, arr in zip(names, got):
+                t = stated.get(name)
+                if t is None or t.shape is None:
+                    continue
+                assert len(t.shape) == arr.ndim, (name, t.shape, arr.shape, level)
+                for k, d in enumerate(t.shape):
+                    assert type(d) is not int or d == arr.shape[k], (name, t.shape, arr.shape, level)
+            want, have = _run(m, feeds, level), _run(opt, feeds, level)
+            assert want is not None and have is not None, level
+            for a, b in zip(want, have):
+                assert (a.dtype, a.shape, a.tobytes()) == (b.dtype, b.shape, b.tobytes()), (level, a, b)
+    return runs
+
+
+# -- Conv: onnxruntime's NCHWc layout does not check the input channels --------------------------
+
+def _conv_model() -> onnx.ModelProto:
+    w = np.random.RandomState(0).rand(16, 16, 1, 1).astype(np.float32)
+    return _model(" x = Reshape(data, s)\n y = Conv(x, w)\n c = Shape<start=1, end=2>(x)",
+                  inputs="float[n] data, int64[4] s", outputs="float[?,?,?,?] y, int64[1] c", inits={"w": w})
+
+
+def test_conv_with_a_constant_weight_fixes_no_input_channels() -> None:
+    """With its default options (ORT_ENABLE_ALL) on an AVX2/AVX-512 CPU, onnxruntime rewrites a 2-D
+    Conv whose weight is a constant into its blocked NCHWc form (ReorderInput pads the channels
+    with zeros to the block): [1, 4, 2, 2] against a [16, 16, 1, 1] weight runs (ORT_DISABLE_ALL
+    refuses it: ``C: 4 kernel channels: 16``). So Conv's channels are not fixed where the weight
+    is constant: ``c = Shape(x)[1:2]`` is 4, not 16 (optimize folded it to 16)."""
+    m = _conv_model()
+    assert _stated(m)["x"] == "[?, ?, ?, ?]"
+    feeds = [{"data": np.arange(16, dtype=np.float32), "s": np.array(s)}
+             for s in ([1, 4, 2, 2], [1, 16, 1, 1], [2, 8, 1, 1], [0, 12, 3, 3], [1, 16, 0, 1])]
+    assert _check(m, feeds) > 0
+
+
+def test_conv_with_a_fed_weight_still_fixes_the_channels() -> None:
+    """A weight computed from a graph input's values is no constant: every level checks it, and
+    the channels are stated (x's from w's, here)."""
+    m = _model(" x = Reshape(data, s)\n w = Relu(wi)\n y = Conv(x, w)\n c = Shape<start=1, end=2>(x)",
+               inputs="float[n] data, int64[4] s, float[16, 16, 1, 1] wi",
+               outputs="float[?,?,?,?] y, int64[1] c")
+    assert _stated(m)["x"] == "[?, 16, ?, ?]"
+    wi = np.random.RandomState(0).rand(16, 16, 1, 1).astype(np.float32)
+    feeds = [{"data": np.arange(16, dtype=np.float32), "s": np.array(s), "wi": wi}
+             for s in ([1, 4, 2, 2], [1, 16, 1, 1], [0, 16, 3, 3])]
+    assert _check(m, feeds) > 0
