@@ -128,3 +128,31 @@ def test_conv_with_a_fed_weight_still_fixes_the_channels() -> None:
     feeds = [{"data": np.arange(16, dtype=np.float32), "s": np.array(s), "wi": wi}
              for s in ([1, 4, 2, 2], [1, 16, 1, 1], [0, 16, 3, 3])]
     assert _check(m, feeds) > 0
+
+
+def _w16() -> np.ndarray:
+    return np.random.RandomState(0).rand(16, 16, 1, 1).astype(np.float32)
+
+
+@pytest.mark.parametrize("case", ["overridable-ir3", "shape-of-static", "relu-of-initializer"])
+def test_conv_weights_onnxruntime_folds_to_a_constant(case: str) -> None:
+    """What onnxruntime folds to a constant before its NCHWc rewrite is a constant weight too: an
+    initializer that is also an input before IR 4 (not overridable), an Expand to the Shape of a
+    tensor whose dims are all static, an op on initializers only."""
+    feeds: dict[str, np.ndarray] = {"d": np.arange(16, dtype=np.float32), "s": np.array([1, 4, 2, 2])}
+    body = " x = Reshape(d, s)\n y = Conv(x, w)\n c = Shape<start=1, end=2>(x)"
+    inputs, inits = "float[n] d, int64[4] s", {"w": _w16()}
+    if case == "shape-of-static":
+        body = " sh = Shape(z)\n w = Expand(one, sh)\n" + body
+        inputs += ", float[16,16,1,1] z"
+        inits = {"one": np.array(1.0, np.float32)}
+        feeds["z"] = _w16()
+    elif case == "relu-of-initializer":
+        body = " w = Relu(w0)\n" + body
+        inits = {"w0": _w16()}
+    m = _model(body, inputs=inputs, outputs="float[?,?,?,?] y, int64[1] c", inits=inits)
+    if case == "overridable-ir3":
+        m.ir_version = 3
+        m.graph.input.append(onnx.helper.make_tensor_value_info("w", onnx.TensorProto.FLOAT, [16, 16, 1, 1]))
+    assert _stated(m)["x"] == "[?, ?, ?, ?]"
+    assert _check(m, [feeds, {**feeds, "s": np.array([1, 16, 1, 1])}]) > 0
