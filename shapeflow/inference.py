@@ -190,8 +190,9 @@ class Inference:
     def equate(self, call: OpCall, i: int, axis: int, dim: Dim) -> None:
         """Input ``i`` of ``call`` has ``dim`` at ``axis`` wherever the model runs: the node's kernel
         refuses any other (BatchNormalization's scale against the channels, MatMul's inner dims).
-        Kept when the node is of the main graph (it always runs, dead or not), the tensor is
-        computed there by a node, and inference left that dim unknown: the next run states it
+        Kept when the node is of the main graph and onnxruntime cannot remove it (``_removable``:
+        it runs, read or not, unless folding a Shape leaves it unread), the tensor is computed
+        there by a node, and inference left that dim unknown: the next run states it
         where the tensor is computed (``refined``)."""
         if call.scope != 0 or dim is None or self._removable(call.nid):
             return
