@@ -194,7 +194,7 @@ class Inference:
         it runs, read or not, unless folding a Shape leaves it unread), the tensor is computed
         there by a node, and inference left that dim unknown: the next run states it
         where the tensor is computed (``refined``)."""
-        if call.scope != 0 or dim is None or self._removable(call.nid):
+        if call.scope != 0 or dim is None:
             return
         names = call.input_names
         name = names[i] if i < len(names) else ""
@@ -205,6 +205,8 @@ class Inference:
             return
         if type(dim) is Sym and self.join_names and any(n in self.join_names for n in dim.symbols()):
             return  # a broadcast join is named per run: not a dim the next run can read
+        if self._removable(call.nid):
+            return
         self.refined.setdefault(name, {}).setdefault(axis, dim)
 
     def _removable(self, nid: int) -> bool:

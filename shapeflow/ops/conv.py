@@ -137,7 +137,8 @@ def conv(call: OpCall) -> list[TensorInfo | None]:
     lead = (xs[0] if xs else None, channels)
     if call.scope == 0 and kernel is not None:
         _prove_window_fits(call, xs, kernel)
-    if call.scope == 0 and call.attr_int("group", 1) == 1 and _fed(call, 1):
+    blank = len(xs) < 2 or xs[1] is None or ws is None or len(ws) < 2 or ws[1] is None
+    if call.scope == 0 and blank and call.attr_int("group", 1) == 1 and _fed(call, 1):
         # onnxruntime refuses input channels other than W's; but not when W is a constant: its
         # default optimisations rewrite such a 2-D Conv to the NCHWc layout, which pads the input's
         # channels to the block with zeros and checks nothing ([1, 4, 2, 2] against [16, 16, 1, 1])
