@@ -191,7 +191,7 @@ class Inference:
         """Input ``i`` of ``call`` has ``dim`` at ``axis`` wherever the model runs: the node's kernel
         refuses any other (BatchNormalization's scale against the channels, MatMul's inner dims).
         Kept when the node is of the main graph and onnxruntime cannot remove it (``_removable``:
-        it runs, read or not, unless folding a Shape leaves it unread), the tensor is computed
+        its value reaches a graph output), the tensor is computed
         there by a node, and inference left that dim unknown: the next run states it
         where the tensor is computed (``refined``)."""
         if call.scope != 0 or dim is None:
@@ -210,12 +210,13 @@ class Inference:
         self.refined.setdefault(name, {}).setdefault(axis, dim)
 
     def _removable(self, nid: int) -> bool:
-        """Node ``nid`` of the main graph may never run: onnxruntime (ORT_ENABLE_BASIC and up, the
-        default) folds a Shape of static dims (its own inference's, or a declared value_info's) to
-        a constant and then removes the nodes that folding left unread, back along the chain. It
-        keeps a node nothing read in the first place. So a node may be removed when it computes no
-        graph output, something reads it, and every read is a Shape's or Size's, a subgraph's (not
-        looked into), or a node's that may be removed."""
+        """Node ``nid`` of the main graph may never run. onnxruntime (ORT_ENABLE_BASIC and up, the
+        default) folds a Shape of static dims (its own inference's, or a declared value_info's) to a
+        constant, drops readers it sees as no-ops (an Identity, Dropout or Cast nothing reads), and
+        then removes the nodes left unread, back along the chain. So a node is kept only when an
+        output of it reaches a graph output through inputs that read values: not a Shape's or
+        Size's, not a subgraph's (not looked into). A node nothing reads is left out too (onnxruntime
+        1.32 runs it, but that rests on which readers it counts as no-ops)."""
         memo = self.removable
         found = memo.get(nid)
         if found is not None:
@@ -229,7 +230,6 @@ class Inference:
             n = stack[-1]
             verdict: bool | None = None
             down: int | None = None
-            read = False
             for name in nodes[n].outputs:
                 if not name:
                     continue
@@ -237,7 +237,6 @@ class Inference:
                     verdict = False
                     break
                 for m in consumers.get(name, ()):
-                    read = True
                     mi = nodes[m]
                     if (mi.op_type in ("Shape", "Size") and mi.domain == "") or name not in mi.inputs:
                         continue  # folded away, or read inside a subgraph
@@ -254,7 +253,7 @@ class Inference:
                 stack.append(down)
                 path.add(down)
                 continue
-            memo[n] = read if verdict is None else verdict
+            memo[n] = True if verdict is None else verdict
             path.discard(stack.pop())
         return memo[nid]
 
