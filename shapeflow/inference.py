@@ -191,9 +191,8 @@ class Inference:
         """Input ``i`` of ``call`` has ``dim`` at ``axis`` wherever the model runs: the node's kernel
         refuses any other (BatchNormalization's scale against the channels, MatMul's inner dims).
         Kept when the node is of the main graph and onnxruntime cannot remove it (``_removable``:
-        its value reaches a graph output), the tensor is computed
-        there by a node, and inference left that dim unknown: the next run states it
-        where the tensor is computed (``refined``)."""
+        its value reaches a graph output), the tensor is computed there by a node, and inference
+        left that dim unknown: the next run states it where the tensor is computed (``refined``)."""
         if call.scope != 0 or dim is None:
             return
         names = call.input_names
