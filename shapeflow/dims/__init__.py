@@ -49,8 +49,8 @@ from .canonical import (
     MAX_NESTING, Dim, Shape, Sym, affine_symbol, dim_add, dim_mul, dim_neg, dim_sub, has_minmax, plain_symbol,
 )
 from .domain import (
-    MAX_DIM, Bound, assuming, current_assumptions, dim_bounds, dim_compare, dim_is_one, dim_nonnegative, dims_equal,
-    prove_at_least, prove_at_most, prove_broadcast,
+    BASE, MAX_DIM, OVERFLOW_CAP, Bound, Domain, dim_bounds, dim_compare, dim_is_one, dim_nonnegative, dims_equal,
+    prove_broadcast,
 )
 from .text import dim_from_text, dim_to_json, format_shape, shape_to_json
 from .zeros import zero_forcing_symbols, zero_implies, zero_symbol
@@ -64,16 +64,15 @@ __all__ = [
     "MAX_DIM",
     "MAX_NESTING",
     "affine_symbol",
-    "assuming",
+    "BASE",
     "broadcast_dim",
-    "current_assumptions",
+    "Domain",
+    "OVERFLOW_CAP",
     "zero_forcing_symbols",
     "zero_symbol",
     "zero_implies",
     "plain_symbol",
     "join_pieces",
-    "prove_at_least",
-    "prove_at_most",
     "prove_broadcast",
     "rebuild",
     "require_at_least",
