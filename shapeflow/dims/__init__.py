@@ -11,10 +11,12 @@ so structurally equal expressions compare and hash equal and print the same text
 without symbols is returned as an ``int``. A ``Sym`` therefore never stands for a constant.
 
 The value domain (SPEC.md section 6): a named symbol is a dim, an integer in [0, 2**62] (no
-tensor has more elements on one axis), unless the user stated a tighter range (:func:`assuming`, ``--assume seq>=3``); an expression over symbols (a
-shape *value*) may be negative. :func:`dim_bounds` gives an interval that holds for every value
-of the symbols in that domain, and ``min``/``max``/comparisons are decided from it where they can
-be: ``min(3, seq)`` stays symbolic, ``max(seq + 1, 0)`` is ``seq + 1``.
+tensor has more elements on one axis), unless a tighter range is stated (``--assume seq>=3``, or
+a fact inference proved); an expression over symbols (a shape *value*) may be negative. That
+domain is a value, :class:`Domain`, passed to every function that decides from it (none is
+ambient). :func:`dim_bounds` gives an interval that holds for every value of the symbols in a
+domain, and ``min``/``max``/comparisons are decided from it where they can be: ``min(3, seq)``
+stays symbolic, ``max(seq + 1, 0)`` is ``seq + 1``.
 
 The arithmetic is sound for every value of the symbols in the domain, with two allowances: a
 division by a symbolic divisor is simplified only where the divisor could be zero solely in a
