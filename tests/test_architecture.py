@@ -128,7 +128,7 @@ def test_passes_import_neither_rules_nor_drivers() -> None:
 
 
 # The symbolic algebra (a package in the base layer), lowest first: each module imports only those
-# before it. One exception, function-local: canonical's ``Sym.__str__`` prints through text.
+# before it. One exception: canonical's ``Sym.__str__`` prints through text (imported at its end).
 DIMS_ORDER = ["shapeflow.dims.canonical", "shapeflow.dims.text", "shapeflow.dims.domain", "shapeflow.dims.zeros",
               "shapeflow.dims.algebra", "shapeflow.dims"]
 

@@ -150,7 +150,6 @@ class Sym:
     def __str__(self) -> str:
         text = self._text
         if text is None:
-            from .text import _expr_text  # (the one upward import: text renders this form)
             text = _expr_text(self, whole=True)
             object.__setattr__(self, "_text", text)
         return text
@@ -503,3 +502,8 @@ def has_minmax(d: Dim) -> bool:
             if atom.kind == _MIN or atom.kind == _MAX or has_minmax(atom.expr) or has_minmax(atom.other):
                 return True
     return False
+
+
+# Text renders this form (``Sym.__str__``): the one import of a later module of the package, at the
+# end, where every name text.py takes from here is defined (the package imports this module first).
+from .text import _expr_text  # noqa: E402
