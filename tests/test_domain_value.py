@@ -133,3 +133,35 @@ def test_the_algebra_has_no_ambient_state() -> None:
     users = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "shapeflow").rglob("*.py")
                    if "ContextVar" in p.read_text(encoding="utf-8") or "contextvars" in p.read_text(encoding="utf-8"))
     assert users == ["shapeflow/limits.py"]
+
+
+def test_shapeflow_passes_the_domain_to_every_call_that_decides_from_it() -> None:
+    """In shapeflow itself (not the tests), a call of a dims function that decides from the bounds
+    names its domain: left out, it would be BASE, the answer of no premise, where the caller has
+    one (a model under ``--assume``, or facts inference proved)."""
+    import inspect
+
+    import shapeflow.dims as dims
+
+    position = {}
+    for name in dims.__all__:
+        fn = getattr(dims, name)
+        if inspect.isfunction(fn):
+            params = list(inspect.signature(fn).parameters)
+            if "dom" in params:
+                position[name] = params.index("dom")
+    assert {"dim_min", "dim_floordiv", "dims_equal", "substitute", "dim_bounds"} <= set(position)
+    missing = []
+    for path in sorted((ROOT / "shapeflow").rglob("*.py")):
+        if path.parent.name == "dims":
+            continue  # (the algebra itself: its defaults are its public face)
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.Call):
+                continue
+            f = node.func
+            name = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else None
+            if name not in position or any(isinstance(a, ast.Starred) for a in node.args):
+                continue
+            if len(node.args) <= position[name] and not any(k.arg == "dom" for k in node.keywords):
+                missing.append(f"{path.relative_to(ROOT)}:{node.lineno}: {name}")
+    assert missing == []
