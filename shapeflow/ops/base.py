@@ -3,7 +3,9 @@
 A rule is a function ``rule(call: OpCall) -> list[TensorInfo | None]``: one entry per node output
 (None = nothing known). Rules compute and stay quiet: they never raise on a bad model, they return
 unknown. Facts that lint rules judge (the axes of a Squeeze, say) are recorded with ``call.record``;
-inputs a rule finds inconsistent are handed to onnx's verdict with ``call.doubt``.
+inputs a rule finds inconsistent are handed to onnx's verdict with ``call.doubt``. Dims are decided
+in ``call.domain`` (the run's symbolic domain, passed to the dims algebra); a rule that proves a fact
+about a symbol keeps the narrower domain with ``call.learn``.
 """
 
 from __future__ import annotations
