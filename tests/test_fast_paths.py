@@ -262,10 +262,10 @@ def test_skipping_taken_roots_is_asking_their_rules(name: str, model: onnx.Model
 
 
 def test_canonical_value_memo_is_the_plain_answer() -> None:
-    """``ops.numeric.canonical_value`` (memo of the values that fit, per assumptions block) against
-    ``canonical_value_plain``, for every tracked type, as ranges narrow within a block (what
-    inference's proofs do), across blocks, and for the keys the memo must not share (True, 1.0)."""
-    from shapeflow.dims import Sym, assuming, dim_mul, dim_neg, dim_sub, prove_at_least
+    """``ops.numeric.canonical_value`` (with a memo of the values that fit, one per domain and its
+    narrowings) against ``canonical_value_plain``, for every tracked type, as the domain narrows
+    (what inference's proofs do), across domains, and for the keys the memo must not share (True, 1.0)."""
+    from shapeflow.dims import Domain, Sym, dim_mul, dim_neg, dim_sub
     from shapeflow.ops import numeric
 
     b, s = Sym.symbol("batch"), Sym.symbol("seq")
@@ -275,15 +275,16 @@ def test_canonical_value_memo_is_the_plain_answer() -> None:
               (True, b), (1, b), (b, None), (dim_sub(s, 1),), (dim_mul(s, 2**31),), (dim_neg(b),), (2**63, b)]
     dtypes = sorted({*numeric.INT_RANGES, *numeric.FLOAT_FORMATS, numeric.BOOL})
     for start in ({}, {"seq": (1, None)}, {"batch": (0, 3)}):
-        with assuming(start):
-            for step in range(3):
-                for dtype in dtypes:
-                    for v in values:
-                        got = numeric.canonical_value(dtype, v)
-                        want = numeric.canonical_value_plain(dtype, v)
-                        assert got == want and [type(x) for x in got or ()] == [type(x) for x in want or ()], \
-                            (start, step, dtype, v)
-                prove_at_least("seq", 1 + 2 * step)  # narrower ranges: s - 1, s - 3 may now fit unsigned
+        dom = Domain(ranges=start)
+        memo: dict[tuple[int, tuple[object, ...]], tuple[object, ...]] = {}
+        for step in range(3):
+            for dtype in dtypes:
+                for v in values:
+                    got = numeric.canonical_value(dtype, v, dom, memo)  # type: ignore[arg-type]
+                    want = numeric.canonical_value_plain(dtype, v, dom)  # type: ignore[arg-type]
+                    assert got == want and [type(x) for x in got or ()] == [type(x) for x in want or ()], \
+                        (start, step, dtype, v)
+            dom = dom.at_least("seq", 1 + 2 * step)  # narrower ranges: s - 1, s - 3 may now fit unsigned
 
 
 @pytest.mark.parametrize("name, model", _engine_models() + [("mix", _mixed(660))],

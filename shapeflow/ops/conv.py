@@ -22,7 +22,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .._onnx import onnx
-from ..dims import Dim, Shape, dim_add, dim_floordiv, dim_max, dim_min, dim_mul, dim_sub, require_at_least, simplest
+from ..dims import BASE, Dim, Domain, Shape, dim_add, dim_floordiv, dim_max, dim_min, dim_mul, dim_sub, require_at_least, \
+    simplest
 from ..tensorinfo import TensorInfo
 from .base import OpCall, register
 
@@ -40,27 +41,28 @@ def _auto_pad(call: OpCall) -> str | None:
     return mode if mode in (_NOTSET, _VALID, _SAME_UPPER, _SAME_LOWER) else None
 
 
-def _ceil_div(n: Dim, s: int) -> Dim:
-    return dim_floordiv(dim_add(n, s - 1), s)
+def _ceil_div(n: Dim, s: int, dom: Domain) -> Dim:
+    return dim_floordiv(dim_add(n, s - 1), s, dom)
 
 
 def window_out(length: Dim, k: int, s: int, d: int, pb: int, pe: int, mode: str, ceil_mode: bool,
-               truncating: bool) -> Dim:
-    """Output length of one sliding-window axis (see the module docstring). ``truncating``: the
-    runtime accepts a window that overhangs the padded input and divides with truncation (pools);
-    otherwise it refuses it (Conv), so floor division holds whenever the model runs."""
+               truncating: bool, dom: Domain = BASE) -> Dim:
+    """Output length of one sliding-window axis (see the module docstring), decided in ``dom``.
+    ``truncating``: the runtime accepts a window that overhangs the padded input and divides with
+    truncation (pools); otherwise it refuses it (Conv), so floor division holds whenever the model
+    runs."""
     if length is None or k < 1 or s < 1 or d < 1:
         return None
     if mode in (_SAME_UPPER, _SAME_LOWER):
         # With a dilation the runtime pads for the undilated kernel, then slides the dilated one
         # (pools), or refuses the node (Conv).
-        return _ceil_div(length, s) if d == 1 else None
+        return _ceil_div(length, s, dom) if d == 1 else None
     if mode == _VALID:
         pb = pe = 0
     dk = d * (k - 1) + 1
     span = dim_sub(dim_add(length, pb + pe), dk)
     if not ceil_mode and not truncating:
-        return dim_add(dim_floordiv(span, s), 1)
+        return dim_add(dim_floordiv(span, s, dom), 1)
     if not ceil_mode:
         if type(span) is int:
             # The runtime divides with truncation: a window that overhangs by less than a stride
@@ -68,14 +70,14 @@ def window_out(length: Dim, k: int, s: int, d: int, pb: int, pe: int, mode: str,
             return (-(-span // s) if span < 0 else span // s) + 1
         c = pb + pe - dk
         if s == 1 or c >= 0:  # truncation and floor agree: the span is a multiple of 1, or >= 0
-            return dim_add(dim_floordiv(span, s), 1)
+            return dim_add(dim_floordiv(span, s, dom), 1)
         # trunc(x/s) == floor(max(x, 0)/s) - floor(max(-x, 0)/s); the second term is 0 while
         # x >= -(s-1), which holds for every length when c does.
-        out = dim_add(dim_floordiv(dim_max(span, 0), s), 1)
+        out = dim_add(dim_floordiv(dim_max(span, 0, dom), s, dom), 1)
         if c < 1 - s:
-            out = dim_sub(out, dim_floordiv(dim_max(dim_sub(0, span), 0), s))
-        return simplest(out)
-    out = dim_add(_ceil_div(span, s), 1)
+            out = dim_sub(out, dim_floordiv(dim_max(dim_sub(0, span), 0, dom), s, dom))
+        return simplest(out, dom)
+    out = dim_add(_ceil_div(span, s, dom), 1)
     if type(length) is int and type(out) is int:
         # The last window must start inside the input or its leading pad.
         return out - 1 if (out - 1) * s >= length + pb else out
@@ -84,7 +86,7 @@ def window_out(length: Dim, k: int, s: int, d: int, pb: int, pe: int, mode: str,
     # Windows start at i*s - pb for i < out; the runtime keeps those that start before L, and with
     # every pad below the kernel (which it requires) at most the last one goes:
     # min(out, ceil((L + pb)/s)).
-    return simplest(dim_min(out, _ceil_div(dim_add(length, pb), s)))
+    return simplest(dim_min(out, _ceil_div(dim_add(length, pb), s, dom), dom), dom)
 
 
 def _spatial_attr(call: OpCall, name: str, n: int, default: int) -> list[int] | None:
@@ -116,8 +118,9 @@ def _window_shape(call: OpCall, x: Shape, kernel: list[int] | None, lead: tuple[
         pads = [0] * (2 * n)  # ignored by the runtime under SAME_*
     if any(p < 0 for p in pads):
         return unknown
+    dom = call.domain
     out = [window_out(x[2 + i], kernel[i], strides[i], dilations[i], pads[i], pads[n + i], mode, ceil_mode,
-                      truncating) for i in range(n)]
+                      truncating, dom) for i in range(n)]
     return lead + tuple(out)
 
 
@@ -214,7 +217,7 @@ def _prove_window_fits(call: OpCall, x: tuple[Dim, ...], kernel: list[int]) -> N
         return
     for i in range(n):
         extent = dilations[i] * (kernel[i] - 1) + 1
-        require_at_least(dim_add(x[2 + i], pads[i] + pads[n + i]), extent)
+        call.learn(require_at_least(dim_add(x[2 + i], pads[i] + pads[n + i]), extent, call.domain))
 
 
 @register("ConvTranspose")
