@@ -440,12 +440,18 @@ def reshape(call: OpCall) -> list[TensorInfo | None]:
     if in_shape is not None and all(type(d) is int for d in in_shape) and all(type(t) is int for t in target):
         exact = reshape_dims(in_shape, target, allowzero)  # type: ignore[arg-type]  # all ints: tested
         return [TensorInfo(dtype, tuple(exact) if exact is not None else (None,) * len(target), value)]
-    out, doubtful, _ = _reshape_out(in_shape, target, allowzero, call.scope == 0)
+    return [TensorInfo(dtype, reshape_symbolic(in_shape, target, allowzero, call.scope == 0), value)]
+
+
+def reshape_symbolic_plain(in_shape: Shape, target: list[Dim], allowzero: int, prove: bool) -> Shape:
+    """The output shape of a Reshape of ``in_shape`` to a ``target`` with symbolic elements (None:
+    not even the rank). ``prove``: record what it proves (a node of the main graph)."""
+    out, doubtful, _ = _reshape_out(in_shape, target, allowzero, prove)
     if out is None:
-        return [TensorInfo(dtype, None)]
+        return None
     if None in out:
         for x in _split_symbols(target, doubtful, out, allowzero):
-            split = _split_on_zero(in_shape, target, allowzero, out, x, call.scope == 0)
+            split = _split_on_zero(in_shape, target, allowzero, out, x, prove)
             if split.count(None) < out.count(None):
                 out = split
                 break
@@ -456,7 +462,48 @@ def reshape(call: OpCall) -> list[TensorInfo | None]:
         k = out.index(None)
         if all(_never_zero(d) for j, d in enumerate(out) if j != k):
             out[k] = _infer_minus_one(in_shape, out, k)
-    return [TensorInfo(dtype, tuple(out), value)]
+    return tuple(out)
+
+
+def reshape_symbolic(in_shape: Shape, target: list[Dim], allowzero: int, prove: bool) -> Shape:
+    """``reshape_symbolic_plain`` with a memo: a model repeats one Reshape (``[batch, seq, 8]`` to
+    ``[batch*seq, 8]`` and back) thousands of times, and each took tens of microseconds of
+    symbolic algebra.
+
+    The answer depends on the arguments and on the ranges in force (``dims.current_assumptions``),
+    and its only effect is to narrow those ranges (``prove_at_least``). So the key holds the ranges
+    as they are, and an answer is kept only when its computation left them as it found them:
+    given again, the call would compute the same and narrow nothing. (A call that proved
+    something is computed again next time, under the narrower ranges.) Only int, symbol and None
+    elements are keys: ``True == 1`` and ``numpy.int64(1) == 1`` would share an entry."""
+    ranges = current_assumptions()
+    if not MEMO or len(ranges) > _MEMO_MAX_RANGES:
+        return reshape_symbolic_plain(in_shape, target, allowzero, prove)
+    for part in (in_shape or (), target):
+        for d in part:
+            if d is not None and type(d) is not int and type(d) is not Sym:
+                return reshape_symbolic_plain(in_shape, target, allowzero, prove)
+    before = tuple(ranges.items())
+    key = (in_shape, tuple(target), allowzero, prove, before)
+    found = _RESHAPES.get(key, _NOT_KEPT)
+    if found is not _NOT_KEPT:
+        return found  # type: ignore[return-value]
+    out = reshape_symbolic_plain(in_shape, target, allowzero, prove)
+    if tuple(current_assumptions().items()) == before:
+        if len(_RESHAPES) >= _MEMO_MAX_ENTRIES:
+            _RESHAPES.clear()
+        _RESHAPES[key] = out
+    return out
+
+
+# Whether ``reshape_symbolic`` keeps its memo (tests/test_fast_paths.py compares it with the plain
+# one), the memo, and its bounds: past this many ranges in force the key would cost more than it
+# saves; past this many entries it starts again (a process may infer many models).
+MEMO = True
+_RESHAPES: dict[tuple[Any, ...], Shape] = {}
+_NOT_KEPT = object()
+_MEMO_MAX_RANGES = 32
+_MEMO_MAX_ENTRIES = 4096
 
 
 def _split_symbols(target: list[Dim], doubtful: list[int], out: list[Dim], allowzero: int) -> list[str]:
@@ -616,6 +663,33 @@ def broadcast_conflict(shapes: list[Shape]) -> bool:
         if len(ints) > 1:
             return True
     return False
+
+
+def broadcast_shortcut(shapes: list[Shape]) -> Shape:
+    """``broadcast_shapes`` of ``shapes`` in its common case, None when it is not that case: every
+    shape known, and each the last dims of the longest one or all ones (``x + x``, ``x * w[8]``,
+    ``x - mean[batch, seq, 1]`` is not). Then the answer is the longest shape: each dim broadcasts
+    with itself or with 1, which proves nothing, names nothing and conflicts with nothing (the
+    plain path's ``prove``, ``join`` and ``broadcast_conflict`` have nothing to do). The longest
+    dims must be ints, symbols or None (the plain path converts others, or refuses them)."""
+    longest: Shape = None
+    for s in shapes:
+        if s is None:
+            return None
+        if longest is None or len(s) > len(longest):
+            longest = s
+    if longest is None:
+        return None
+    rank = len(longest)
+    for s in shapes:
+        for d in s:  # type: ignore[union-attr]
+            if d is not None and type(d) is not int and type(d) is not Sym:
+                return None
+        if s is not longest and s != longest[rank - len(s):]:  # type: ignore[index, arg-type]
+            for d in s:  # type: ignore[union-attr]
+                if d != 1:
+                    return None
+    return longest
 
 
 def broadcast_join(call: OpCall) -> Callable[[Dim, Dim], Dim] | None:
