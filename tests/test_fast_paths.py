@@ -407,3 +407,62 @@ def test_reshape_memo_and_broadcast_shortcut_infer_the_same(name: str, model: on
         a = analyze(load_model_bytes(model.SerializeToString(), name))
         out[fast] = infer_json_text(a), _optimized(model, name)
     assert out[True] == out[False]
+
+
+BAD_ATTRIBUTES = """
+<ir_version: 8, opset_import: ["" : 13]>
+g (float[2, 3] x, int64[2] idx) => (float[2, 3] y, float[?] z, float[?] w, float[?] v) {
+    a = Relu <alpha = 0.1> (x)
+    b = Concat (x, x)
+    c = Concat <axis = 1.0> (x, x)
+    d = Concat <axis = 1> (x, x)
+    e = Concat <axis = 1, axis = 0> (x, x)
+    f = Gather <axis = 0> (x, idx)
+    h = Gather <axis = 0> (x, idx)
+    k = Gather <axis = "0"> (x, idx)
+    y = Cast <to = 1> (x)
+    z = Add (x, idx)
+    w = Concat <axis = 1> (x, idx)
+    v = Softmax <axis = 1, extra = 2> (x)
+}
+"""
+
+
+@pytest.mark.parametrize("name, model", _engine_models() + [("mix", _mixed(660)), ("bad", parser.parse_model(BAD_ATTRIBUTES))],
+                         ids=lambda v: v if isinstance(v, str) else "")
+def test_attribute_memo_finds_the_same(name: str, model: onnx.ModelProto,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """SF011 (with its memo of the attributes found fine) reports the same findings, in the same
+    order, as without it (SF007 and SF013 beside it)."""
+    from shapeflow.rules import select_rules, sf011_attribute_mismatch
+
+    rules = select_rules(select=["SF007", "SF011", "SF013"])
+    out = {}
+    for fast in (True, False):
+        monkeypatch.setattr(sf011_attribute_mismatch, "MEMO", fast)
+        a = analyze(load_model_bytes(model.SerializeToString(), name), rules=rules)
+        out[fast] = [d.to_json() for d in a.diagnostics]
+    assert out[True] == out[False]
+    if name == "bad":
+        codes = [d["code"] for d in out[True]]
+        assert codes.count("SF011") >= 4 and "SF013" in codes, codes
+
+
+def test_unknown_fields_read_body_by_body_are_every_node() -> None:
+    """SF007 reads each body's nodes from its own list: the nodes it reports are those of the index
+    whose proto has unknown fields, in node id order (main graph and an If branch here)."""
+    from google.protobuf.unknown_fields import UnknownFieldSet
+
+    from shapeflow.rules import select_rules
+
+    model = parser.parse_model(SUBGRAPHS)
+    extra = b"\x98\x06\x01"  # field 99, a varint: unknown to every onnx
+    graph = model.graph
+    for k in (0, 3):
+        graph.node[k].ParseFromString(graph.node[k].SerializeToString() + extra)
+    branch = graph.node[2].attribute[0].g.node[0]
+    branch.ParseFromString(branch.SerializeToString() + extra)
+    a = analyze(load_model_bytes(model.SerializeToString(), "unknown"), rules=select_rules(select=["SF007"]))
+    found = [d.location.node for d in a.diagnostics if d.location.node]
+    want = [a.graph.display(nid) for nid, info in enumerate(a.graph.nodes) if UnknownFieldSet(info.peek())]
+    assert len(want) == 3 and sorted(found) == sorted(want)
