@@ -88,7 +88,7 @@ class AttributeMismatch(Rule):
             seen: set[str] = set()
             if info.has_attrs:
                 spec = sig.attributes
-                for attr in info.peek().attribute:
+                for attr in info.peek().attribute[:]:  # (a slice is cheaper than iterating the field)
                     key = _memo_key(sig, attr) if MEMO else None
                     if key is not None:
                         known = fine.get(key)
