@@ -384,14 +384,8 @@ class _Runner:
         tainted = r.tainted  # (one set for the run, filled in place)
         for nid in scope.order:
             info = nodes[nid]
-            ins: list[TensorInfo | None] = []
-            for name in info.inputs:
-                if not name:
-                    ins.append(None)
-                elif name in table:
-                    ins.append(table[name])
-                else:
-                    ins.append(lookup(sid, name))
+            ins: list[TensorInfo | None] = [(table[name] if name in table else lookup(sid, name)) if name else None
+                                            for name in info.inputs]
             if info.subscopes:
                 self._run_bodies(nid, info, ins)
             outs: list[TensorInfo | None] | None = None
@@ -416,8 +410,8 @@ class _Runner:
                     except Exception as exc:  # a bug: said, and the outputs unknown (not a crash)
                         rule_crashed(g, nid, info, exc)
                         outs = None
-                    if outs:
-                        self._settle_values(outs, nid, info, ins)
+                    if outs and (len(outs) > 1 or (outs[0] is not None and outs[0].value is not None)):
+                        self._settle_values(outs, nid, info, ins)  # (only where a value was stated)
             elif functions:
                 fsid = functions.get((info.peek().domain, info.op_type))
                 if fsid is not None:
