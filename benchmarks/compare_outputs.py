@@ -252,7 +252,7 @@ def worker(models: Path, out: Path) -> None:
         for key, fmt in (("infer", "text"), ("infer_json", "json")):
             code, stdout, stderr = _run_cli(["infer", str(p), "--format", fmt])
             # (stderr's summary line says how long the run took: not compared)
-            rec[key] = [code, _text_digest(stdout), _text_digest(re.sub(r" nodes in [0-9.]+ s\)", " nodes)", stderr))]
+            rec[key] = [code, _text_digest(stdout), _text_digest(re.sub(r" nodes? in [0-9.]+ s\)", ")", stderr))]
         for f in (opt, strict, fixed):
             if f.exists():
                 f.unlink()
