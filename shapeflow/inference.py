@@ -384,8 +384,14 @@ class _Runner:
         tainted = r.tainted  # (one set for the run, filled in place)
         for nid in scope.order:
             info = nodes[nid]
-            ins: list[TensorInfo | None] = [(table[name] if name in table else lookup(sid, name)) if name else None
-                                            for name in info.inputs]
+            ins: list[TensorInfo | None] = []
+            for name in info.inputs:
+                if not name:
+                    ins.append(None)
+                elif name in table:
+                    ins.append(table[name])
+                else:
+                    ins.append(lookup(sid, name))
             if info.subscopes:
                 self._run_bodies(nid, info, ins)
             outs: list[TensorInfo | None] | None = None
