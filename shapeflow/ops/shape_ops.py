@@ -685,7 +685,7 @@ def broadcast_shortcut(shapes: list[Shape]) -> Shape:
         for d in s:  # type: ignore[union-attr]
             if d is not None and type(d) is not int and type(d) is not Sym:
                 return None
-        if s is not longest and s != longest[rank - len(s):]:  # type: ignore[index, arg-type]
+        if s is not longest and s != longest[rank - len(s):]:  # type: ignore[arg-type]
             for d in s:  # type: ignore[union-attr]
                 if d != 1:
                     return None
