@@ -118,6 +118,8 @@ class Inference:
     # (onnxruntime refuses the node unless they hold: ``equate``); the run after the one that
     # found them states them where the tensor is computed.
     refined: dict[str, dict[int, Dim]] = field(default_factory=dict, repr=False)
+    # (main graph) node id -> whether onnxruntime may remove it (``_removable``)
+    removable: dict[int, bool] = field(default_factory=dict, repr=False)
 
     def domain(self) -> ContextManager[None]:
         """The block in which dims are judged as inference judged them (its ranges in force):
@@ -188,9 +190,9 @@ class Inference:
     def equate(self, call: OpCall, i: int, axis: int, dim: Dim) -> None:
         """Input ``i`` of ``call`` has ``dim`` at ``axis`` wherever the model runs: the node's kernel
         refuses any other (BatchNormalization's scale against the channels, MatMul's inner dims).
-        Kept when the node is of the main graph (it always runs, dead or not), the tensor is
-        computed there by a node, and inference left that dim unknown: the next run states it
-        where the tensor is computed (``refined``)."""
+        Kept when the node is of the main graph and onnxruntime cannot remove it (``_removable``:
+        its value reaches a graph output), the tensor is computed there by a node, and inference
+        left that dim unknown: the next run states it where the tensor is computed (``refined``)."""
         if call.scope != 0 or dim is None:
             return
         names = call.input_names
@@ -202,7 +204,57 @@ class Inference:
             return
         if type(dim) is Sym and self.join_names and any(n in self.join_names for n in dim.symbols()):
             return  # a broadcast join is named per run: not a dim the next run can read
+        if self._removable(call.nid):
+            return
         self.refined.setdefault(name, {}).setdefault(axis, dim)
+
+    def _removable(self, nid: int) -> bool:
+        """Node ``nid`` of the main graph may never run. onnxruntime (ORT_ENABLE_BASIC and up, the
+        default) folds a Shape of static dims (its own inference's, or a declared value_info's) to a
+        constant, drops readers it sees as no-ops (an Identity, Dropout or Cast nothing reads), and
+        then removes the nodes left unread, back along the chain. So a node is kept only when an
+        output of it reaches a graph output through inputs that read values: not a Shape's or
+        Size's, not a subgraph's (not looked into). A node nothing reads is left out too (onnxruntime
+        1.32 runs it, but that rests on which readers it counts as no-ops)."""
+        memo = self.removable
+        found = memo.get(nid)
+        if found is not None:
+            return found
+        scope = self.graph.scopes[0]
+        outputs = set(scope.outputs)
+        consumers = scope.consumers
+        nodes = self.graph.nodes
+        stack, path = [nid], {nid}  # the path from nid down (one reader at a time)
+        while stack:  # an explicit walk down the readers: chains may be long
+            n = stack[-1]
+            verdict: bool | None = None
+            down: int | None = None
+            for name in nodes[n].outputs:
+                if not name:
+                    continue
+                if name in outputs:
+                    verdict = False
+                    break
+                for m in consumers.get(name, ()):
+                    mi = nodes[m]
+                    if (mi.op_type in ("Shape", "Size") and mi.domain == "") or name not in mi.inputs:
+                        continue  # folded away, or read inside a subgraph
+                    mv = memo.get(m)
+                    if mv is False:
+                        verdict = False
+                        break
+                    if mv is None and m not in path:  # (on the path: a cycle, which onnxruntime refuses)
+                        down = m
+                        break
+                if verdict is not None or down is not None:
+                    break
+            if verdict is None and down is not None:
+                stack.append(down)
+                path.add(down)
+                continue
+            memo[n] = True if verdict is None else verdict
+            path.discard(stack.pop())
+        return memo[nid]
 
     def taint(self, call: OpCall) -> None:
         """``call``'s node fails: its outputs (and what is computed from them) are tainted."""

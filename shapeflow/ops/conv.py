@@ -19,10 +19,15 @@ dilation, ``pb``/``pe`` the pads at the two ends and ``dk = d*(k-1) + 1``:
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from .._onnx import onnx
 from ..dims import Dim, Shape, dim_add, dim_floordiv, dim_max, dim_min, dim_mul, dim_sub, require_at_least, simplest
 from ..tensorinfo import TensorInfo
 from .base import OpCall, register
+
+if TYPE_CHECKING:
+    from ..graph import NodeInfo
 
 _NOTSET, _VALID, _SAME_UPPER, _SAME_LOWER = "NOTSET", "VALID", "SAME_UPPER", "SAME_LOWER"
 
@@ -132,9 +137,68 @@ def conv(call: OpCall) -> list[TensorInfo | None]:
     lead = (xs[0] if xs else None, channels)
     if call.scope == 0 and kernel is not None:
         _prove_window_fits(call, xs, kernel)
-    if call.scope == 0 and call.attr_int("group", 1) == 1:
-        call.same_dims((0, 1), (1, 1))  # onnxruntime refuses input channels other than W's
+    blank = len(xs) < 2 or xs[1] is None or ws is None or len(ws) < 2 or ws[1] is None
+    if call.scope == 0 and blank and call.attr_int("group", 1) == 1 and _fed(call, 1):
+        # onnxruntime refuses input channels other than W's; but not when W is a constant: its
+        # default optimisations rewrite such a 2-D Conv to the NCHWc layout, which pads the input's
+        # channels to the block with zeros and checks nothing ([1, 4, 2, 2] against [16, 16, 1, 1])
+        call.same_dims((0, 1), (1, 1))
     return [TensorInfo(dtype, _window_shape(call, xs, kernel, lead, False, False))]
+
+
+def _fed(call: OpCall, i: int) -> bool:
+    """Input ``i`` (main graph) depends on the values of a graph input that has no default, so
+    onnxruntime cannot fold it to a constant. An initializer (not also an input), a Shape or Size
+    of a tensor with no symbolic dim (onnxruntime folds it when it knows the dims), or anything
+    computed from those only, may be one; so may a call of a function (it is inlined)."""
+    names = call.input_names
+    if i >= len(names) or not names[i]:
+        return False
+    g = call.engine.graph
+    scope = g.scopes[0]
+    tensors = call.engine.tensors[0]
+    overridable = g.model.ir_version >= 4
+    seen: dict[str, bool] = {}
+    stack = [names[i]]
+    while stack:  # an explicit walk: chains may be long
+        name = stack[-1]
+        if name in seen:
+            stack.pop()
+            continue
+        nid = scope.producer.get(name)
+        if nid is None or nid < 0:
+            seen[name] = name in scope.inputs and (overridable or name not in scope.initializers)
+            stack.pop()
+            continue
+        info = g.nodes[nid]
+        if info.op_type in ("Shape", "Size") and info.domain == "":
+            t = tensors.get(info.inputs[0]) if info.inputs else None
+            seen[name] = t is not None and t.shape is not None and any(
+                d is not None and type(d) is not int for d in _shape_slice(info, t.shape))
+            stack.pop()
+            continue
+        if info.domain not in ("", "ai.onnx") or info.subscopes or (info.domain, info.op_type) in g.functions:
+            seen[name] = False  # a function (inlined) or a subgraph: not looked into
+            stack.pop()
+            continue
+        todo = [n for n in info.inputs if n and n not in seen]
+        if todo:
+            stack.extend(todo)
+            continue
+        seen[name] = any(seen[n] for n in info.inputs if n)
+        stack.pop()
+    return seen[names[i]]
+
+
+def _shape_slice(info: NodeInfo, shape: tuple[Dim, ...]) -> tuple[Dim, ...]:
+    """The dims a Shape node reads (its start and end, clamped as the runtime does)."""
+    if info.op_type != "Shape":
+        return shape
+    attrs = {a.name: a.i for a in info.peek().attribute if a.name in ("start", "end")}
+    r = len(shape)
+    lo, hi = attrs.get("start", 0), attrs.get("end", r)
+    lo, hi = (lo + r if lo < 0 else lo), (hi + r if hi < 0 else hi)
+    return shape[max(0, min(lo, r)):max(0, min(hi, r))]
 
 
 def _prove_window_fits(call: OpCall, x: tuple[Dim, ...], kernel: list[int]) -> None:
