@@ -543,8 +543,8 @@ class _Runner:
                     except Exception as exc:  # a bug: said, and the outputs unknown (not a crash)
                         rule_crashed(g, nid, info, exc)
                         outs = None
-                    if outs:
-                        self._settle_values(outs, nid, info, ins)
+                    if outs and (len(outs) > 1 or (outs[0] is not None and outs[0].value is not None)):
+                        self._settle_values(outs, nid, info, ins)  # (only where a value was stated)
             elif functions:
                 fsid = functions.get((info.peek().domain, info.op_type))
                 if fsid is not None:

@@ -106,7 +106,7 @@ class OpCall:
         a = self._attrs
         if a is None:
             if self.info.has_attrs:
-                attrs = self.node.attribute
+                attrs = self.node.attribute[:]  # (a slice: one call, cheaper than iterating the field)
                 a = {x.name: x for x in attrs} if attrs else {}
             else:
                 a = {}

@@ -21,7 +21,7 @@ from ..tensorinfo import MAX_VALUE_ELEMS, TensorInfo
 from .base import INT_TYPES, OpCall, numel, register, same_as_input
 from .constants import FLOAT_TYPES
 from .numeric import DOUBLE, INT_RANGES, canonical_element, cast_element, float_holds
-from .shape_ops import broadcast_conflict, broadcast_join, broadcast_shapes
+from .shape_ops import broadcast_conflict, broadcast_join, broadcast_shapes, broadcast_shortcut
 
 TensorProto = onnx.TensorProto
 
@@ -270,13 +270,16 @@ def broadcast_op(call: OpCall) -> list[TensorInfo | None]:
         return [_legacy_broadcast(call, dtype)]
     if any(t is None for t in ins) or not ins:
         return [TensorInfo(dtype, None)]
-    if broadcast_conflict([t.shape for t in ins]):  # type: ignore[union-attr]
-        call.doubt()
-    # (before opset 7 Add and friends broadcast the legacy way: nothing is proved from them)
-    out = broadcast_shapes([t.shape for t in ins], call.domain, broadcast_join(call),  # type: ignore[union-attr]
-                           call.learn if call.scope == 0 and call.since >= 7 else None)
+    shapes = [t.shape for t in ins]  # type: ignore[union-attr]
+    out = broadcast_shortcut(shapes)
+    if out is None:
+        if broadcast_conflict(shapes):
+            call.doubt()
+        # (before opset 7 Add and friends broadcast the legacy way: nothing is proved from them)
+        out = broadcast_shapes(shapes, call.domain, broadcast_join(call),
+                               call.learn if call.scope == 0 and call.since >= 7 else None)
     value = None
-    fn = _value_fn(call, ins)  # type: ignore[arg-type]
+    fn = _value_fn(call, ins) if all(t.value is not None for t in ins) else None  # type: ignore[union-attr, arg-type]
     if fn is not None and out is not None:
         cols = _broadcast_values(ins, out)  # type: ignore[arg-type]
         if cols is not None:

@@ -439,13 +439,29 @@ def reshape(call: OpCall) -> list[TensorInfo | None]:
     if in_shape is not None and all(type(d) is int for d in in_shape) and all(type(t) is int for t in target):
         exact = reshape_dims(in_shape, target, allowzero)  # type: ignore[arg-type]  # all ints: tested
         return [TensorInfo(dtype, tuple(exact) if exact is not None else (None,) * len(target), value)]
-    out, doubtful, _ = _reshape_out(in_shape, target, allowzero, call.domain, call.learn if call.scope == 0 else None)
+    return [TensorInfo(dtype, reshape_symbolic(in_shape, target, allowzero, call.domain,
+                                               call.learn if call.scope == 0 else None), value)]
+
+
+def reshape_symbolic_plain(in_shape: Shape, target: list[Dim], allowzero: int, dom: Domain,
+                           learn: Callable[[Domain], None] | None) -> Shape:
+    """The output shape of a Reshape of ``in_shape`` to a ``target`` with symbolic elements (None:
+    not even the rank), decided in ``dom``. ``learn``: given each narrower domain the computation
+    proves (a node of the main graph), which it then decides in; None: prove nothing."""
+    now = [dom]
+
+    def keep(d: Domain) -> None:
+        now[0] = d
+        if learn is not None:
+            learn(d)
+
+    lrn = keep if learn is not None else None
+    out, doubtful, _ = _reshape_out(in_shape, target, allowzero, now[0], lrn)
     if out is None:
-        return [TensorInfo(dtype, None)]
+        return None
     if None in out:
-        for x in _split_symbols(target, doubtful, out, allowzero, call.domain):
-            split = _split_on_zero(in_shape, target, allowzero, out, x, call.domain,
-                                   call.learn if call.scope == 0 else None)
+        for x in _split_symbols(target, doubtful, out, allowzero, now[0]):
+            split = _split_on_zero(in_shape, target, allowzero, out, x, now[0], lrn)
             if split.count(None) < out.count(None):
                 out = split
                 break
@@ -454,9 +470,54 @@ def reshape(call: OpCall) -> list[TensorInfo | None]:
         # that are never 0 is the quotient, whatever its target was (a -1, a 0 that copies, a
         # value tf2onnx computed in int32 that may have wrapped, an element not known at all)
         k = out.index(None)
-        if all(_never_zero(d, call.domain) for j, d in enumerate(out) if j != k):
-            out[k] = _infer_minus_one(in_shape, out, k, dom=call.domain)
-    return [TensorInfo(dtype, tuple(out), value)]
+        if all(_never_zero(d, now[0]) for j, d in enumerate(out) if j != k):
+            out[k] = _infer_minus_one(in_shape, out, k, dom=now[0])
+    return tuple(out)
+
+
+def reshape_symbolic(in_shape: Shape, target: list[Dim], allowzero: int, dom: Domain,
+                     learn: Callable[[Domain], None] | None) -> Shape:
+    """``reshape_symbolic_plain`` with a memo: a model repeats one Reshape (``[batch, seq, 8]`` to
+    ``[batch*seq, 8]`` and back) thousands of times, and each took tens of microseconds of
+    symbolic algebra.
+
+    The answer depends on the arguments and on the domain's ranges (and cap), and its only effect
+    is to hand ``learn`` a narrower domain. So the key holds the ranges as they are, and an answer
+    is kept only when its computation proved nothing: given again, the call would compute the
+    same and narrow nothing. (A call that proved something is computed again next time, in the
+    narrower domain.) Only int, symbol and None elements are keys: ``True == 1`` and
+    ``numpy.int64(1) == 1`` would share an entry."""
+    ranges = dom.ranges
+    if not MEMO or len(ranges) > _MEMO_MAX_RANGES or dom.aliases:
+        return reshape_symbolic_plain(in_shape, target, allowzero, dom, learn)
+    for part in (in_shape or (), target):
+        for d in part:
+            if d is not None and type(d) is not int and type(d) is not Sym:
+                return reshape_symbolic_plain(in_shape, target, allowzero, dom, learn)
+    key = (in_shape, tuple(target), allowzero, learn is not None, tuple(ranges.items()), dom.overflow_cap)
+    found = _RESHAPES.get(key, _NOT_KEPT)
+    if found is not _NOT_KEPT:
+        return found  # type: ignore[return-value]
+    learned: list[Domain] = []
+    out = reshape_symbolic_plain(in_shape, target, allowzero, dom,
+                                 learned.append if learn is not None else None)
+    if learned:
+        learn(learned[-1])  # type: ignore[misc]  # (learned is filled only when learn is given)
+    else:
+        if len(_RESHAPES) >= _MEMO_MAX_ENTRIES:
+            _RESHAPES.clear()
+        _RESHAPES[key] = out
+    return out
+
+
+# Whether ``reshape_symbolic`` keeps its memo (tests/test_fast_paths.py compares it with the plain
+# one), the memo, and its bounds: past this many ranges in force the key would cost more than it
+# saves; past this many entries it starts again (a process may infer many models).
+MEMO = True
+_RESHAPES: dict[tuple[Any, ...], Shape] = {}
+_NOT_KEPT = object()
+_MEMO_MAX_RANGES = 32
+_MEMO_MAX_ENTRIES = 4096
 
 
 def _split_symbols(target: list[Dim], doubtful: list[int], out: list[Dim], allowzero: int, dom: Domain) -> list[str]:
@@ -620,6 +681,33 @@ def broadcast_conflict(shapes: list[Shape]) -> bool:
         if len(ints) > 1:
             return True
     return False
+
+
+def broadcast_shortcut(shapes: list[Shape]) -> Shape:
+    """``broadcast_shapes`` of ``shapes`` in its common case, None when it is not that case: every
+    shape known, and each the last dims of the longest one or all ones (``x + x``, ``x * w[8]``,
+    ``x - mean[batch, seq, 1]`` is not). Then the answer is the longest shape: each dim broadcasts
+    with itself or with 1, which proves nothing, names nothing and conflicts with nothing (the
+    plain path's ``prove``, ``join`` and ``broadcast_conflict`` have nothing to do). The longest
+    dims must be ints, symbols or None (the plain path converts others, or refuses them)."""
+    longest: Shape = None
+    for s in shapes:
+        if s is None:
+            return None
+        if longest is None or len(s) > len(longest):
+            longest = s
+    if longest is None:
+        return None
+    rank = len(longest)
+    for s in shapes:
+        for d in s:  # type: ignore[union-attr]
+            if d is not None and type(d) is not int and type(d) is not Sym:
+                return None
+        if s is not longest and s != longest[rank - len(s):]:  # type: ignore[arg-type]
+            for d in s:  # type: ignore[union-attr]
+                if d != 1:
+                    return None
+    return longest
 
 
 def broadcast_join(call: OpCall) -> Callable[[Dim, Dim], Dim] | None:
