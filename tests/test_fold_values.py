@@ -23,6 +23,7 @@ pytest.importorskip("onnxruntime")
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "fuzz"))
 import shapearith  # noqa: E402
 from test_passes_support import Outcome, all_nodes, check_rewrite, optimize, parse  # noqa: E402
+from test_passes_support import run as run_model  # noqa: E402
 
 from shapeflow.drivers.linter import LintOptions, lint_file  # noqa: E402
 
@@ -251,10 +252,10 @@ def test_allowzero_1_target_of_own_dims_drops_allowzero(runner: shapearith.Runne
 
 
 def test_product_of_dims_becomes_minus_one_only_where_proven_nonzero(runner: shapearith.Runner) -> None:
-    # [b*s, 64] from [b, s, 64]: b*s may be 0, where the computed 0 copies dim 0 (b) and fails in
-    # onnxruntime at b=3, s=0 while -1 would give [0, 64]: no -1, and nothing else to do
+    # [b*s, 64] from [b, s, 64] under --strict: b*s may be 0, where the computed 0 copies dim 0 (b)
+    # and fails in onnxruntime at b=3, s=0 while -1 would give [0, 64]: no -1, nothing else to do
     plain = model(MERGE, inputs="float[b, s, 64] x", outputs="float[?, 64] y", inits=MERGE_INITS)
-    out = optimize(plain)
+    out = optimize(plain, strict=True)
     assert "static-reshape-target" not in out.fired
     assert any("may be 0" in s for s in out.result.skipped)
     # a second Reshape with -1 beside b and s proves b, s >= 1 wherever the model runs: -1 is right
@@ -265,12 +266,39 @@ def test_product_of_dims_becomes_minus_one_only_where_proven_nonzero(runner: sha
       z = Reshape(x, t2)
     """, inputs="float[b, s, 64] x", outputs="float[?, 64] y, float[b, s, 64] z",
         inits=MERGE_INITS + ", int64[1] m1 = {-1}")
-    out = optimize(proven)
+    out = optimize(proven, strict=True)
     assert out.fired["static-reshape-target"] == 2
     targets = {n.output[0]: inits(out)[n.input[1]] for n in out.after.graph.node if n.op_type == "Reshape"}
     assert targets == {"y": [-1, 64], "z": [0, 0, -1]}
     check_rewrite(out, values=(1, 2, 7))
     oracle(runner, proven)
+
+
+def test_product_of_dims_that_may_be_0_becomes_minus_one_by_default(runner: shapearith.Runner) -> None:
+    # Without --strict the -1 is written even where b*s may be 0: there the computed target's 0
+    # copies b, which runs only when b is 0 too (then -1 gives 0 as well); where b is not 0 the
+    # original fails (b=3, s=0) and the -1 gives [0, 64]: a failure removed, nothing changed where
+    # the original runs (tf2onnx's Tensordot computes Reshape [batch * seq, 16] so)
+    plain = model(MERGE, inputs="float[b, s, 64] x", outputs="float[?, 64] y", inits=MERGE_INITS)
+    out = optimize(plain)
+    assert out.fired["static-reshape-target"] == 1
+    assert ops(out) == ["Reshape"]
+    assert inits(out)[out.after.graph.node[0].input[1]] == [-1, 64]
+    check_rewrite(out, values=(0, 1, 2, 7))
+    oracle(runner, plain)
+    feeds = {"x": np.zeros((3, 0, 64), np.float32)}
+    assert isinstance(run_model(out.before, feeds), Exception)
+    assert run_model(out.after, feeds)[0].shape == (0, 64)
+    # the product must be the element count: [p*q, 64] of [b, s, 64], p and q another input's
+    # dims, keeps its computed target
+    other = model(MERGE.replace("sh = Shape(x)", "sh = Shape(w)"), inputs="float[b, s, 64] x, float[p, q] w",
+                  outputs="float[?, 64] y", inits=MERGE_INITS)
+    out = optimize(other)
+    assert "static-reshape-target" not in out.fired
+    assert any("not the input's element count" in s for s in out.result.skipped)
+    # and the element left must be the only one not a positive integer: [b*s, 0] stays too
+    zero = plain.replace("int64[1] c64 = {64}", "int64[1] c64 = {0}").replace("float[?, 64] y", "float[?, ?] y")
+    assert "static-reshape-target" not in optimize(zero).fired
 
 
 def test_static_reshape_target_near_misses() -> None:

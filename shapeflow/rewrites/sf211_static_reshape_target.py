@@ -32,9 +32,13 @@ class StaticReshapeTarget(Rewrite):
     the constant target. With ``allowzero=0`` a 0 in the target copies the input's dim at its
     position, so a target element that inference proves equal to the input's dim there becomes 0,
     an integer stays as it is. One remaining symbolic element becomes -1 only when every other
-    element is a positive integer, it is at least 1 for every binding, and the target's product
-    equals the input's element count: then the -1 is that element wherever the model runs, empty
-    tensors included. The nodes that computed the target go when nothing else reads them.
+    element is a positive integer and the target's product equals the input's element count: then
+    the -1 is that element wherever the model runs, empty tensors included. Where that element is
+    0 the computed target copies the input's dim there, which runs only when that dim is 0 as well
+    (the counts must match), and the -1 gives 0 too; where that dim is not 0 the original fails and
+    the -1 does not: by default the rewrite removes that failure (the log says so), under
+    ``optimize --strict`` it fires only when the element is at least 1 for every binding. The nodes
+    that computed the target go when nothing else reads them.
 
     With ``allowzero=1`` (torch's dynamo exporter writes it) the rewrite also drops the attribute,
     and fires only when the target has no 0, every symbolic element is the input's dim (the 0s of
@@ -92,13 +96,17 @@ class StaticReshapeTarget(Rewrite):
         if why is not None:
             return why
         shown = [str(v) for v in value]
+        note = ""
+        for k, v in enumerate(new):
+            if v == -1 and type(value[k]) is not int and _may_be_zero(value[k]):
+                note = f"removes a run-time failure where target element {k} ({value[k]}) is 0 and the input's dim {k} is not"
 
         def message() -> str:
             return f"{ctx.display(nid)}: target [{', '.join(shown)}] is the constant {fmt_axes(new)}"
 
         # The target's computation dies with the rewrite: claimed, so that no other rewrite of the
         # round makes new nodes there for the sweep to miss.
-        return Match(nid, sweeps=exclusive_cone(ctx, nid, (target,)), message=message,
+        return Match(nid, sweeps=exclusive_cone(ctx, nid, (target,)), message=message, note=note,
                      payload=StaticTarget(tuple(new), bool(zero)))
 
     def apply(self, ctx: RoundContext, edit: Editor, m: Match[Any]) -> None:
@@ -140,10 +148,15 @@ def _constant_target(ctx: RoundContext, nid: int, value: tuple[Dim, ...], shape:
                             "not the input's dims there")
     if rest:
         k = rest[0]
-        why = _minus_one_problem(value, shape, new, k)
+        why = _minus_one_problem(value, shape, new, k, ctx.strict)
         if why is not None:
             return new, NoMatch(f"{ctx.display(nid)}: target element {k} ({value[k]}) {why}")
     return new, None
+
+
+def _may_be_zero(v: Dim) -> bool:
+    lo, _ = dim_bounds(v)
+    return lo is None or lo < 1
 
 
 def _others_positive(value: tuple[Dim, ...]) -> bool:
@@ -164,8 +177,15 @@ def _has_int(value: tuple[Dim, ...], ints: tuple[int, ...]) -> bool:
     return False
 
 
-def _minus_one_problem(value: tuple[Dim, ...], shape: tuple[Dim, ...], new: list[int], k: int) -> str | None:
-    """Why element ``k`` of the target cannot become -1 (None when it can)."""
+def _minus_one_problem(value: tuple[Dim, ...], shape: tuple[Dim, ...], new: list[int], k: int,
+                       strict: bool) -> str | None:
+    """Why element ``k`` of the target cannot become -1 (None when it can).
+
+    The others are positive integers with product P and ``value[k] * P`` is the input's element
+    count N for every binding. Where ``value[k] >= 1`` the -1 is N / P = ``value[k]``. Where it is
+    0 (allowzero=0), the original copies the input's dim k (fails when k is past the input's
+    rank): it runs only when that dim times P is N = 0, so that dim is 0, and the -1 gives
+    0 / P = 0 as well; where that dim is not 0 the original fails and the -1 does not."""
     product: Dim = 1
     for j, v in enumerate(new):
         if j == k:
@@ -173,9 +193,10 @@ def _minus_one_problem(value: tuple[Dim, ...], shape: tuple[Dim, ...], new: list
         if v < 1:
             return "is not the one element left: -1 needs every other one a positive integer"
         product = dim_mul(product, v)
-    lo, _ = dim_bounds(value[k])
-    if lo is None or lo < 1:
-        return "may be 0 (it would then copy the input's dim)"
+    if strict and _may_be_zero(value[k]):
+        # Where it is 0 it copies the input's dim k: the model runs there only when that dim is 0
+        # too (see below), and fails otherwise, a failure -1 removes.
+        return "may be 0 (it copies the input's dim there; --strict keeps the failure that can cause)"
     numel: Dim = 1
     for d in shape:
         if d is None:
