@@ -202,8 +202,8 @@ _SAME_CONSTANTS = "rounds/same-constants"
 
 def same_constants(ctx: RoundContext, sid: int) -> dict[str, str]:
     """The small initializers of scope ``sid`` that hold the same values as an earlier one (same
-    element type, dims and bytes: +0 and -0, or two NaN payloads, differ), each mapped to the first
-    one's name; once per round and scope. Initializers that are also graph inputs (a caller may
+    element type, dims and stored bytes: +0 and -0, or two NaN payloads, differ), each mapped to
+    the first one's name; once per round and scope (protobuf only: no numpy, no onnx import). Initializers that are also graph inputs (a caller may
     override them), external and string tensors are left out."""
     key = (_SAME_CONSTANTS, sid)
     found = ctx.cache.get(key)
@@ -213,7 +213,8 @@ def same_constants(ctx: RoundContext, sid: int) -> dict[str, str]:
     scope = ctx.graph.scopes[sid]
     if scope.kind == "graph" and len(scope.initializers) > 1:
         overridable = ctx.overridable
-        first: dict[tuple[int, tuple[int, ...], bytes], str] = {}
+        first: dict[bytes, str] = {}
+        blank = onnx.TensorProto()
         for name, t in scope.initializers.items():
             n = 1
             for d in t.dims:
@@ -221,11 +222,12 @@ def same_constants(ctx: RoundContext, sid: int) -> dict[str, str]:
             if (n > MAX_COMPARED_ELEMS or t.name != name or t.data_type == onnx.TensorProto.STRING
                     or t.data_location == onnx.TensorProto.EXTERNAL or (sid, name) in overridable):
                 continue
-            try:
-                data = onnx.numpy_helper.to_array(t).tobytes()
-            except Exception:  # a malformed tensor is simply not compared
-                continue
-            seen = first.setdefault((t.data_type, tuple(t.dims), data), name)
+            # The tensor as stored, without its name: the same type, dims and data field, bit for
+            # bit (a float field serializes its IEEE bits: +0.0 and -0.0 differ). Equal values
+            # stored in two ways (raw_data and int64_data) count as different: only a merge missed.
+            blank.CopyFrom(t)
+            blank.ClearField("name")
+            seen = first.setdefault(blank.SerializeToString(deterministic=True), name)
             if seen != name:
                 out[name] = seen
     ctx.cache[key] = out

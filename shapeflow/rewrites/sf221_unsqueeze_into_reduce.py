@@ -26,8 +26,7 @@ _KEEPS = not_applicable("the reduction keeps its axes (keepdims is not 0)")
 
 
 class KeepDims(NamedTuple):
-    red: int  # the Reduce: its output is no longer read, the sweep removes it
-    inputs: tuple[str, ...]  # the Reduce's inputs, which the new node reads
+    red: int  # the Reduce, which takes keepdims=1 and the Unsqueeze's output
 
 
 def reduced_axes(ctx: RoundContext, red: int, rank: int) -> tuple[int, ...] | NoMatch:
@@ -77,8 +76,8 @@ class UnsqueezeIntoReduce(Rewrite):
     ``ReduceMean``, ``ReduceMax``, ``ReduceMin``, ``ReduceProd``, ``ReduceL1``, ``ReduceL2``,
     ``ReduceLogSum``, ``ReduceLogSumExp``, ``ReduceSumSquare``), ``ArgMax`` or ``ArgMin`` with
     ``keepdims=0``, read by nothing else, when the positions the Unsqueeze inserts are exactly the
-    axes the reduction removed: ``shapeflow optimize`` replaces the pair by the same reduction with
-    ``keepdims=1`` (the default), which writes the Unsqueeze's output. The axes are compared
+    axes the reduction removed: ``shapeflow optimize`` gives the reduction ``keepdims=1`` (the
+    default) and the Unsqueeze's output, and removes the Unsqueeze. The axes are compared
     normalised against the input's rank: the reduction's from its ``axes`` attribute (before opset
     13 for ``ReduceSum``, 18 for the others) or its constant ``axes`` input, none meaning every
     axis (unless ``noop_with_empty_axes`` says to reduce nothing); an ``ArgMax``'s ``axis``
@@ -112,7 +111,6 @@ class UnsqueezeIntoReduce(Rewrite):
     order = 270
     pattern = Op("Unsqueeze", Op(REDUCE_OPS, name="red", exclusive=True, guards=(NoFunctionAttributes(),)),
                  guards=(DATA_INPUT,))
-    creates = frozenset(REDUCE_OPS)
 
     def check(self, ctx: RoundContext, b: Bound) -> Result:
         nid, red = b.root, b["red"]
@@ -134,23 +132,21 @@ class UnsqueezeIntoReduce(Rewrite):
             return NoMatch(f"{ctx.display(nid)} inserts {fmt_axes(inserted)}, {ctx.display(red)} "
                            f"reduced {fmt_axes(reduced)}")
         info = ctx.info(nid)
-        sweeps = (red, *exclusive_cone(ctx, nid, tuple(n for n in info.inputs[1:] if n)))
+        sweeps = exclusive_cone(ctx, nid, tuple(n for n in info.inputs[1:] if n))
 
         def message() -> str:
             return f"{ctx.display(nid)} puts back the axes {fmt_axes(reduced)} {ctx.display(red)} reduced"
 
-        return Match(nid, sweeps=sweeps, message=message,
-                     payload=KeepDims(red, tuple(rinfo.inputs)))
+        return Match(nid, writes=(nid, red), sweeps=sweeps, message=message, payload=KeepDims(red))
 
     def apply(self, ctx: RoundContext, edit: Editor, m: Match[Any]) -> None:
-        plan: KeepDims = m.payload
-        sid = ctx.sid(m.nid)
-        old = ctx.peek(plan.red)
-        name = edit.names.fresh(ctx.graph, old.name, "keepdims") if old.name else ""
-        entry = edit.new_node(sid, m.nid, old.op_type, list(plan.inputs), [ctx.output(m.nid)], name)
-        # keepdims=1 is the default: every attribute but keepdims, as it was
-        entry.attribute.extend(a for a in old.attribute if a.name != "keepdims")
+        # The reduction, edited in place (no new node), drops keepdims=0 (1 is the default) and
+        # writes the Unsqueeze's output, under its name; its own output was read only there.
+        red = m.payload.red
+        z = ctx.output(m.nid)
         edit.delete_node(m.nid)
+        edit.drop_attribute(red, "keepdims")
+        edit.set_output(red, 0, z)
 
 
 __all__ = ["UnsqueezeIntoReduce", "reduced_axes"]
