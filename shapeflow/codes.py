@@ -8,7 +8,7 @@ the dead-node sweep its own (SF205, ``shapeflow/passes/sweep.py``): a rewrite is
 whole table, both parts, is ``shapeflow.rules.ALL_CODES``, checked there for duplicates. Codes are
 fixed (SPEC.md section 2): a code is never renumbered, new rules take new codes. The hundreds group
 them: SF0xx the file and its graph, SF1xx axes and shapes, SF2xx rewrites (the next free one is
-SF221).
+SF222).
 """
 
 from __future__ import annotations

@@ -135,6 +135,43 @@ def test_duplicate_constants_merge_in_a_function_body(runner: shapearith.Runner)
     check(runner, m)
 
 
+def test_nodes_reading_equal_small_initializers_merge(runner: shapearith.Runner) -> None:
+    # jax2onnx writes new [0], [2] and [4, 4] initializers for each Dense layer's output shape:
+    # the Slices read equal constants under other names, so they are one, and so are the Concats
+    # and Reshapes after them
+    m = model(" s = Shape(x)\n"
+              + "".join(f" b{k} = Slice(s, st{k}, en{k})\n c{k} = Concat<axis=0>(b{k}, f{k})\n"
+                        f" r{k} = Reshape(x, c{k})\n" for k in range(3))
+              + " p = Add(r0, r1)\n y = Add(p, r2)",
+              inputs="float[seq, 2, 8] x", outputs="float[?, ?, ?, ?] y",
+              inits=", ".join(f"int64[1] st{k} = {{0}}, int64[1] en{k} = {{2}}, int64[2] f{k} = {{4, 4}}"
+                              for k in range(3)))
+    out, fired = optimized(m, ["merge-duplicates"])
+    assert fired["merge-duplicates"] == 6, fired
+    assert ops(out) == ["Shape", "Slice", "Concat", "Reshape", "Add", "Add"]
+    # the survivors read the first constants; the others are no longer read, and go
+    assert sorted(t.name for t in out.graph.initializer) == ["en0", "f0", "st0"]
+    check(runner, m)
+
+
+def test_initializers_that_only_look_equal_stay_apart() -> None:
+    # +0.0 and -0.0 (x + -0.0 keeps a -0.0 of x, x + 0.0 does not), int64 [0] and int32 [0],
+    # an initializer that is also a graph input (a caller may override it), and constants over
+    # 64 elements (compared by name only)
+    m = model(" a = Add(x, zp)\n b = Add(x, zm)\n y = Sub(a, b)\n"
+              " s = Shape(x)\n i = Cast<to=6>(s)\n g = Gather(s, i64)\n h = Gather(i, i32)\n"
+              " k = Gather(s, o1)\n l = Gather(s, o2)\n"
+              " u = Add(w, v1)\n v = Add(w, v2)\n z = Add(u, v)",
+              inputs="float[seq] x, int64[1] o2, float[65] w",
+              outputs="float[seq] y, int64[1] g, int32[1] h, int64[1] k, int64[1] l, float[65] z",
+              inits="float zp = {0.0}, float zm = {-0.0}, int64[1] i64 = {0}, int32[1] i32 = {0}, "
+                    "int64[1] o1 = {0}, int64[1] o2 = {0}, "
+                    f"float[65] v1 = {{{', '.join(['1.0'] * 65)}}}, float[65] v2 = {{{', '.join(['1.0'] * 65)}}}")
+    out, fired = optimized(m, ["merge-duplicates"])
+    assert fired == {}, fired
+    assert len(out.graph.node) == len(m.graph.node)
+
+
 # -- no-op-cast (SF208) ----------------------------------------------------------------------------
 
 def test_cast_to_own_type_and_round_trips_go(runner: shapearith.Runner) -> None:

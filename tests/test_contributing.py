@@ -30,17 +30,17 @@ def _block(first_line: str) -> str:
 
 @pytest.fixture
 def example(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> types.ModuleType:
-    """The doc's rewrite file, as module ``sfexample.sf221_double_negation`` of a package that holds
+    """The doc's rewrite file, as module ``sfexample.sf222_double_negation`` of a package that holds
     nothing else; also importable under the name the doc's test uses."""
     package = tmp_path / "sfexample"
     package.mkdir()
     (package / "__init__.py").write_text("")
-    (package / "sf221_double_negation.py").write_text(_block("# shapeflow/rewrites/sf221_double_negation.py"))
+    (package / "sf222_double_negation.py").write_text(_block("# shapeflow/rewrites/sf222_double_negation.py"))
     monkeypatch.syspath_prepend(str(tmp_path))
     found = rewrites.discover("sfexample", [str(package)])
     assert [spec.__name__ for spec in found] == ["DoubleNegation"]
-    module = sys.modules["sfexample.sf221_double_negation"]
-    monkeypatch.setitem(sys.modules, "shapeflow.rewrites.sf221_double_negation", module)
+    module = sys.modules["sfexample.sf222_double_negation"]
+    monkeypatch.setitem(sys.modules, "shapeflow.rewrites.sf222_double_negation", module)
     yield module
     for name in [n for n in sys.modules if n == "sfexample" or n.startswith("sfexample.")]:
         del sys.modules[name]
@@ -48,7 +48,7 @@ def example(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> types.ModuleType
 
 def test_the_example_is_discovered_with_its_identity(example: types.ModuleType) -> None:
     spec = example.DoubleNegation
-    assert spec.code is not None and (spec.code.code, spec.name) == ("SF221", "double-negation")
+    assert spec.code is not None and (spec.code.code, spec.name) == ("SF222", "double-negation")
     assert spec.roots == ("Neg",) and spec.after == frozenset({"Neg"})
     # its code is free: the example must not take a code the product uses
     assert spec.code.code not in {c.code for c in ALL_CODES}
@@ -57,9 +57,9 @@ def test_the_example_is_discovered_with_its_identity(example: types.ModuleType) 
 
 def test_its_lint_rule_and_docs_come_from_the_file(example: types.ModuleType) -> None:
     rule = hint_rule(example.DoubleNegation)
-    assert (rule.code, rule.name, rule.severity.value, rule.fixable) == ("SF221", "double-negation", "info", True)
+    assert (rule.code, rule.name, rule.severity.value, rule.fixable) == ("SF222", "double-negation", "info", True)
     text = rule_text(rule)
-    assert text.startswith("SF221 double-negation (info, fixable)\n\nNeg(Neg(x)) is x.")
+    assert text.startswith("SF222 double-negation (info, fixable)\n\nNeg(Neg(x)) is x.")
     markdown = rule_markdown(rule)
     for section in ("What it does", "Why is this bad?", "Example", "Fix", "When it does not fire"):
         assert f"### {section}" in markdown
@@ -78,9 +78,9 @@ def test_a_file_with_two_specs_is_refused(tmp_path: Path, monkeypatch: pytest.Mo
     package = tmp_path / "sftwo"
     package.mkdir()
     (package / "__init__.py").write_text("")
-    source = _block("# shapeflow/rewrites/sf221_double_negation.py")
-    (package / "sf221_double_negation.py").write_text(source + "\n\nclass Again(DoubleNegation):\n    code = Code(\"SF221\", \"double-negation\", INFO)\n")
+    source = _block("# shapeflow/rewrites/sf222_double_negation.py")
+    (package / "sf222_double_negation.py").write_text(source + "\n\nclass Again(DoubleNegation):\n    code = Code(\"SF222\", \"double-negation\", INFO)\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     with pytest.raises(ImportError, match="exactly one"):
         rewrites.discover("sftwo", [str(package)])
-    del sys.modules["sftwo.sf221_double_negation"], sys.modules["sftwo"]
+    del sys.modules["sftwo.sf222_double_negation"], sys.modules["sftwo"]

@@ -23,6 +23,7 @@ pytest.importorskip("onnxruntime")
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "fuzz"))
 import shapearith  # noqa: E402
 from test_passes_support import Outcome, all_nodes, check_rewrite, optimize, parse  # noqa: E402
+from test_passes_support import run as run_model  # noqa: E402
 
 from shapeflow.drivers.linter import LintOptions, lint_file  # noqa: E402
 
@@ -251,10 +252,10 @@ def test_allowzero_1_target_of_own_dims_drops_allowzero(runner: shapearith.Runne
 
 
 def test_product_of_dims_becomes_minus_one_only_where_proven_nonzero(runner: shapearith.Runner) -> None:
-    # [b*s, 64] from [b, s, 64]: b*s may be 0, where the computed 0 copies dim 0 (b) and fails in
-    # onnxruntime at b=3, s=0 while -1 would give [0, 64]: no -1, and nothing else to do
+    # [b*s, 64] from [b, s, 64] under --strict: b*s may be 0, where the computed 0 copies dim 0 (b)
+    # and fails in onnxruntime at b=3, s=0 while -1 would give [0, 64]: no -1, nothing else to do
     plain = model(MERGE, inputs="float[b, s, 64] x", outputs="float[?, 64] y", inits=MERGE_INITS)
-    out = optimize(plain)
+    out = optimize(plain, strict=True)
     assert "static-reshape-target" not in out.fired
     assert any("may be 0" in s for s in out.result.skipped)
     # a second Reshape with -1 beside b and s proves b, s >= 1 wherever the model runs: -1 is right
@@ -265,12 +266,91 @@ def test_product_of_dims_becomes_minus_one_only_where_proven_nonzero(runner: sha
       z = Reshape(x, t2)
     """, inputs="float[b, s, 64] x", outputs="float[?, 64] y, float[b, s, 64] z",
         inits=MERGE_INITS + ", int64[1] m1 = {-1}")
-    out = optimize(proven)
+    out = optimize(proven, strict=True)
     assert out.fired["static-reshape-target"] == 2
     targets = {n.output[0]: inits(out)[n.input[1]] for n in out.after.graph.node if n.op_type == "Reshape"}
     assert targets == {"y": [-1, 64], "z": [0, 0, -1]}
     check_rewrite(out, values=(1, 2, 7))
     oracle(runner, proven)
+
+
+def test_product_of_dims_that_may_be_0_becomes_minus_one_by_default(runner: shapearith.Runner) -> None:
+    # Without --strict the -1 is written even where b*s may be 0: there the computed target's 0
+    # copies b, which runs only when b is 0 too (then -1 gives 0 as well); where b is not 0 the
+    # original fails (b=3, s=0) and the -1 gives [0, 64]: a failure removed, nothing changed where
+    # the original runs (tf2onnx's Tensordot computes Reshape [batch * seq, 16] so)
+    plain = model(MERGE, inputs="float[b, s, 64] x", outputs="float[?, 64] y", inits=MERGE_INITS)
+    out = optimize(plain)
+    assert out.fired["static-reshape-target"] == 1
+    assert ops(out) == ["Reshape"]
+    assert inits(out)[out.after.graph.node[0].input[1]] == [-1, 64]
+    check_rewrite(out, values=(0, 1, 2, 7))
+    oracle(runner, plain)
+    feeds = {"x": np.zeros((3, 0, 64), np.float32)}
+    assert isinstance(run_model(out.before, feeds), Exception)
+    assert run_model(out.after, feeds)[0].shape == (0, 64)
+    # [p*q, 64] of [b, s, 64], p and q another input's dims: the model runs only where p*q is b*s
+    # (or p*q is 0 and b is b*s), and there the -1 gives the same; --strict wants the product
+    # proven to be the element count
+    other = model(MERGE.replace("sh = Shape(x)", "sh = Shape(w)"), inputs="float[b, s, 64] x, float[p, q] w",
+                  outputs="float[?, 64] y", inits=MERGE_INITS)
+    out = optimize(other)
+    assert out.fired["static-reshape-target"] == 1
+    assert inits(out)[out.after.graph.node[0].input[1]] == [-1, 64]
+    for b, s, p, q in ((2, 3, 3, 2), (2, 3, 6, 1), (0, 5, 0, 4), (1, 1, 1, 1), (3, 0, 0, 7), (2, 3, 2, 2)):
+        feeds = {"x": np.arange(b * s * 64, dtype=np.float32).reshape(b, s, 64),
+                 "w": np.zeros((p, q), np.float32)}
+        want, got = run_model(out.before, feeds), run_model(out.after, feeds)
+        if isinstance(want, Exception):
+            assert p * q != b * s or b * s == 0  # (2, 3, 2, 2): 4 rows of 64 from 6
+            continue
+        assert want[0].tobytes() == got[0].tobytes() and want[0].shape == got[0].shape
+    out = optimize(other, strict=True)
+    assert "static-reshape-target" not in out.fired
+    assert any("may be 0" in s for s in out.result.skipped)
+    out = optimize(other, strict=True, assumptions={"p": (1, None), "q": (1, None)})
+    assert "static-reshape-target" not in out.fired
+    assert any("not the input's element count" in s for s in out.result.skipped)
+    # and the element left must be the only one not a positive integer: [b*s, 0] stays too
+    zero = plain.replace("int64[1] c64 = {64}", "int64[1] c64 = {0}").replace("float[?, 64] y", "float[?, ?] y")
+    assert "static-reshape-target" not in optimize(zero).fired
+
+
+def test_unknown_element_beside_positive_integers_becomes_minus_one() -> None:
+    # tf2onnx's STFT frames: Reshape(Range(0, n, 1), [n, 1]), n a value inference does not know
+    # (here a graph input). Wherever the model runs, the output has the input's element count, so
+    # dim 0 is that count over 1: [-1, 1] says the same. At n = -2 the original fails (a target
+    # element below -1) and the -1 runs: a failure removed, which --strict does not allow.
+    text = model("""
+      r = Range(zero, n, one)
+      u = Unsqueeze(n, a0)
+      t = Concat <axis = 0> (u, c1)
+      y = Reshape(r, t)
+    """, inputs="int64 n", outputs="int64[?, 1] y",
+        inits="int64 zero = {0}, int64 one = {1}, int64[1] a0 = {0}, int64[1] c1 = {1}")
+    out = optimize(text)
+    assert out.fired["static-reshape-target"] == 1
+    assert ops(out) == ["Range", "Reshape"]
+    assert inits(out)[out.after.graph.node[1].input[1]] == [-1, 1]
+    assert any("removes a run-time failure" in line for line in out.result.log)
+    for n in (-1, 0, 1, 2, 3, 37):
+        feeds = {"n": np.array(n, np.int64)}
+        want, got = run_model(out.before, feeds), run_model(out.after, feeds)
+        assert not isinstance(want, Exception)
+        assert want[0].tobytes() == got[0].tobytes() and want[0].shape == got[0].shape == (max(n, 0), 1)
+    feeds = {"n": np.array(-2, np.int64)}
+    assert isinstance(run_model(out.before, feeds), Exception)
+    assert run_model(out.after, feeds)[0].shape == (0, 1)
+    out = optimize(text, strict=True)
+    assert "static-reshape-target" not in out.fired
+    assert any("is unknown" in s for s in out.result.skipped)
+    # two unknown elements, or one beside a 0 or a -1: no constant says it
+    two = text.replace("t = Concat <axis = 0> (u, c1)", "t = Concat <axis = 0> (u, u)").replace("int64[?, 1] y",
+                                                                                            "int64[?, ?] y")
+    assert "static-reshape-target" not in optimize(two).fired
+    for c in ("0", "-1"):
+        other = text.replace("int64[1] c1 = {1}", f"int64[1] c1 = {{{c}}}").replace("int64[?, 1] y", "int64[?, ?] y")
+        assert "static-reshape-target" not in optimize(other).fired
 
 
 def test_static_reshape_target_near_misses() -> None:

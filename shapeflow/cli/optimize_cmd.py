@@ -300,8 +300,9 @@ def _report(model: str, output: str | None, result: OptimizeResult, fmt: str, ve
     if result.premises:
         lines.append(f"  assuming {', '.join(result.premises)}: rewrites may rely on it")
     if result.notes:
-        lines.append(f"  {len(result.notes):,} rewrite(s) cancel a Squeeze of a dim not known to be 1: "
-                     "the model no longer fails when that dim is not 1 (--strict keeps them)")
+        lines.append(f"  {len(result.notes):,} rewrite(s) remove a run-time failure (a squeezed dim not known "
+                     "to be 1, a Reshape target element not known to fit): the model no longer fails there "
+                     "(--strict keeps them)")
     if report is not None:
         if report.ok:
             lines.append(f"  verified: {report.summary()}")

@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Iterable
 
+from .._onnx import onnx
 from ..graph import ModelGraph
 from .context import AXIS_OPS, RoundContext
 from .dispatch import Dispatch, roots
@@ -192,6 +193,53 @@ def neighbourhood_changed(ctx: RoundContext, edit: Editor, candidates: Iterable[
     return False
 
 
+# Initializers up to this many elements count as the same input when their contents are equal
+# (shape and index constants: exporters write a new ``[0]`` or ``[-1, 32]`` for each use); larger
+# ones (weights) only under the same name.
+MAX_COMPARED_ELEMS = 64
+_SAME_CONSTANTS = "rounds/same-constants"
+
+
+def same_constants(ctx: RoundContext, sid: int) -> dict[str, str]:
+    """The small initializers of scope ``sid`` that hold the same values as an earlier one (same
+    element type, dims and stored bytes: +0 and -0, or two NaN payloads, differ), each mapped to
+    the first one's name; once per round and scope (protobuf only: no numpy, no onnx import). Initializers that are also graph inputs (a caller may
+    override them), external and string tensors are left out."""
+    key = (_SAME_CONSTANTS, sid)
+    found = ctx.cache.get(key)
+    if found is not None:
+        return found  # type: ignore[return-value]
+    out: dict[str, str] = {}
+    scope = ctx.graph.scopes[sid]
+    if scope.kind == "graph" and len(scope.initializers) > 1:
+        overridable = ctx.overridable
+        first: dict[bytes, str] = {}
+        blank = onnx.TensorProto()
+        for name, t in scope.initializers.items():
+            n = 1
+            for d in t.dims:
+                n *= d
+            if (n > MAX_COMPARED_ELEMS or t.name != name or t.data_type == onnx.TensorProto.STRING
+                    or t.data_location == onnx.TensorProto.EXTERNAL or (sid, name) in overridable):
+                continue
+            # The tensor as stored, without its name: the same type, dims and data field, bit for
+            # bit (a float field serializes its IEEE bits: +0.0 and -0.0 differ). Equal values
+            # stored in two ways (raw_data and int64_data) count as different: only a merge missed.
+            blank.CopyFrom(t)
+            blank.ClearField("name")
+            seen = first.setdefault(blank.SerializeToString(deterministic=True), name)
+            if seen != name:
+                out[name] = seen
+    ctx.cache[key] = out
+    return out
+
+
+def _canonical(inputs: tuple[str, ...], canon: dict[str, str]) -> tuple[str, ...]:
+    if not canon or canon.keys().isdisjoint(inputs):
+        return inputs
+    return tuple([canon.get(n, n) for n in inputs])
+
+
 def keyed_collision(ctx: RoundContext, edit: Editor) -> bool:
     """For rewrites whose match depends only on a node's own op, inputs and attributes
     (``SAME_KEY``: duplicates): whether a node this round modified or created now has the op,
@@ -204,7 +252,7 @@ def keyed_collision(ctx: RoundContext, edit: Editor) -> bool:
     fresh = [(nodes[nid].scope, ctx.proto(nid)) for nid in edit.modified if nid not in deleted]
     fresh += edit.new_nodes()
     for sid, node in fresh:
-        key = (sid, node.op_type, tuple(node.input))
+        key = (sid, node.op_type, _canonical(tuple(node.input), same_constants(ctx, sid)))
         attrs = serialized_attributes(node)
         seen = changed.setdefault(key, [])
         if attrs in seen:
@@ -213,13 +261,21 @@ def keyed_collision(ctx: RoundContext, edit: Editor) -> bool:
     modified = edit.modified
     scopes = ctx.graph.scopes
     for (sid, op, inputs), seen in changed.items():
-        # An unchanged node with these inputs reads the first one (or, without inputs, is one of
-        # the scope's nodes)
-        others = scopes[sid].consumers.get(inputs[0], ()) if inputs and inputs[0] else scopes[sid].nodes
+        # An unchanged node with these inputs reads the first one, or a constant equal to it (or,
+        # without inputs, is one of the scope's nodes)
+        canon = same_constants(ctx, sid)
+        consumers = scopes[sid].consumers
+        if inputs and inputs[0]:
+            others = list(consumers.get(inputs[0], ()))
+            for name, first in canon.items():
+                if first == inputs[0]:
+                    others += consumers.get(name, ())
+        else:
+            others = scopes[sid].nodes
         for nid in others:
             info = nodes[nid]
-            if (info.op_type != op or info.inputs != inputs or info.scope != sid or nid in deleted
-                    or nid in modified):
+            if (info.op_type != op or _canonical(info.inputs, canon) != inputs or info.scope != sid
+                    or nid in deleted or nid in modified):
                 continue
             if (serialized_attributes(info.peek()) if info.has_attrs else b"") in seen:
                 return True
@@ -244,5 +300,5 @@ def rewrote_function_bodies(graph: ModelGraph, edit: Editor, written: Iterable[i
 
 __all__ = [
     "SKIP_TAKEN", "Claims", "RoundResult", "another_round", "keyed_collision", "neighbourhood_changed", "rewrote_function_bodies",
-    "run_round", "serialized_attributes",
+    "run_round", "same_constants", "serialized_attributes",
 ]

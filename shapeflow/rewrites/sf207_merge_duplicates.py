@@ -9,7 +9,7 @@ from ..passes.context import ANY_OP, RoundContext
 from ..passes.edit import Editor
 from ..passes.match import Match, NoMatch, Result, not_applicable
 from ..passes.pattern import SAME_KEY, Bound, Guard, Op
-from ..passes.rounds import serialized_attributes
+from ..passes.rounds import same_constants, serialized_attributes
 from ..passes.spec import Rewrite
 
 # Ops whose two runs on the same inputs may differ (randomness), or whose value is state rather
@@ -24,6 +24,7 @@ _STATEFUL_PREFIXES = ("Sequence", "Optional")
 _STATEFUL = frozenset({"SplitToSequence", "ConcatFromSequence"})
 
 _TABLE = "merge-duplicates/buckets"
+
 _ALONE = not_applicable("no other node of its scope has the same op and inputs")
 _EXCLUDED = not_applicable("op not merged (random, stateful, subgraphs or not ai.onnx)")
 _FIRST = not_applicable("the first of its duplicates (it survives)")
@@ -42,9 +43,10 @@ def _excluded(ctx: RoundContext, nid: int) -> bool:
 
 
 def _buckets(ctx: RoundContext) -> dict[int, list[int]]:
-    """Per round: node id -> the nodes of its scope with the same op and inputs, in the scope's
-    topological order, for the nodes that have such company (a list shared by its members). One
-    pass over the index per round, reading no proto; the few candidates are judged later."""
+    """Per round: node id -> the nodes of its scope with the same op and inputs (a small constant
+    input counted by its content), in the scope's topological order, for the nodes that have such
+    company (a list shared by its members). One pass over the index per round, reading no node
+    proto; the few candidates are judged later."""
     found = ctx.cache.get(_TABLE)
     if found is None:
         nodes = ctx.graph.nodes
@@ -52,9 +54,14 @@ def _buckets(ctx: RoundContext) -> dict[int, list[int]]:
         for scope in ctx.graph.scopes:
             first: dict[tuple[str, tuple[str, ...]], int] = {}
             groups: dict[int, list[int]] = {}
+            canon = same_constants(ctx, scope.id)
+            renamed = canon.keys()
             for nid in scope.order:
                 info = nodes[nid]
-                key = (info.op_type, info.inputs)
+                inputs = info.inputs
+                if canon and not renamed.isdisjoint(inputs):
+                    inputs = tuple([canon.get(n, n) for n in inputs])
+                key = (info.op_type, inputs)
                 seen = first.setdefault(key, nid)
                 if seen != nid:
                     group = groups.get(seen)
@@ -118,8 +125,10 @@ class MergeDuplicates(Rewrite):
     """Two nodes with the same op, attributes and inputs are one node.
 
     ## What it does
-    Reports a node of the same scope, domain (ai.onnx), op, inputs (the same tensors, in order),
-    outputs present and attributes as an earlier one: it computes the same values, so
+    Reports a node of the same scope, domain (ai.onnx), op, inputs (the same tensors, in order, an
+    initializer of at most 64 elements counting as the same as an earlier one with the same
+    element type, dims and bytes), outputs present and attributes as an earlier one: it computes
+    the same values, so
     ``shapeflow optimize`` deletes it and lets its readers read the earlier node's outputs. Chains
     of duplicates collapse over rounds (once two Shape nodes are one, their Gathers are
     duplicates). The earliest node (in topological order) survives, so the result is
@@ -131,7 +140,10 @@ class MergeDuplicates(Rewrite):
     copies per layer), which keeps the graph large and hides that the shapes are the same.
 
     ## Example
-    ``a = Shape(x)`` and later ``b = Shape(x)``: ``b``'s readers can read ``a``.
+    ``a = Shape(x)`` and later ``b = Shape(x)``: ``b``'s readers can read ``a``. So can those of
+    ``Slice(s, starts_1, ends_1)`` read ``Slice(s, starts_0, ends_0)`` when ``starts_1`` and
+    ``starts_0`` are both the initializer ``[0]``, ``ends_1`` and ``ends_0`` both ``[2]`` (jax2onnx
+    writes new ones for each Dense layer).
 
     ## Fix
     ``shapeflow optimize MODEL -o OUT`` or ``shapeflow lint --fix MODEL`` merges them. Each
@@ -140,7 +152,9 @@ class MergeDuplicates(Rewrite):
     ## When it does not fire
     For random or stateful ops (RandomNormal..., Multinomial, Bernoulli, Dropout, Sequence/Optional
     ops), nodes with subgraphs, other domains and model-local functions, or when the later node's
-    output must keep its name (a graph output, or read by name in a subgraph).
+    output must keep its name (a graph output, or read by name in a subgraph). Constants count as
+    the same only as initializers of the node's own graph, not when they are also graph inputs
+    (a caller may override them), external, strings or over 64 elements.
     """
 
     code = Code("SF207", "merge-duplicates", INFO, fixable=True)

@@ -10,12 +10,56 @@ from ..graph import INITIALIZER
 from ..passes.context import RoundContext, fmt_axes
 from ..passes.edit import Editor
 from ..passes.match import Match, NoMatch, Result, not_applicable
-from ..passes.pattern import Bound, KnownInput, Op, allowzero, exclusive_cone, overridable_problem, target_value
+from ..passes.pattern import (
+    RESHAPE_INPUT_SINCE, Bound, KnownInput, Op, allowzero, exclusive_cone, overridable_problem, tensor_of,
+)
 from ..passes.spec import Rewrite
 
 _CONSTANT_TARGET = not_applicable("target is already a constant")
 _OUTSIDE_TARGET = not_applicable("target is not computed in this graph")
 _FOLDS = not_applicable("target value is all integers: fold-known-value folds it")
+
+
+_UNKNOWN_TARGET = not_applicable("target value not known before run time (more than one element unknown)")
+_NO_TARGET = not_applicable("no target input")
+_UNKNOWN_RANK = not_applicable("input rank unknown")
+
+
+class MostlyKnownInput(KnownInput):
+    """Input ``k`` of the node has a value inference knows, every element but at most one (an
+    int or a symbol; the one left may be unknown)."""
+
+    def check(self, ctx: RoundContext, nid: int) -> NoMatch | None:
+        info = ctx.graph.nodes[nid]
+        names = info.inputs
+        if len(names) <= self.k or not names[self.k]:
+            return _UNKNOWN_TARGET
+        t = ctx.tensor(info.scope, names[self.k])
+        if t is None or t.value is None:
+            return _UNKNOWN_TARGET
+        unknown = 0
+        for v in t.value:
+            if v is None:
+                unknown += 1
+        return _UNKNOWN_TARGET if unknown > 1 else None
+
+
+def _target_value(ctx: RoundContext, nid: int) -> "tuple[tuple[Dim | None, ...], tuple[Dim, ...]] | NoMatch":
+    """``target_value``, with at most one element of the target unknown (None)."""
+    info = ctx.graph.nodes[nid]
+    names = info.inputs
+    if len(names) < 2 or not names[0] or not names[1] or (info.since_version or 0) < RESHAPE_INPUT_SINCE:
+        return _NO_TARGET
+    sid = info.scope
+    t = tensor_of(ctx, sid, names[1])
+    if t is None or t.value is None or t.shape is None or len(t.shape) != 1:
+        return _UNKNOWN_TARGET
+    if sum(1 for v in t.value if v is None) > 1:
+        return _UNKNOWN_TARGET
+    x = tensor_of(ctx, sid, names[0])
+    if x is None or x.shape is None:
+        return _UNKNOWN_RANK
+    return t.value, x.shape
 
 
 class StaticTarget(NamedTuple):
@@ -31,10 +75,15 @@ class StaticReshapeTarget(Rewrite):
     integer or the input's own dim at the same position, where ``shapeflow optimize`` would give it
     the constant target. With ``allowzero=0`` a 0 in the target copies the input's dim at its
     position, so a target element that inference proves equal to the input's dim there becomes 0,
-    an integer stays as it is. One remaining symbolic element becomes -1 only when every other
-    element is a positive integer, it is at least 1 for every binding, and the target's product
-    equals the input's element count: then the -1 is that element wherever the model runs, empty
-    tensors included. The nodes that computed the target go when nothing else reads them.
+    an integer stays as it is. One remaining element, symbolic or even unknown, becomes -1 when
+    every other element is a positive integer: wherever the model runs, its output has the input's
+    element count N, so that dim is N over the others' product P whatever the element held (itself
+    when positive, N / P for a -1, the copied input dim for a 0: each must make the count N), which
+    is what -1 gives, empty tensors included. Where the element is not N / P the original fails
+    and the -1 does not: by default the rewrite removes that failure (the log says so when the
+    element may be 0 or is unknown); under ``optimize --strict`` the element must be a symbol at
+    least 1 for every binding with P times it equal to N. The nodes that computed the target go
+    when nothing else reads them.
 
     With ``allowzero=1`` (torch's dynamo exporter writes it) the rewrite also drops the attribute,
     and fires only when the target has no 0, every symbolic element is the input's dim (the 0s of
@@ -57,18 +106,19 @@ class StaticReshapeTarget(Rewrite):
     Constant node) there, so each firing removes one computed input for good.
 
     ## When it does not fire
-    When the target is already a constant, when an element is unknown or symbolic in another way,
+    When the target is already a constant, when two elements are unknown, or symbolic and not the
+    input's dims there, or one beside an element that is not a positive integer,
     or when the model has initializers that are also graph inputs (values could be overridden at
     run time).
     """
 
     code = Code("SF211", "static-reshape-target", INFO, fixable=True)
     order = 330
-    pattern = Op("Reshape", guards=(KnownInput(1),))
+    pattern = Op("Reshape", guards=(MostlyKnownInput(1),))
 
     def check(self, ctx: RoundContext, b: Bound) -> Result:
         nid = b.root
-        found = target_value(ctx, nid)
+        found = _target_value(ctx, nid)
         if isinstance(found, NoMatch):
             return found
         value, shape = found
@@ -91,14 +141,19 @@ class StaticReshapeTarget(Rewrite):
         new, why = _constant_target(ctx, nid, value, shape, zero)
         if why is not None:
             return why
-        shown = [str(v) for v in value]
+        shown = ["?" if v is None else str(v) for v in value]
+        note = ""
+        for k, v in enumerate(new):
+            if v == -1 and type(value[k]) is not int and _may_be_zero(value[k], ctx.domain):
+                note = (f"removes a run-time failure where target element {k} ({shown[k]}) times the others "
+                        "is not the input's element count")
 
         def message() -> str:
             return f"{ctx.display(nid)}: target [{', '.join(shown)}] is the constant {fmt_axes(new)}"
 
         # The target's computation dies with the rewrite: claimed, so that no other rewrite of the
         # round makes new nodes there for the sweep to miss.
-        return Match(nid, sweeps=exclusive_cone(ctx, nid, (target,)), message=message,
+        return Match(nid, sweeps=exclusive_cone(ctx, nid, (target,)), message=message, note=note,
                      payload=StaticTarget(tuple(new), bool(zero)))
 
     def apply(self, ctx: RoundContext, edit: Editor, m: Match[Any]) -> None:
@@ -110,7 +165,7 @@ class StaticReshapeTarget(Rewrite):
             edit.drop_attribute(m.nid, "allowzero")
 
 
-def _constant_target(ctx: RoundContext, nid: int, value: tuple[Dim, ...], shape: tuple[Dim, ...],
+def _constant_target(ctx: RoundContext, nid: int, value: "tuple[Dim | None, ...]", shape: tuple[Dim, ...],
                      zero: int) -> tuple[list[int], NoMatch | None]:
     """The constant target, or why there is none."""
     rank = len(shape)
@@ -140,10 +195,18 @@ def _constant_target(ctx: RoundContext, nid: int, value: tuple[Dim, ...], shape:
                             "not the input's dims there")
     if rest:
         k = rest[0]
-        why = _minus_one_problem(value, shape, new, k, ctx.domain)
+        why = _minus_one_problem(value, shape, new, k, ctx.domain, ctx.strict)
         if why is not None:
-            return new, NoMatch(f"{ctx.display(nid)}: target element {k} ({value[k]}) {why}")
+            shown = "?" if value[k] is None else value[k]
+            return new, NoMatch(f"{ctx.display(nid)}: target element {k} ({shown}) {why}")
     return new, None
+
+
+def _may_be_zero(v: "Dim | None", dom: Domain) -> bool:
+    if v is None:
+        return True
+    lo, _ = dim_bounds(v, dom)
+    return lo is None or lo < 1
 
 
 def _others_positive(value: tuple[Dim, ...], dom: Domain) -> bool:
@@ -164,9 +227,17 @@ def _has_int(value: tuple[Dim, ...], ints: tuple[int, ...]) -> bool:
     return False
 
 
-def _minus_one_problem(value: tuple[Dim, ...], shape: tuple[Dim, ...], new: list[int], k: int,
-                       dom: Domain) -> str | None:
-    """Why element ``k`` of the target cannot become -1 (None when it can)."""
+def _minus_one_problem(value: tuple["Dim | None", ...], shape: tuple[Dim, ...], new: list[int], k: int,
+                       dom: Domain, strict: bool) -> str | None:
+    """Why element ``k`` of the target cannot become -1 (None when it can).
+
+    Every other element is a positive integer; P is their product and N the input's element
+    count. Wherever the original runs, its output has N elements, so its dim k is N / P whatever
+    element k held: itself when it is positive, N / P for a -1, the input's dim k for a 0 (with
+    allowzero=0; under allowzero=1 the 0 itself, then N = 0). The -1 gives N / P: the same shape.
+    Where the original fails (element k not N / P, or < -1), the -1 may run instead: a failure
+    removed, which ``--strict`` does not allow. Under it, element k must be a symbol at least 1 for
+    every binding whose product with P is N (then it is N / P and no failure is removed)."""
     product: Dim = 1
     for j, v in enumerate(new):
         if j == k:
@@ -174,14 +245,18 @@ def _minus_one_problem(value: tuple[Dim, ...], shape: tuple[Dim, ...], new: list
         if v < 1:
             return "is not the one element left: -1 needs every other one a positive integer"
         product = dim_mul(product, v)
-    lo, _ = dim_bounds(value[k], dom)
-    if lo is None or lo < 1:
-        return "may be 0 (it would then copy the input's dim)"
+    if not strict:
+        return None
+    elem = value[k]
+    if elem is None:
+        return "is unknown (--strict keeps the failure a wrong value would cause)"
+    if _may_be_zero(elem, dom):
+        return "may be 0 (it copies the input's dim there; --strict keeps the failure that can cause)"
     numel: Dim = 1
     for d in shape:
         if d is None:
-            return "cannot be checked against the input's element count"
+            return "cannot be checked against the input's element count (--strict)"
         numel = dim_mul(numel, d)
-    if dim_mul(value[k], product) != numel:
-        return "times the others is not the input's element count"
+    if dim_mul(elem, product) != numel:
+        return "times the others is not the input's element count (--strict)"
     return None
