@@ -80,8 +80,8 @@ class StaticReshapeTarget(Rewrite):
     element count N, so that dim is N over the others' product P whatever the element held (itself
     when positive, N / P for a -1, the copied input dim for a 0: each must make the count N), which
     is what -1 gives, empty tensors included. Where the element is not N / P the original fails
-    and the -1 does not: by default the rewrite removes that failure (the log says so when the
-    element may be 0 or is unknown); under ``optimize --strict`` the element must be a symbol at
+    and the -1 does not: by default the rewrite removes that failure (the log says so unless the
+    element is proven N / P as below); under ``optimize --strict`` the element must be a symbol at
     least 1 for every binding with P times it equal to N. The nodes that computed the target go
     when nothing else reads them.
 
@@ -144,7 +144,10 @@ class StaticReshapeTarget(Rewrite):
         shown = ["?" if v is None else str(v) for v in value]
         note = ""
         for k, v in enumerate(new):
-            if v == -1 and type(value[k]) is not int and _may_be_zero(value[k], ctx.domain):
+            # Reported unless --strict's proof holds (a symbol >= 1 whose product with the others
+            # is the input's element count): a symbol >= 1 that is not N / P fails just the same.
+            if (v == -1 and type(value[k]) is not int
+                    and _minus_one_problem(value, shape, new, k, ctx.domain, True) is not None):
                 note = (f"removes a run-time failure where target element {k} ({shown[k]}) times the others "
                         "is not the input's element count")
 
