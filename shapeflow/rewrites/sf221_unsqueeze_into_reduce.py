@@ -98,7 +98,10 @@ class UnsqueezeIntoReduce(Rewrite):
     the result, its kernels compute the same values in the same order either way (brute-forced in
     onnxruntime 1.32 for every op above at opsets 13 and 18, float and integer types, empty
     inputs included), and the elements of a tensor and of it with 1-dims inserted are in the same
-    row-major order.
+    row-major order. That is with onnxruntime's graph optimisations disabled, as every rewrite is
+    compared: with its defaults, the keepdims=1 form is what some of its fusions match (a
+    ``ReduceMean -> Sub -> Pow -> ReduceMean -> Add -> Sqrt -> Div`` layer norm becomes one
+    ``LayerNormalization``, which the Unsqueezes blocked), and those round differently.
 
     ## When it does not fire
     When the reduction's output has another reader or is a graph output; when the Unsqueeze
