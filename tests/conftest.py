@@ -46,3 +46,11 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "scale: a scale run (gigabytes, minutes); deselected unless -m scale")
     if not config.getoption("markexpr", ""):
         config.option.markexpr = "not scale"
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    # the interpreters tests/cli_process.py started end with the session (their runs' CPU time is
+    # then accounted to this process, as a subprocess's is)
+    starters = sys.modules.get("cli_process")
+    if starters is not None:
+        starters.stop_all()
