@@ -6,6 +6,9 @@ the suite's knobs.
   tests are independent, most of their time is onnxruntime and subprocesses, and a 2-core machine
   runs the suite in half the time.
 * The lint cache's user key lives in a folder of the session (``XDG_CACHE_HOME``), not ``~/.cache``.
+* One onnxruntime worker process (``fuzz/shapearith.py``'s ``Runner``: a crash or a hang there
+  fails one run and the worker restarts) serves every module of a pytest process (``ort_runner``):
+  starting one costs about a second of CPU.
 * ``-m scale`` runs the tests marked ``scale`` (gigabyte-sized models under ``ulimit -v``), which a
   plain run deselects; ``.ci/run`` runs them as a step of their own.
 """
@@ -17,6 +20,7 @@ import os
 import shutil
 import sys
 import tempfile
+from typing import Any, Iterator
 
 import pytest
 
@@ -54,3 +58,16 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     starters = sys.modules.get("cli_process")
     if starters is not None:
         starters.stop_all()
+
+
+@pytest.fixture(scope="session")
+def ort_runner() -> Iterator[Any]:
+    """onnxruntime in a child process, shared by the test modules' ``runner`` fixtures."""
+    fuzz = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fuzz")
+    if fuzz not in sys.path:
+        sys.path.insert(0, fuzz)
+    pytest.importorskip("onnxruntime")
+    import shapearith
+
+    with shapearith.Runner() as runner:
+        yield runner

@@ -41,9 +41,8 @@ SIZES = (0, 1, 2, 3, 37)
 
 
 @pytest.fixture(scope="module")
-def runner() -> Iterator[shapearith.Runner]:
-    with shapearith.Runner() as r:
-        yield r
+def runner(ort_runner) -> Iterator[shapearith.Runner]:
+    yield ort_runner  # one onnxruntime worker for the session (tests/conftest.py)
 
 
 def model(text: str, opset: int = 17) -> onnx.ModelProto:
