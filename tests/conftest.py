@@ -9,6 +9,9 @@ the suite's knobs.
 * One onnxruntime worker process (``fuzz/shapearith.py``'s ``Runner``: a crash or a hang there
   fails one run and the worker restarts) serves every module of a pytest process (``ort_runner``):
   starting one costs about a second of CPU.
+* Every onnxruntime session a test creates runs its kernels on one thread unless the test chooses a
+  count: by default each session starts a pool of one thread per core, and starting it costs ten
+  times what creating a small model's session otherwise does (the tests create tens of thousands).
 * ``-m scale`` runs the tests marked ``scale`` (gigabyte-sized models under ``ulimit -v``), which a
   plain run deselects; ``.ci/run`` runs them as a step of their own.
 """
@@ -35,6 +38,30 @@ if "SHAPEFLOW_TESTS_KEEP_XDG" not in os.environ:
 # A shape rule that raises is a bug: outside the tests its node's outputs become unknown (and a
 # warning says so); here, in this process and in every CLI subprocess, it raises and fails the test.
 os.environ["SHAPEFLOW_RAISE_RULE_CRASHES"] = "1"
+
+
+def _one_thread_sessions() -> None:
+    try:
+        import onnxruntime
+    except ImportError:
+        return
+    base = onnxruntime.InferenceSession
+
+    class InferenceSession(base):  # type: ignore[misc, valid-type]
+        __doc__ = base.__doc__
+
+        def __init__(self, path_or_bytes: Any, sess_options: Any = None, *args: Any, **kwargs: Any) -> None:
+            options = onnxruntime.SessionOptions() if sess_options is None else sess_options
+            if options.intra_op_num_threads == 0:  # 0: one thread per core
+                options.intra_op_num_threads = 1
+            if options.inter_op_num_threads == 0:
+                options.inter_op_num_threads = 1
+            super().__init__(path_or_bytes, options, *args, **kwargs)
+
+    onnxruntime.InferenceSession = InferenceSession  # type: ignore[misc]
+
+
+_one_thread_sessions()
 
 
 @pytest.hookimpl(tryfirst=True)
