@@ -922,6 +922,45 @@ class _Gen:
                 bound = bound * abs(k) if op == "Mul" else bound + abs(k)
         self.add_val(self.node("Cast", [cur], INT64, to=INT64), length, min(bound, 2**63))
 
+    def op_kernel_fixed(self) -> None:
+        """A dim only a kernel fixes (issue 22): tf2onnx's LayerNorm scale ``Expand(1.0, n)`` with
+        ``n`` the int32 product of a tensor's dims (unknown where it may wrap), against the
+        tensor's elements as channels of BatchNormalization / InstanceNormalization, as a MatMul's
+        or Gemm's inner dim, or as Conv's input channels; or ``n`` made of another product that
+        matches only at some bindings (the oracle checks the bindings onnxruntime runs)."""
+        rng = self.rng
+        d = self.pick_data(float_only=True)
+        if d.bound ** d.rank > 100_000:
+            return
+        i32 = TensorProto.INT32
+        other = self.pick_data(float_only=True) if rng.random() < 0.25 else d
+        dims = self.node("Cast", [self.node("Shape", [other.name], INT64)], i32, to=i32)
+        n = self.node("Cast", [self.node("ReduceProd", [dims], i32, keepdims=1)], INT64, to=INT64)
+        one = self.const(1.0, FLOAT)
+        op = rng.choice(("BatchNormalization", "InstanceNormalization", "MatMul", "Gemm", "Conv"))
+        if op in ("BatchNormalization", "InstanceNormalization"):
+            x = self.node("Reshape", [d.name, self.const([1, -1, 1])], FLOAT)
+            scale = self.node("Expand", [one, n], FLOAT)
+            ins = [x, scale, scale] + ([scale, scale] if op == "BatchNormalization" else [])
+            out = self.node(op, ins, FLOAT)
+            self.add_data(scale, 1, d.bound ** d.rank)
+            self.add_data(out, 3, d.bound ** d.rank)
+            return
+        flat = self.node("Reshape", [d.name, self.const([-1, 1] if op != "Conv" else [1, -1, 1])], FLOAT)
+        if op == "Conv":
+            w = self.node("Expand", [one, self.node("Concat", [self.const([2]), n, self.const([1])], INT64, axis=0)],
+                          FLOAT)
+            out = self.node("Conv", [flat, w], FLOAT)
+            self.add_data(w, 3, d.bound ** d.rank)
+            self.add_data(out, 3, 2)
+            return
+        trans = rng.randint(0, 1) if op == "Gemm" else 0
+        parts = [n, self.const([2])] if trans else [self.const([2]), n]
+        lhs = self.node("Expand", [one, self.node("Concat", parts, INT64, axis=0)], FLOAT)
+        out = self.node(op, [lhs, flat], FLOAT, **({"transA": 1} if trans else {}))
+        self.add_data(lhs, 2, d.bound ** d.rank)
+        self.add_data(out, 2, 2)
+
     def op_broadcast_data(self) -> None:
         """Two data tensors whose dims are different symbols (or a symbol and a constant),
         broadcast by Add, Mul, Where or Expand: valid only at some bindings, and what a run proves
@@ -1180,7 +1219,7 @@ class _Gen:
             (self.op_duplicate, 0.8), (self.op_identity, 0.4),
             (self.op_cast_chain, 0.6), (self.op_round_trip, 0.8),
             (self.op_heads, 0.8), (self.op_reduce_val, 0.8), (self.op_int32_chain, 0.8),
-            (self.op_broadcast_data, 0.8),
+            (self.op_broadcast_data, 0.8), (self.op_kernel_fixed, 1.0),
             (self.op_pow, 0.8), (self.op_variadic, 0.8), (self.op_int_arith, 0.8), (self.op_stored_const, 0.6),
             (self.op_float_range, 0.4),
             (self.op_absorb_reshape, 0.6), (self.op_unit_region, 0.6),
@@ -1188,6 +1227,7 @@ class _Gen:
         checked = {self.op_expand, self.op_reshape, self.op_tile, self.op_pad, self.op_arith,
                    self.op_where, self.op_concat_val, self.op_fan_out, self.op_own_shape,
                    self.op_round_trip, self.op_heads, self.op_broadcast_data, self.op_int32_chain,
+                   self.op_kernel_fixed,
                    self.op_absorb_reshape, self.op_unit_region}
         funcs = [f for f, _ in ops]
         weights = [w for _, w in ops]

@@ -114,6 +114,10 @@ class Inference:
     # (independent) the broadcasts of two dims inference cannot tell apart, by name (broadcast_join)
     joins: dict[frozenset[Dim], Sym] = field(default_factory=dict, repr=False)
     join_names: dict[str, frozenset[Dim]] = field(default_factory=dict, repr=False)
+    # (main graph) tensor -> {axis: dim}: dims inference left unknown that a node's kernel fixes
+    # (onnxruntime refuses the node unless they hold: ``equate``); the run after the one that
+    # found them states them where the tensor is computed.
+    refined: dict[str, dict[int, Dim]] = field(default_factory=dict, repr=False)
 
     def domain(self) -> ContextManager[None]:
         """The block in which dims are judged as inference judged them (its ranges in force):
@@ -181,6 +185,25 @@ class Inference:
         if call.nid in self.load_errors:
             self.taint(call)
 
+    def equate(self, call: OpCall, i: int, axis: int, dim: Dim) -> None:
+        """Input ``i`` of ``call`` has ``dim`` at ``axis`` wherever the model runs: the node's kernel
+        refuses any other (BatchNormalization's scale against the channels, MatMul's inner dims).
+        Kept when the node is of the main graph (it always runs, dead or not), the tensor is
+        computed there by a node, and inference left that dim unknown: the next run states it
+        where the tensor is computed (``refined``)."""
+        if call.scope != 0 or dim is None:
+            return
+        names = call.input_names
+        name = names[i] if i < len(names) else ""
+        if not name or name in self.tainted or self.graph.scopes[0].producer.get(name, -1) < 0:
+            return
+        t = self.tensors[0].get(name)
+        if t is None or t.shape is None or not 0 <= axis < len(t.shape) or t.shape[axis] is not None:
+            return
+        if type(dim) is Sym and self.join_names and any(n in self.join_names for n in dim.symbols()):
+            return  # a broadcast join is named per run: not a dim the next run can read
+        self.refined.setdefault(name, {}).setdefault(axis, dim)
+
     def taint(self, call: OpCall) -> None:
         """``call``'s node fails: its outputs (and what is computed from them) are tainted."""
         self.tainted.update(name for name in call.output_names if name)
@@ -204,6 +227,36 @@ def _taint_through(tainted: set[str], info: NodeInfo) -> None:
     """A node that reads a tainted tensor computes tainted ones (``Inference.tainted``)."""
     if any(name in tainted for name in info.inputs):
         tainted.update(name for name in info.outputs if name)
+
+
+def _after_rule(outs: list[TensorInfo | None] | None, info: NodeInfo, tainted: set[str],
+                refine: Mapping[str, Mapping[int, Dim]] | None) -> list[TensorInfo | None] | None:
+    """The rare steps after a node's rule: taint (``Inference.tainted``), and the unknown dims of
+    its outputs that a kernel downstream fixes (``Inference.equate``, found by an earlier run)."""
+    if tainted:
+        _taint_through(tainted, info)
+    if refine is not None and outs:
+        return _refine(outs, info.outputs, refine)
+    return outs
+
+
+def _refine(outs: list[TensorInfo | None], outputs: tuple[str, ...],
+            refine: Mapping[str, Mapping[int, Dim]]) -> list[TensorInfo | None]:
+    """``outs`` with the unknown dims a kernel downstream fixes stated (``Inference.equate``); a
+    new list when one is (a rule's or a call's list may be memoised)."""
+    for k, name in enumerate(outputs):
+        axes = refine.get(name) if name else None
+        t = outs[k] if axes and k < len(outs) else None
+        if t is None or t.shape is None:
+            continue
+        shape = list(t.shape)
+        for axis, d in axes.items():  # type: ignore[union-attr]
+            if axis < len(shape) and shape[axis] is None:
+                shape[axis] = d
+        # new records: the rule may have handed back an input's, or a memoised list
+        outs = list(outs)
+        outs[k] = TensorInfo(t.dtype, tuple(shape), t.value)
+    return outs
 
 
 def infer(graph: ModelGraph, bindings: Mapping[str, int] | None = None,
@@ -238,10 +291,12 @@ def infer(graph: ModelGraph, bindings: Mapping[str, int] | None = None,
         if bindings:
             bindings = {**bindings, **{copy: bindings[key[1]] for key, copy in copies.items() if key[1] in bindings}}
     result = _run(graph, bindings, limits, progress, user, start, alias, independent, copies)
-    if result.ranges != start:
-        # The run proved facts (a -1 Reshape makes seq >= 1 wherever the model runs). Nodes
-        # before the one that proved them did not know them: one more run starts from them.
-        result = _run(graph, bindings, limits, progress, user, result.ranges, alias, independent, copies)
+    if result.ranges != start or result.refined:
+        # The run proved facts (a -1 Reshape makes seq >= 1 wherever the model runs; a kernel
+        # fixes a dim inference left unknown). Nodes before the one that proved them did not know
+        # them: one more run starts from them.
+        result = _run(graph, bindings, limits, progress, user, result.ranges, alias, independent, copies,
+                      result.refined)
     return result
 
 
@@ -281,14 +336,17 @@ def shared_dim_names(graph: ModelGraph) -> dict[CopyKey, str]:
 
 def _run(graph: ModelGraph, bindings: Mapping[str, int] | None, limits: Limits, progress: Progress | None,
          user: dict[str, Bound], start: Mapping[str, Bound], aliases: dict[str, str],
-         independent: bool = False, copies: Mapping[CopyKey, str] | None = None) -> Inference:
+         independent: bool = False, copies: Mapping[CopyKey, str] | None = None,
+         refined: Mapping[str, Mapping[int, Dim]] | None = None) -> Inference:
     result = Inference(graph, dict(bindings or {}), limits)
+    if refined:
+        result.refined = {name: dict(axes) for name, axes in refined.items()}
     result.assumptions = user
     result.aliases = aliases
     result.independent = independent
     result.copies = dict(copies) if copies else {}
     result.tensors = [dict() for _ in graph.scopes]
-    runner = _Runner(result, progress)
+    runner = _Runner(result, progress, refined)
     with assuming(start):
         runner.run_scope(graph.scopes[0])
         for sid in graph.functions.values():
@@ -319,8 +377,11 @@ _READS_REFERENCES = frozenset({"Squeeze", "Unsqueeze", "Constant"})
 
 
 class _Runner:
-    def __init__(self, result: Inference, progress: Progress | None) -> None:
+    def __init__(self, result: Inference, progress: Progress | None,
+                 refined: Mapping[str, Mapping[int, Dim]] | None = None) -> None:
         self.r = result
+        # main-graph tensor -> {axis: dim} a kernel fixes (Inference.equate, found by an earlier run)
+        self.refine = refined or None
         self.g = result.graph
         self.progress = progress
         self.done = 0
@@ -382,6 +443,7 @@ class _Runner:
         shapes = self.shapes
         at_call = in_function and bool(self.callers)  # a body run with one call's inputs
         tainted = r.tainted  # (one set for the run, filled in place)
+        refine = self.refine if sid == 0 else None
         for nid in scope.order:
             info = nodes[nid]
             ins: list[TensorInfo | None] = []
@@ -423,8 +485,8 @@ class _Runner:
                 if fsid is not None:
                     outs = self._call(fsid, nid, info, ins)
             outputs = info.outputs
-            if tainted:
-                _taint_through(tainted, info)
+            if tainted or refine is not None:
+                outs = _after_rule(outs, info, tainted, refine)
             if len(outputs) == 1:
                 t = outs[0] if outs else None
                 name = outputs[0]

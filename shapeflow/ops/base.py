@@ -140,6 +140,28 @@ class OpCall:
     def subgraph_outputs(self, attr: str) -> list[TensorInfo | None] | None:
         return self.engine.subgraph_outputs(self.nid, attr)
 
+    def same_dims(self, *positions: tuple[int, int]) -> None:
+        """The node's kernel refuses to run unless the dims at ``positions`` ((input, axis); a
+        negative axis counts from the end) are all equal: in the main graph, where a node always
+        runs, an unknown one among them is the known one (``Inference.equate``)."""
+        if self.scope != 0:
+            return
+        known: Dim = None
+        blank: list[tuple[int, int]] = []
+        for i, axis in positions:
+            t = self.input(i)
+            s = None if t is None else t.shape
+            if s is None or not -len(s) <= axis < len(s):
+                continue
+            d = s[axis]
+            if d is None:
+                blank.append((i, axis % len(s)))
+            elif known is None:
+                known = d
+        if known is not None:
+            for i, axis in blank:
+                self.engine.equate(self, i, axis, known)
+
     def doubt(self) -> None:
         """The rule met inputs it finds inconsistent (an axis out of range, two static dims that
         cannot meet): let onnx's shape inference of the node, which onnxruntime runs when it loads

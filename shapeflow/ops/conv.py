@@ -132,6 +132,8 @@ def conv(call: OpCall) -> list[TensorInfo | None]:
     lead = (xs[0] if xs else None, channels)
     if call.scope == 0 and kernel is not None:
         _prove_window_fits(call, xs, kernel)
+    if call.scope == 0 and call.attr_int("group", 1) == 1:
+        call.same_dims((0, 1), (1, 1))  # onnxruntime refuses input channels other than W's
     return [TensorInfo(dtype, _window_shape(call, xs, kernel, lead, False, False))]
 
 

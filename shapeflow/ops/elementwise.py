@@ -31,7 +31,7 @@ UNARY = (
     "Asin", "Acos", "Atan", "Sinh", "Cosh", "Asinh", "Acosh", "Atanh", "Softplus", "Softsign", "Gelu",
     "LeakyRelu", "Elu", "Selu", "Celu", "HardSigmoid", "HardSwish", "Mish", "ThresholdedRelu",
     "Softmax", "LogSoftmax", "Hardmax", "Clip", "Sign", "Shrink", "LpNormalization",
-    "InstanceNormalization", "MeanVarianceNormalization", "BatchNormalization", "LayerNormalization",
+    "MeanVarianceNormalization", "LayerNormalization",
     "GroupNormalization", "RMSNormalization", "SkipLayerNormalization", "BitwiseNot", "Trilu",
     "CumSum", "ReverseSequence",
 )
@@ -375,6 +375,8 @@ def matmul(call: OpCall) -> list[TensorInfo | None]:
     if (type(inner[0]) is int and type(inner[1]) is int and inner[0] != inner[1]) or \
             broadcast_conflict([tuple(sa[:-2]), tuple(sb[:-2])]):
         call.doubt()
+    elif (inner[0] is None) is not (inner[1] is None) and call.op_type == "MatMul":
+        call.same_dims((0, -1), (1, 0 if squeeze_b else -2))  # the kernel refuses unequal ones
     batch = broadcast_shapes([tuple(sa[:-2]), tuple(sb[:-2])], broadcast_join(call), prove=call.scope == 0)
     if batch is None:
         return [TensorInfo(dtype, None)]
@@ -395,6 +397,8 @@ def gemm(call: OpCall) -> list[TensorInfo | None]:
     k_b = b.shape[1] if trans_b else b.shape[0]  # type: ignore[index]
     if type(k_a) is int and type(k_b) is int and k_a != k_b:
         call.doubt()
+    elif (k_a is None) is not (k_b is None):
+        call.same_dims((0, 0 if trans_a else 1), (1, 1 if trans_b else 0))  # the kernel refuses unequal ones
     return [TensorInfo(dtype, (m, n))]
 
 

@@ -541,9 +541,25 @@ def outside_readers(ctx: RoundContext, sid: int, names: Iterable[str],
     return None
 
 
+def rename_region(ctx: RoundContext, edit: Editor, sid: int, members: Iterable[int], z: str,
+                  z_name: str, suffix: str) -> None:
+    """After a rewrite changes the value of every tensor a region computes: its last tensor ``z``
+    takes ``z_name`` (the name whose value it now is), every other one a fresh name. A tensor
+    keeps its name only with its value: what inference carries over to the next round relies on it."""
+    for p in members:
+        old = ctx.output(p)
+        if old == z:
+            edit.set_output(p, 0, z_name)
+        else:
+            new = edit.names.fresh(ctx.graph, old, suffix)
+            edit.set_output(p, 0, new)
+            edit.replace_uses(sid, old, new)
+        edit.forget_value_info(sid, old)
+
+
 __all__ = [
     "AnyNode", "Bound", "bound", "Bypass", "BypassPlan", "DATA_INPUT", "DataInput", "Guard", "ReadBy", "data_readers", "KnownInput", "KnownValue", "MAX_CONE", "NEIGHBOURHOOD",
     "NoFunctionAttributes", "Op", "Pattern", "Region", "SAME_KEY", "exclusive_cone", "must_keep_name",
-    "one_element_constant", "outside_readers", "overridable_problem", "region", "tensor_of", "ALLOWZERO_SINCE",
+    "one_element_constant", "outside_readers", "overridable_problem", "region", "rename_region", "tensor_of", "ALLOWZERO_SINCE",
     "RESHAPE_INPUT_SINCE", "allowzero", "target_value",
 ]

@@ -11,6 +11,7 @@ from ..passes.edit import Editor
 from ..passes.match import Match, NoMatch, Result, not_applicable
 from ..passes.pattern import (
     Bound, Guard, Op, Region, exclusive_cone, must_keep_name, one_element_constant, overridable_problem, region,
+    rename_region,
 )
 from ..passes.spec import Rewrite
 
@@ -194,18 +195,9 @@ class ReshapeRoundTrip(Rewrite):
             return
         edit.replace_uses(sid, plan.r1_out, plan.x)
         edit.delete_node(plan.r1)
-        # A tensor keeps its name only with its value (what inference carries over to the next
-        # round relies on it): the region's tensors now have x's shape, so they take new names,
-        # and its output takes R2's, whose value it now is.
-        for p in plan.region:
-            old = ctx.output(p)
-            if old == plan.z:
-                edit.set_output(p, 0, plan.r2_out)
-            else:
-                new = edit.names.fresh(ctx.graph, old, "unreshaped")
-                edit.set_output(p, 0, new)
-                edit.replace_uses(sid, old, new)
-            edit.forget_value_info(sid, old)
+        # The region's tensors now have x's shape, so they take new names, and its output takes
+        # R2's, whose value it now is.
+        rename_region(ctx, edit, sid, plan.region, plan.z, plan.r2_out, "unreshaped")
 
 __all__ = ["ReshapeRoundTrip"]
 

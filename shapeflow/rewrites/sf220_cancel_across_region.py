@@ -9,7 +9,7 @@ from ..dims import Dim
 from ..passes.context import RoundContext, fmt_axes
 from ..passes.edit import Editor
 from ..passes.match import Match, NoMatch, Result, not_applicable
-from ..passes.pattern import Bound, DataInput, Op, exclusive_cone, tensor_of
+from ..passes.pattern import Bound, DataInput, Op, exclusive_cone, rename_region, tensor_of
 from ..passes.spec import Rewrite
 from .sf215_reshape_round_trip import ELEMENTWISE
 
@@ -144,15 +144,7 @@ class CancelAcrossRegion(Rewrite):
         edit.delete_node(plan.u)
         # The region's tensors lose the unit axes: they take new names, and its last tensor takes
         # the Squeeze's output name, whose value (shape and elements) it now is.
-        for p in plan.region:
-            old = ctx.output(p)
-            if old == plan.z:
-                edit.set_output(p, 0, plan.out)
-            else:
-                new = edit.names.fresh(ctx.graph, old, "squeeze")
-                edit.set_output(p, 0, new)
-                edit.replace_uses(sid, old, new)
-            edit.forget_value_info(sid, old)
+        rename_region(ctx, edit, sid, plan.region, plan.z, plan.out, "squeeze")
 
 
 def _rank(ctx: RoundContext, sid: int, name: str) -> "tuple[Dim, ...] | None":
