@@ -118,7 +118,9 @@ def run_cli(argv: Sequence[str], *, cwd: str | os.PathLike[str] | None = None, t
             memory: int | None = MEMORY_LIMIT, env: Mapping[str, str] | None = None,
             preexec: Callable[[], None] | None = None, python_args: Sequence[str] = (),
             module: Sequence[str] = ("-m", "shapeflow"), prefix: Sequence[str] = ()) -> Run:
-    """``python -m shapeflow ARGV`` in a subprocess, under ``RLIMIT_AS`` and a wall-clock timeout.
+    """``python -m shapeflow ARGV`` in a process of its own, under ``RLIMIT_AS`` and a wall-clock
+    timeout: forked from a started interpreter (``tests/cli_process.py``) unless a prefix, Python
+    flags, another module or ``preexec`` ask for a fresh start.
 
     ``prefix`` wraps the command (``unshare ... sh -c '...; exec "$@"'``). The child is reaped
     with ``wait4`` so its peak RSS is known."""
