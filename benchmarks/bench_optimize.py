@@ -26,8 +26,11 @@ Bars (issue 16), checked per model and listed with the gap when they fail:
 * shape-arithmetic nodes: shapeflow <= onnxsim;
 * shapeflow's output bit-identical in onnxruntime, and its signature unchanged;
 * compose: onnxsim+shapeflow keeps no more S+U nor shape arithmetic than onnxsim alone, exact;
-* the 500k-node synthetic graphs, each kind (issue 26): at least 5x faster than onnxsim (wall),
-  peak RSS at or below onnxsim's and at most 1.5 GB, and time(500k) / time(100k) <= 6 (CPU).
+* the 500k-node synthetic graphs, each kind (issue 26): at least 5x faster than onnxsim (wall time,
+  the fastest run of each tool; the CPU ratio and each round's wall ratio are printed beside it),
+  peak RSS at or below onnxsim's and at most 1.5 GB, and time(500k) / time(100k) <= 6 (CPU). On the
+  synthetic graphs the tools run interleaved: ``--repeat`` rounds, each running every tool once,
+  shapeflow first in one round and last in the next (the peers too run ``--repeat`` times there).
 
 Corpora (``--only-corpus``, comma-separated): ``shared`` = ../shared/corpus; ``text`` =
 benchmarks/text_corpus (built by make_text_corpus.py when absent and transformers is installed, else
@@ -126,6 +129,7 @@ class Run:
     shape_arith: int | None = None
     signature_same: bool | None = None
     walls: list[float] = field(default_factory=list)  # every run's wall seconds (the spread)
+    cpus: list[float] = field(default_factory=list)  # every run's CPU seconds (interleaved runs)
     signature_diff: str | None = None
     exact: bool | None = None  # bit-identical in onnxruntime, ORT_DISABLE_ALL (None: not checked)
     exact_all: bool | None = None  # the same with ORT_ENABLE_ALL (information)
@@ -309,18 +313,57 @@ def run_best(tool: str, model: Model, workdir: str, timeout: float, repeat: int)
     best: Run | None = None
     peak = 0
     walls: list[float] = []
+    cpus: list[float] = []
     for _ in range(max(1, repeat)):
         run = run_tool(tool, model, workdir, timeout)
         peak = max(peak, run.peak_rss or 0)
         if run.status != "ok":
             return run
         walls.append(run.seconds or 0.0)
+        cpus.append(run.cpu or 0.0)
         if best is None or (run.cpu or 0) < (best.cpu or 0):
             best = run
     assert best is not None
     best.peak_rss = peak or None
     best.walls = walls
+    best.cpus = cpus
     return best
+
+
+def run_interleaved(tools: list[str], model: Model, workdir: str, timeout: float, repeat: int) -> list[Run]:
+    """Every tool ``repeat`` times on ``model``, one round after the other: in each round every tool
+    runs once, shapeflow first in even rounds and after the peers in odd ones (onnxsim+shapeflow
+    always after onnxsim, whose output it reads). Per tool: the run of least CPU, with every run's
+    wall and CPU seconds (``walls``, ``cpus``) for the per-round ratios, and the largest peak RSS."""
+    ours = [t for t in tools if t == "shapeflow"]
+    others = [t for t in tools if t != "shapeflow"]
+    runs: dict[str, list[Run]] = {t: [] for t in tools}
+    for k in range(max(1, repeat)):
+        for tool in (ours + others if k % 2 == 0 else others + ours):
+            done = runs[tool]
+            if done and done[-1].status != "ok":
+                continue  # a failure or a timeout is not repeated
+            done.append(run_tool(tool, model, workdir, timeout))
+    out = []
+    for tool in tools:
+        rs = runs[tool]
+        ok = [r for r in rs if r.status == "ok"]
+        if not ok:
+            out.append(rs[-1])
+            continue
+        best = min(ok, key=lambda r: r.cpu or 0.0)
+        best.walls = [r.seconds or 0.0 for r in rs]
+        best.cpus = [r.cpu or 0.0 for r in rs]
+        best.peak_rss = max((r.peak_rss or 0) for r in ok) or None
+        out.append(best)
+    return out
+
+
+def _show(m: Model, tool: str, run: Run) -> None:
+    shown = run.status if run.status != "ok" else (
+        f"{run.squeeze_unsqueeze} S+U, {run.shape_arith} arith, {run.nodes} nodes, "
+        f"{run.seconds:.2f} s, {(run.peak_rss or 0) / 2**20:.0f} MiB")
+    print(f"{m.name:<34} {tool:<18} {shown}", file=sys.stderr, flush=True)
 
 
 def run_tool(tool: str, model: Model, workdir: str, timeout: float) -> Run:
@@ -514,11 +557,16 @@ def judge(report: Report) -> None:
         sim = by.get((big[0].name, "onnxsim"))
         if ours and ours.status == "ok":
             if sim is not None and sim.seconds is not None and sim.status in ("ok", "timeout"):
-                ratio = sim.seconds / ours.seconds  # type: ignore[operator]
+                # The bar is on wall time, the fastest run of each tool (the runs interleave:
+                # run_interleaved); CPU time (least of each) and every round's own wall ratio are
+                # shown beside it, as other engineers' jobs stretch wall times on a shared machine.
+                ratio = min(sim.walls or [sim.seconds]) / min(ours.walls or [ours.seconds])  # type: ignore[type-var, operator]
                 more = " (onnxsim timed out: at least)" if sim.status == "timeout" else ""
                 cpu = f", {sim.cpu / ours.cpu:.1f}x CPU" if sim.cpu and ours.cpu else ""
+                rounds = [f"{a / b:.1f}" for a, b in zip(sim.walls, ours.walls) if b]
+                per = f", per round (wall) {'/'.join(rounds)}" if len(rounds) > 1 else ""
                 bar = f"{kind} 500k: >= {SPEED_BAR:g}x faster than onnxsim"
-                bars.append((bar, ratio >= SPEED_BAR, f"{ratio:.1f}x wall{cpu}{more}"))
+                bars.append((bar, ratio >= SPEED_BAR, f"{ratio:.1f}x wall{cpu}{per}{more}"))
                 if ratio < SPEED_BAR:
                     _fail(report, big[0], bar, f"{ratio:.1f}x", ratio - SPEED_BAR)
                 if sim.status == "ok" and sim.peak_rss and ours.peak_rss:
@@ -797,18 +845,24 @@ def main(argv: list[str] | None = None) -> int:
     try:
         report.models = build_models(workdir, sizes, args.quick, corpora,
                                      tuple(k for k in args.kinds.split(",") if k))
-        # Tool by tool, shapeflow first: its runs on all models sit close in time, so the
-        # 500k/100k ratio is not skewed by a change of load on a shared machine in between.
+        # Corpus models: tool by tool, shapeflow first. The synthetic graphs (the speed bars):
+        # round by round, every tool once per round and the order reversed every other round
+        # (shapeflow first, then last), so that each ratio compares runs taken back to back on a
+        # shared machine whose load changes (run_interleaved).
         tools.sort(key=TOOLS.index)  # onnxsim before onnxsim+shapeflow, which reads its output
+        timed = [m for m in report.models if m.kind in SYNTHETIC]
         for tool in tools:
             for m in report.models:
+                if m in timed:
+                    continue
                 run = run_best(tool, m, workdir, timeout,
                                repeat if tool in ("shapeflow", COMPOSED) else args.repeat_peers)
                 report.runs.append(run)
-                shown = run.status if run.status != "ok" else (
-                    f"{run.squeeze_unsqueeze} S+U, {run.shape_arith} arith, {run.nodes} nodes, "
-                    f"{run.seconds:.2f} s, {(run.peak_rss or 0) / 2**20:.0f} MiB")
-                print(f"{m.name:<34} {tool:<18} {shown}", file=sys.stderr, flush=True)
+                _show(m, tool, run)
+        for m in timed:
+            for run in run_interleaved(tools, m, workdir, timeout, repeat):
+                report.runs.append(run)
+                _show(m, run.tool, run)
         if not args.no_ort:
             for m in report.models:
                 runs = [r for r in report.runs if r.model == m.name]

@@ -29,6 +29,7 @@ import io
 import json
 import os
 import random
+import re
 import shutil
 import subprocess
 import sys
@@ -217,6 +218,10 @@ def _findings(stdout: str) -> list[list[str]] | str:
     return sorted(out)
 
 
+def _text_digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
 def worker(models: Path, out: Path) -> None:
     """Run this process's shapeflow on every model of ``models``; write a manifest to ``out``."""
     out.mkdir(parents=True, exist_ok=True)
@@ -243,6 +248,11 @@ def worker(models: Path, out: Path) -> None:
         rec["lint_fix"] = [code, _digest(fixed)]
         code, stdout, _ = _run_cli(["lint", "--show-info", "--isolated", "--no-cache", "-q", "--format", "json", str(p)])
         rec["lint"] = [code, _findings(stdout)]
+        rec["lint_all"] = [code, _text_digest(stdout)]  # every finding, SF0xx and SF1xx too
+        for key, fmt in (("infer", "text"), ("infer_json", "json")):
+            code, stdout, stderr = _run_cli(["infer", str(p), "--format", fmt])
+            # (stderr's summary line says how long the run took: not compared)
+            rec[key] = [code, _text_digest(stdout), _text_digest(re.sub(r" nodes? in [0-9.]+ s\)", ")", stderr))]
         for f in (opt, strict, fixed):
             if f.exists():
                 f.unlink()
@@ -276,7 +286,9 @@ def compare(a: dict[str, dict[str, object]], b: dict[str, dict[str, object]]) ->
         if ra is None or rb is None:
             hard.append(f"{name}: only in one run")
             continue
-        for key in ("optimize", "optimize_strict", "lint_fix"):
+        for key in ("optimize", "optimize_strict", "lint_fix", "lint_all", "infer", "infer_json"):
+            if key not in ra or key not in rb:
+                continue  # (a manifest of an older compare_outputs.py)
             if ra[key] != rb[key]:
                 hard.append(f"{name}: {key}: {ra[key]} != {rb[key]}")
         if ra["lint"] != rb["lint"]:

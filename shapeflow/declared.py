@@ -29,7 +29,7 @@ from typing import Collection, Iterator, Mapping
 
 from ._onnx import onnx
 from .dimexpr import parse_dim
-from .dims import Bound, Dim, Shape, Sym, format_shape, substitute
+from .dims import BASE, Bound, Dim, Domain, Shape, Sym, format_shape, substitute
 from .graph import ModelGraph
 from .inference import Inference, declared_symbols
 
@@ -92,15 +92,17 @@ def declarations(graph: ModelGraph) -> Iterator[Declaration]:
 
 
 class DimReader:
-    """Reads declared dims as dims over a model's input symbols, each distinct text once."""
+    """Reads declared dims as dims over a model's input symbols, each distinct text once, in
+    ``domain`` (where its min, max and floors are decided)."""
 
-    def __init__(self, symbols: Collection[str]) -> None:
+    def __init__(self, symbols: Collection[str], domain: Domain = BASE) -> None:
         self.symbols = frozenset(symbols)
+        self.domain = domain
         self._parsed: dict[str, Dim] = {}
 
     @classmethod
-    def of(cls, graph: ModelGraph) -> "DimReader":
-        return cls(declared_symbols(graph))
+    def of(cls, graph: ModelGraph, domain: Domain = BASE) -> "DimReader":
+        return cls(declared_symbols(graph), domain)
 
     def dim(self, w: Written) -> Dim:
         """An int, an expression over input symbols, or None (no value, or an opaque name)."""
@@ -109,7 +111,7 @@ class DimReader:
         parsed = self._parsed
         if w in parsed:
             return parsed[w]
-        d = parsed[w] = parse_dim(w, self.symbols)
+        d = parsed[w] = parse_dim(w, self.symbols, self.domain)
         return d
 
     def invented(self, w: Written) -> bool:
@@ -183,7 +185,7 @@ def _witness(e: Sym, d: Sym, ranges: Mapping[str, Bound]) -> tuple[dict[str, int
     for env in envs:
         if any(not _within(v, ranges.get(n)) for n, v in env.items()):
             continue
-        a, b = substitute(e, env), substitute(d, env)
+        a, b = substitute(e, env, BASE), substitute(d, env, BASE)  # (every symbol bound: ints)
         if type(a) is not int or type(b) is not int or a == b:
             return None  # they agree somewhere the model may run: no contradiction
         if first is None:

@@ -28,7 +28,7 @@ from __future__ import annotations
 import re
 from typing import Collection
 
-from .dims import Dim, Sym, dim_add, dim_floordiv, dim_max, dim_min, dim_mod, dim_mul, dim_neg, dim_sub
+from .dims import BASE, Dim, Domain, Sym, dim_add, dim_floordiv, dim_max, dim_min, dim_mod, dim_mul, dim_neg, dim_sub
 
 __all__ = ["MAX_DEPTH", "MAX_TEXT", "parse_dim"]
 
@@ -59,10 +59,11 @@ def _tokens(text: str) -> list[str]:
 
 
 class _Parser:
-    def __init__(self, tokens: list[str], symbols: Collection[str]) -> None:
+    def __init__(self, tokens: list[str], symbols: Collection[str], dom: Domain) -> None:
         self.t = tokens
         self.i = 0
         self.symbols = symbols
+        self.dom = dom
         self.depth = 0
 
     def peek(self) -> str | None:
@@ -98,7 +99,7 @@ class _Parser:
                 value = dim_mul(value, rhs)
             else:
                 k = _positive_int(rhs)
-                value = dim_floordiv(value, k) if op == "//" else dim_mod(value, k)
+                value = dim_floordiv(value, k, self.dom) if op == "//" else dim_mod(value, k, self.dom)
             _known(value)
         return value
 
@@ -163,19 +164,19 @@ class _Parser:
                 raise _Opaque
             value = args[0]
             for a in args[1:]:
-                value = dim_min(value, a) if func == "min" else dim_max(value, a)
+                value = dim_min(value, a, self.dom) if func == "min" else dim_max(value, a, self.dom)
                 _known(value)
             return value
         if len(args) != _FUNCS[func]:
             raise _Opaque
         if func == "floordiv":
-            return _known(dim_floordiv(args[0], _positive_int(args[1])))
+            return _known(dim_floordiv(args[0], _positive_int(args[1]), self.dom))
         if func == "mod":
-            return _known(dim_mod(args[0], _positive_int(args[1])))
+            return _known(dim_mod(args[0], _positive_int(args[1]), self.dom))
         assert divisor is not None
         if func == "floor":
-            return _known(dim_floordiv(args[0], divisor))
-        return _known(dim_neg(dim_floordiv(dim_neg(args[0]), divisor)))  # ceil(E/k) = -floor(-E/k)
+            return _known(dim_floordiv(args[0], divisor, self.dom))
+        return _known(dim_neg(dim_floordiv(dim_neg(args[0]), divisor, self.dom)))  # ceil(E/k) = -floor(-E/k)
 
 
 def _known(d: Dim) -> Dim:
@@ -192,7 +193,7 @@ def _positive_int(d: Dim) -> int:
     return d
 
 
-def parse_dim(text: str, symbols: Collection[str]) -> Dim:
+def parse_dim(text: str, symbols: Collection[str], dom: Domain = BASE) -> Dim:
     """``text`` as a dim over ``symbols`` (an int, or an expression whose every name is one of
     ``symbols``); None when it is anything else, which the caller keeps as an opaque name. A text
     that is one of ``symbols`` is that symbol, whatever characters it has."""
@@ -204,7 +205,7 @@ def parse_dim(text: str, symbols: Collection[str]) -> Dim:
         tokens = _tokens(text)
         if not tokens:
             return None
-        p = _Parser(tokens, symbols)
+        p = _Parser(tokens, symbols, dom)
         value = p.expr()
         if p.peek() is not None:
             return None

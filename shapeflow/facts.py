@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 
-from .dims import Dim, Shape, dim_is_one
+from .dims import Dim, Domain, Shape, dim_is_one
 
 # Where a node's axes came from.
 AXES_ATTRIBUTE = "attribute"
@@ -95,10 +95,10 @@ def axes_rank(a: AxisNode) -> int | None:
     return len(a.input_shape)
 
 
-def non_unit_axes(a: AxisNode) -> list[tuple[int, int, Dim]]:
+def non_unit_axes(a: AxisNode, dom: Domain) -> list[tuple[int, int, Dim]]:
     """``[(axis as written, position, dim)]`` for each axis of Squeeze ``a`` whose dim is known not
     to be 1 (an integer other than 1, an expression such as ``seq + 2``, or ``seq`` under
-    ``--assume seq>=2``), once per position. Shared by SF104, its fix (the engine's
+    ``--assume seq>=2``: decided in ``dom``), once per position. Shared by SF104, its fix (the engine's
     squeeze-non-unit-dim rewrite) and SF112 (which must not blame declared shapes for the output
     of a node that cannot run)."""
     if a.op_type != "Squeeze" or a.axes.values is None or a.input_shape is None:
@@ -113,15 +113,15 @@ def non_unit_axes(a: AxisNode) -> list[tuple[int, int, Dim]]:
             continue  # SF101's
         p = ax % r
         d = a.input_shape[p]
-        if (d != 1 if type(d) is int else dim_is_one(d) is False) and p not in seen:
+        if (d != 1 if type(d) is int else dim_is_one(d, dom) is False) and p not in seen:
             seen.add(p)
             out.append((ax, p, d))
     return out
 
 
-def kept_axes(a: AxisNode) -> tuple[int, ...]:
+def kept_axes(a: AxisNode, dom: Domain) -> tuple[int, ...]:
     """The axes as written, minus those on a dim known != 1: what Paddle's ``squeeze`` acts on."""
-    bad = {p for _, p, _ in non_unit_axes(a)}
+    bad = {p for _, p, _ in non_unit_axes(a, dom)}
     r = axes_rank(a) or 0
     assert a.axes.values is not None
     return tuple(ax for ax in a.axes.values if not (-r <= ax < r and ax % r in bad))

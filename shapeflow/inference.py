@@ -20,11 +20,11 @@ import os
 import time
 import warnings
 from dataclasses import dataclass, field
-from typing import Any, Callable, ContextManager, Mapping
+from typing import Any, Callable, Mapping
 
 from ._onnx import onnx
 
-from .dims import Bound, Dim, Shape, Sym, assuming, current_assumptions, substitute
+from .dims import BASE, Bound, Dim, Domain, Shape, Sym, substitute
 from .errors import LimitExceededError, RuleCrashWarning
 from .facts import AxisNode, CallFacts
 from .graph import ModelGraph, NodeInfo, Scope
@@ -89,14 +89,10 @@ class Inference:
     # Shape rules' memo tables for one run (axes facts per axes tensor, Squeeze/Unsqueeze results
     # per input shape and axes), keyed by the rule's own tuples.
     memo: dict[tuple[Any, ...], object] = field(default_factory=dict, repr=False)
-    # The ranges the user stated (--assume), and those plus the facts inference proved on the way
-    # (a symbol >= 1 where the model fails otherwise): the domain its results hold in.
-    assumptions: Mapping[str, Bound] = field(default_factory=dict)
-    ranges: Mapping[str, Bound] = field(default_factory=dict)
-    # Symbols the user stated to be one dim (``--assume a==b``): ``b`` is read as ``a``.
-    aliases: Mapping[str, str] = field(default_factory=dict)
-    # The statements in force, as reported (``*>=1``, ``seq>=3``, ``a==b``).
-    premises: tuple[str, ...] = ()
+    # The domain its results hold in: what the user stated (--assume), and the facts inference
+    # proved on the way (a symbol >= 1 where the model fails otherwise). During the run, the domain
+    # so far: a rule that proves a fact replaces it (``OpCall.learn``); the value itself never changes.
+    domain: Domain = BASE
     # node id -> why onnx's shape inference of the node fails, as onnxruntime runs it when it
     # loads the model (asked only of nodes whose inputs a shape rule doubted: ``doubt``)
     load_errors: dict[int, str] = field(default_factory=dict)
@@ -118,15 +114,33 @@ class Inference:
     # (onnxruntime refuses the node unless they hold: ``equate``); the run after the one that
     # found them states them where the tensor is computed.
     refined: dict[str, dict[int, Dim]] = field(default_factory=dict, repr=False)
+    # (main graph) node id -> whether onnxruntime may remove it (``_removable``)
+    removable: dict[int, bool] = field(default_factory=dict, repr=False)
 
-    def domain(self) -> ContextManager[None]:
-        """The block in which dims are judged as inference judged them (its ranges in force):
-        lint rules and rewrites decide ``seq != 1`` under ``--assume seq>=2`` too."""
-        return assuming(self.ranges)
+    # (the domain's parts, by the names the drivers read)
+    @property
+    def assumptions(self) -> Mapping[str, Bound]:
+        """The ranges the user stated (``--assume``)."""
+        return self.domain.stated
+
+    @property
+    def ranges(self) -> Mapping[str, Bound]:
+        """Every range in force: the user's and those inference proved."""
+        return self.domain.ranges
+
+    @property
+    def aliases(self) -> Mapping[str, str]:
+        """Symbols the user stated to be one dim (``--assume a==b``): ``b`` is read as ``a``."""
+        return self.domain.aliases
+
+    @property
+    def premises(self) -> tuple[str, ...]:
+        """The statements in force, as reported (``*>=1``, ``seq>=3``, ``a==b``)."""
+        return self.domain.assumed()
 
     def proven(self) -> dict[str, Bound]:
         """The ranges inference proved beyond what the user stated."""
-        return {k: v for k, v in self.ranges.items() if self.assumptions.get(k) != v}
+        return self.domain.proven()
 
     # -- queries ---------------------------------------------------------------------------------
     def lookup(self, scope_id: int, name: str) -> TensorInfo | None:
@@ -188,9 +202,9 @@ class Inference:
     def equate(self, call: OpCall, i: int, axis: int, dim: Dim) -> None:
         """Input ``i`` of ``call`` has ``dim`` at ``axis`` wherever the model runs: the node's kernel
         refuses any other (BatchNormalization's scale against the channels, MatMul's inner dims).
-        Kept when the node is of the main graph (it always runs, dead or not), the tensor is
-        computed there by a node, and inference left that dim unknown: the next run states it
-        where the tensor is computed (``refined``)."""
+        Kept when the node is of the main graph and onnxruntime cannot remove it (``_removable``:
+        its value reaches a graph output), the tensor is computed there by a node, and inference
+        left that dim unknown: the next run states it where the tensor is computed (``refined``)."""
         if call.scope != 0 or dim is None:
             return
         names = call.input_names
@@ -202,7 +216,57 @@ class Inference:
             return
         if type(dim) is Sym and self.join_names and any(n in self.join_names for n in dim.symbols()):
             return  # a broadcast join is named per run: not a dim the next run can read
+        if self._removable(call.nid):
+            return
         self.refined.setdefault(name, {}).setdefault(axis, dim)
+
+    def _removable(self, nid: int) -> bool:
+        """Node ``nid`` of the main graph may never run. onnxruntime (ORT_ENABLE_BASIC and up, the
+        default) folds a Shape of static dims (its own inference's, or a declared value_info's) to a
+        constant, drops readers it sees as no-ops (an Identity, Dropout or Cast nothing reads), and
+        then removes the nodes left unread, back along the chain. So a node is kept only when an
+        output of it reaches a graph output through inputs that read values: not a Shape's or
+        Size's, not a subgraph's (not looked into). A node nothing reads is left out too (onnxruntime
+        1.32 runs it, but that rests on which readers it counts as no-ops)."""
+        memo = self.removable
+        found = memo.get(nid)
+        if found is not None:
+            return found
+        scope = self.graph.scopes[0]
+        outputs = set(scope.outputs)
+        consumers = scope.consumers
+        nodes = self.graph.nodes
+        stack, path = [nid], {nid}  # the path from nid down (one reader at a time)
+        while stack:  # an explicit walk down the readers: chains may be long
+            n = stack[-1]
+            verdict: bool | None = None
+            down: int | None = None
+            for name in nodes[n].outputs:
+                if not name:
+                    continue
+                if name in outputs:
+                    verdict = False
+                    break
+                for m in consumers.get(name, ()):
+                    mi = nodes[m]
+                    if (mi.op_type in ("Shape", "Size") and mi.domain == "") or name not in mi.inputs:
+                        continue  # folded away, or read inside a subgraph
+                    mv = memo.get(m)
+                    if mv is False:
+                        verdict = False
+                        break
+                    if mv is None and m not in path:  # (on the path: a cycle, which onnxruntime refuses)
+                        down = m
+                        break
+                if verdict is not None or down is not None:
+                    break
+            if verdict is None and down is not None:
+                stack.append(down)
+                path.add(down)
+                continue
+            memo[n] = True if verdict is None else verdict
+            path.discard(stack.pop())
+        return memo[nid]
 
     def taint(self, call: OpCall) -> None:
         """``call``'s node fails: its outputs (and what is computed from them) are tainted."""
@@ -262,7 +326,8 @@ def _refine(outs: list[TensorInfo | None], outputs: tuple[str, ...],
 def infer(graph: ModelGraph, bindings: Mapping[str, int] | None = None,
           limits: Limits = DEFAULT_LIMITS, progress: Progress | None = None,
           assumptions: Mapping[str, Bound] | None = None,
-          aliases: Mapping[str, str] | None = None, independent: bool = False) -> Inference:
+          aliases: Mapping[str, str] | None = None, independent: bool = False,
+          domain: Domain | None = None) -> Inference:
     """Infer every tensor of ``graph``. ``bindings`` substitutes symbols (``{"batch": 1}``);
     ``assumptions`` are the ranges the user stated (``{"seq": (3, None)}``, ``--assume seq>=3``);
     ``aliases`` the symbols stated to be another (``{"b": "a"}``, ``--assume a==b``).
@@ -274,9 +339,13 @@ def infer(graph: ModelGraph, bindings: Mapping[str, int] | None = None,
     own for it (``batch@mask``; ``copies``), so that what inference states holds for every input
     onnxruntime accepts: the rewrites rely on that (SPEC.md section 4). Bindings and assumptions
     on a name hold for each of its symbols. An alias may name such a symbol
-    (``--assume batch==batch@mask``: the user states the mask's batch is the first input's)."""
-    user = dict(assumptions or {})
-    alias = dict(aliases or {})
+    (``--assume batch==batch@mask``: the user states the mask's batch is the first input's).
+    ``domain`` (a driver's, :meth:`Domain.from_premises`) gives the statements instead of
+    ``assumptions`` and ``aliases``, with their text as reported."""
+    if domain is None:
+        domain = Domain.from_premises(assumptions or {}, aliases)
+    user = dict(domain.stated)
+    alias = dict(domain.aliases)
     copies = shared_dim_names(graph) if independent else {}
     start = user
     if copies:
@@ -290,13 +359,12 @@ def infer(graph: ModelGraph, bindings: Mapping[str, int] | None = None,
                                hi if chi is None else chi if hi is None else min(hi, chi))
         if bindings:
             bindings = {**bindings, **{copy: bindings[key[1]] for key, copy in copies.items() if key[1] in bindings}}
-    result = _run(graph, bindings, limits, progress, user, start, alias, independent, copies)
+    result = _run(graph, bindings, limits, progress, domain.with_ranges(start), independent, copies)
     if result.ranges != start or result.refined:
         # The run proved facts (a -1 Reshape makes seq >= 1 wherever the model runs; a kernel
         # fixes a dim inference left unknown). Nodes before the one that proved them did not know
         # them: one more run starts from them.
-        result = _run(graph, bindings, limits, progress, user, result.ranges, alias, independent, copies,
-                      result.refined)
+        result = _run(graph, bindings, limits, progress, result.domain, independent, copies, result.refined)
     return result
 
 
@@ -335,23 +403,18 @@ def shared_dim_names(graph: ModelGraph) -> dict[CopyKey, str]:
 
 
 def _run(graph: ModelGraph, bindings: Mapping[str, int] | None, limits: Limits, progress: Progress | None,
-         user: dict[str, Bound], start: Mapping[str, Bound], aliases: dict[str, str],
-         independent: bool = False, copies: Mapping[CopyKey, str] | None = None,
+         start: Domain, independent: bool = False, copies: Mapping[CopyKey, str] | None = None,
          refined: Mapping[str, Mapping[int, Dim]] | None = None) -> Inference:
-    result = Inference(graph, dict(bindings or {}), limits)
+    result = Inference(graph, dict(bindings or {}), limits, domain=start)
     if refined:
         result.refined = {name: dict(axes) for name, axes in refined.items()}
-    result.assumptions = user
-    result.aliases = aliases
     result.independent = independent
     result.copies = dict(copies) if copies else {}
     result.tensors = [dict() for _ in graph.scopes]
     runner = _Runner(result, progress, refined)
-    with assuming(start):
-        runner.run_scope(graph.scopes[0])
-        for sid in graph.functions.values():
-            runner.run_scope(graph.scopes[sid])
-        result.ranges = dict(current_assumptions())
+    runner.run_scope(graph.scopes[0])  # (the rules replace result.domain as they prove facts)
+    for sid in graph.functions.values():
+        runner.run_scope(graph.scopes[sid])
     return result
 
 
@@ -409,6 +472,8 @@ class _Runner:
         # Loop/Scan bodies inferred again after a widening: at most this many body nodes in all
         self.loop_budget = max(4 * len(self.g.nodes), 100_000)
         self.descendants: dict[int, list[int]] = {}
+        # canonical_value's memo for the run (its domain only narrows: the answers kept hold on)
+        self.fitting: dict[tuple[int, tuple[Dim, ...]], tuple[Dim, ...]] = {}
 
     def _rule_for(self, domain: str, op_type: str) -> object:
         by_op = self.rules.setdefault(domain, {})
@@ -478,8 +543,8 @@ class _Runner:
                     except Exception as exc:  # a bug: said, and the outputs unknown (not a crash)
                         rule_crashed(g, nid, info, exc)
                         outs = None
-                    if outs:
-                        self._settle_values(outs, nid, info, ins)
+                    if outs and (len(outs) > 1 or (outs[0] is not None and outs[0].value is not None)):
+                        self._settle_values(outs, nid, info, ins)  # (only where a value was stated)
             elif functions:
                 fsid = functions.get((info.peek().domain, info.op_type))
                 if fsid is not None:
@@ -535,7 +600,7 @@ class _Runner:
                     for v in value:
                         if type(v) is Sym and v.size() > max_expr:
                             self._check_value(value, nid)
-                    t.value = canonical_value(t.dtype, value)
+                    t.value = canonical_value(t.dtype, value, self.r.domain, self.fitting)
 
     def _store_outputs(self, outputs: tuple[str, ...], outs: list[TensorInfo | None] | None,
                        table: dict[str, TensorInfo | None], nid: int) -> None:
@@ -597,13 +662,13 @@ class _Runner:
             moved: list[tuple[int, TensorInfo, TensorInfo | None]] = []
             for i, o in pairs:
                 seed, out = seeds[i], outs[o] if o < len(outs) else None
-                if seed is not None and not control.covers(seed, out):
+                if seed is not None and not control.covers(seed, out, r.domain):
                     moved.append((i, seed, out))
             if not moved:
                 return
             if rounds < _MAX_WIDENINGS and self.loop_budget >= cost:
                 for i, seed, out in moved:
-                    seeds[i] = control.widen(seed, out)
+                    seeds[i] = control.widen(seed, out, r.domain)
             else:
                 for i, _ in pairs:
                     t = seeds[i]
@@ -789,7 +854,7 @@ class _Runner:
                 if copies:
                     p = copies.get((name, p, axis)) or copies.get((name, p), p)
                 s: Dim = Sym.symbol(aliases.get(p, p) if aliases else p)
-                shape.append(substitute(s, bindings) if bindings else s)
+                shape.append(substitute(s, bindings, self.r.domain) if bindings else s)
             else:
                 shape.append(None)
         return TensorInfo(tt.elem_type, tuple(shape))

@@ -127,6 +127,21 @@ def test_passes_import_neither_rules_nor_drivers() -> None:
     assert [(m, d) for m, d in edges() if m.startswith("shapeflow.passes") and d.startswith("shapeflow.rewrites")] == []
 
 
+# The symbolic algebra (a package in the base layer), lowest first: each module imports only those
+# before it. One exception: canonical's ``Sym.__str__`` prints through text (imported at its end).
+DIMS_ORDER = ["shapeflow.dims.canonical", "shapeflow.dims.text", "shapeflow.dims.domain", "shapeflow.dims.zeros",
+              "shapeflow.dims.algebra", "shapeflow.dims"]
+
+
+def test_dims_modules_follow_their_order() -> None:
+    found = {m for m in modules() if m == "shapeflow.dims" or m.startswith("shapeflow.dims.")}
+    assert found == set(DIMS_ORDER), f"add the new module to DIMS_ORDER: {found - set(DIMS_ORDER)}"
+    rank = {m: k for k, m in enumerate(DIMS_ORDER)}
+    wrong = [(m, d) for m, d in edges() if m in rank and d in rank and rank[d] > rank[m]
+             and (m, d) != ("shapeflow.dims.canonical", "shapeflow.dims.text")]
+    assert wrong == []
+
+
 def test_only_the_cli_imports_click() -> None:
     users = []
     for module, path in modules().items():

@@ -262,10 +262,10 @@ def test_skipping_taken_roots_is_asking_their_rules(name: str, model: onnx.Model
 
 
 def test_canonical_value_memo_is_the_plain_answer() -> None:
-    """``ops.numeric.canonical_value`` (memo of the values that fit, per assumptions block) against
-    ``canonical_value_plain``, for every tracked type, as ranges narrow within a block (what
-    inference's proofs do), across blocks, and for the keys the memo must not share (True, 1.0)."""
-    from shapeflow.dims import Sym, assuming, dim_mul, dim_neg, dim_sub, prove_at_least
+    """``ops.numeric.canonical_value`` (with a memo of the values that fit, one per domain and its
+    narrowings) against ``canonical_value_plain``, for every tracked type, as the domain narrows
+    (what inference's proofs do), across domains, and for the keys the memo must not share (True, 1.0)."""
+    from shapeflow.dims import Domain, Sym, dim_mul, dim_neg, dim_sub
     from shapeflow.ops import numeric
 
     b, s = Sym.symbol("batch"), Sym.symbol("seq")
@@ -275,15 +275,16 @@ def test_canonical_value_memo_is_the_plain_answer() -> None:
               (True, b), (1, b), (b, None), (dim_sub(s, 1),), (dim_mul(s, 2**31),), (dim_neg(b),), (2**63, b)]
     dtypes = sorted({*numeric.INT_RANGES, *numeric.FLOAT_FORMATS, numeric.BOOL})
     for start in ({}, {"seq": (1, None)}, {"batch": (0, 3)}):
-        with assuming(start):
-            for step in range(3):
-                for dtype in dtypes:
-                    for v in values:
-                        got = numeric.canonical_value(dtype, v)
-                        want = numeric.canonical_value_plain(dtype, v)
-                        assert got == want and [type(x) for x in got or ()] == [type(x) for x in want or ()], \
-                            (start, step, dtype, v)
-                prove_at_least("seq", 1 + 2 * step)  # narrower ranges: s - 1, s - 3 may now fit unsigned
+        dom = Domain(ranges=start)
+        memo: dict[tuple[int, tuple[object, ...]], tuple[object, ...]] = {}
+        for step in range(3):
+            for dtype in dtypes:
+                for v in values:
+                    got = numeric.canonical_value(dtype, v, dom, memo)  # type: ignore[arg-type]
+                    want = numeric.canonical_value_plain(dtype, v, dom)  # type: ignore[arg-type]
+                    assert got == want and [type(x) for x in got or ()] == [type(x) for x in want or ()], \
+                        (start, step, dtype, v)
+            dom = dom.at_least("seq", 1 + 2 * step)  # narrower ranges: s - 1, s - 3 may now fit unsigned
 
 
 @pytest.mark.parametrize("name, model", _engine_models() + [("mix", _mixed(660))],
@@ -298,3 +299,171 @@ def test_canonical_value_memo_infers_the_same(name: str, model: onnx.ModelProto,
         a = analyze(load_model_bytes(model.SerializeToString(), name))
         out[memo] = infer_json_text(a)
     assert out[True] == out[False]
+
+
+def _dims_pool() -> list[object]:
+    from shapeflow.dims import Sym, dim_add, dim_mul
+
+    b, s = Sym.symbol("batch"), Sym.symbol("seq")
+    return [0, 1, 2, 3, 8, 2**40, None, b, s, dim_mul(b, s), dim_add(s, 2), dim_mul(s, 1)]
+
+
+def test_broadcast_shortcut_is_broadcast_shapes() -> None:
+    """``ops.shape_ops.broadcast_shortcut`` (the longest shape, where every other is its tail or
+    ones) against ``broadcast_shapes`` with proofs on: the same shape where it answers, no
+    conflict, no proof recorded and no join asked; it answers for the shapes built to fit."""
+    import random
+
+    from shapeflow.dims import Domain
+    from shapeflow.ops.shape_ops import broadcast_conflict, broadcast_shapes, broadcast_shortcut
+
+    def join(a: object, b: object) -> object:
+        raise AssertionError("the shortcut's case never names a broadcast")
+
+    rng = random.Random(26)
+    pool = _dims_pool()
+    answered = 0
+    for trial in range(4000):
+        longest = tuple(rng.choice(pool) for _ in range(rng.randint(0, 4)))
+        shapes: list[object] = [longest]
+        for _ in range(rng.randint(0, 3)):
+            cut = rng.randint(0, len(longest))
+            pick = rng.random()
+            if pick < 0.4:
+                shapes.append(longest[cut:])
+            elif pick < 0.6:
+                shapes.append((1,) * cut)
+            elif pick < 0.7:
+                shapes.append(None)
+            else:
+                shapes.append(tuple(rng.choice(pool) for _ in range(cut)))
+        rng.shuffle(shapes)
+        dom = Domain.from_premises({"seq": (1, None)} if trial % 2 else {})
+        learned: list[Domain] = []
+        fast = broadcast_shortcut(shapes)  # type: ignore[arg-type]
+        if fast is None:
+            continue
+        answered += 1
+        assert not broadcast_conflict(shapes), shapes  # type: ignore[arg-type]
+        plain = broadcast_shapes(shapes, dom, join, learned.append)  # type: ignore[arg-type]
+        assert fast == plain and [type(d) for d in fast] == [type(d) for d in plain], shapes
+        assert not learned, shapes
+    assert answered > 1000
+
+
+def test_reshape_memo_is_the_plain_answer() -> None:
+    """``ops.shape_ops.reshape_symbolic`` (memo keyed on the ranges in force) against
+    ``reshape_symbolic_plain``, asked twice in a row, as ranges narrow (the plain one's own proofs
+    and others'), with and without proofs; each compared in a fresh block of the same ranges so
+    that the proofs each records are compared too."""
+    import random
+
+    from shapeflow.dims import Domain, Sym, dim_mul
+    from shapeflow.ops import shape_ops
+
+    b, s = Sym.symbol("batch"), Sym.symbol("seq")
+    bs = dim_mul(b, s)
+    in_shapes = [(b, s, 8), (bs, 8), (b, s), (b, None, 8), None, (b, 4, s, 32), (2, 3, 4)]
+    targets = [[bs, 8], [b, s, 8], [-1, 8], [b, -1], [0, s, 8], [b, 0, -1], [-1, s, 32], [s, b], [bs], [b, s, -1],
+               [0, 0, 8], [dim_mul(b, 2), -1]]
+    rng = random.Random(26)
+    shape_ops._RESHAPES.clear()
+    kept = 0
+    for start in ({}, {"seq": (1, None)}, {"batch": (0, 3)}):
+        fast_dom = plain_dom = Domain.from_premises(start)
+        for step in range(60):
+            shape, target = rng.choice(in_shapes), rng.choice(targets)
+            allowzero, prove = rng.choice((0, 0, 1)), rng.choice((True, False))
+            fast_learned: list[Domain] = []
+            plain_learned: list[Domain] = []
+            fast = shape_ops.reshape_symbolic(shape, list(target), allowzero, fast_dom,
+                                              fast_learned.append if prove else None)
+            plain = shape_ops.reshape_symbolic_plain(shape, list(target), allowzero, plain_dom,
+                                                     plain_learned.append if prove else None)
+            fast_dom = fast_learned[-1] if fast_learned else fast_dom
+            plain_dom = plain_learned[-1] if plain_learned else plain_dom
+            assert fast == plain, (start, shape, target, allowzero, prove)
+            assert dict(fast_dom.ranges) == dict(plain_dom.ranges), (start, shape, target, allowzero, prove)
+            if step % 20 == 19:  # another node's proof narrows the ranges
+                fast_dom = fast_dom.at_least("batch", step // 20 + 1)
+                plain_dom = plain_dom.at_least("batch", step // 20 + 1)
+        kept = max(kept, len(shape_ops._RESHAPES))
+    assert kept  # answers were kept (and so asked for again)
+
+
+@pytest.mark.parametrize("name, model", _engine_models() + [("mix", _mixed(660))],
+                         ids=lambda v: v if isinstance(v, str) else "")
+def test_reshape_memo_and_broadcast_shortcut_infer_the_same(name: str, model: onnx.ModelProto,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """Inference (the JSON of ``infer``) and ``optimize`` with the Reshape memo and the broadcast
+    shortcut, and without both."""
+    from shapeflow.ops import elementwise, shape_ops
+
+    out = {}
+    for fast in (True, False):
+        monkeypatch.setattr(shape_ops, "MEMO", fast)
+        shape_ops._RESHAPES.clear()
+        if not fast:
+            monkeypatch.setattr(elementwise, "broadcast_shortcut", lambda shapes: None)
+        a = analyze(load_model_bytes(model.SerializeToString(), name))
+        out[fast] = infer_json_text(a), _optimized(model, name)
+    assert out[True] == out[False]
+
+
+BAD_ATTRIBUTES = """
+<ir_version: 8, opset_import: ["" : 13]>
+g (float[2, 3] x, int64[2] idx) => (float[2, 3] y, float[?] z, float[?] w, float[?] v) {
+    a = Relu <alpha = 0.1> (x)
+    b = Concat (x, x)
+    c = Concat <axis = 1.0> (x, x)
+    d = Concat <axis = 1> (x, x)
+    e = Concat <axis = 1, axis = 0> (x, x)
+    f = Gather <axis = 0> (x, idx)
+    h = Gather <axis = 0> (x, idx)
+    k = Gather <axis = "0"> (x, idx)
+    y = Cast <to = 1> (x)
+    z = Add (x, idx)
+    w = Concat <axis = 1> (x, idx)
+    v = Softmax <axis = 1, extra = 2> (x)
+}
+"""
+
+
+@pytest.mark.parametrize("name, model", _engine_models() + [("mix", _mixed(660)), ("bad", parser.parse_model(BAD_ATTRIBUTES))],
+                         ids=lambda v: v if isinstance(v, str) else "")
+def test_attribute_memo_finds_the_same(name: str, model: onnx.ModelProto,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """SF011 (with its memo of the attributes found fine) reports the same findings, in the same
+    order, as without it (SF007 and SF013 beside it)."""
+    from shapeflow.rules import select_rules, sf011_attribute_mismatch
+
+    rules = select_rules(select=["SF007", "SF011", "SF013"])
+    out = {}
+    for fast in (True, False):
+        monkeypatch.setattr(sf011_attribute_mismatch, "MEMO", fast)
+        a = analyze(load_model_bytes(model.SerializeToString(), name), rules=rules)
+        out[fast] = [d.to_json() for d in a.diagnostics]
+    assert out[True] == out[False]
+    if name == "bad":
+        codes = [d["code"] for d in out[True]]
+        assert codes.count("SF011") >= 4 and "SF013" in codes, codes
+
+
+def test_unknown_fields_read_body_by_body_are_every_node() -> None:
+    """SF007 reads each body's nodes from its own list: the nodes it reports are those of the index
+    whose proto has unknown fields, in node id order (main graph and an If branch here)."""
+    from google.protobuf.unknown_fields import UnknownFieldSet
+
+    from shapeflow.rules import select_rules
+
+    model = parser.parse_model(SUBGRAPHS)
+    extra = b"\x98\x06\x01"  # field 99, a varint: unknown to every onnx
+    graph = model.graph
+    for k in (0, 3):
+        graph.node[k].ParseFromString(graph.node[k].SerializeToString() + extra)
+    branch = graph.node[2].attribute[0].g.node[0]
+    branch.ParseFromString(branch.SerializeToString() + extra)
+    a = analyze(load_model_bytes(model.SerializeToString(), "unknown"), rules=select_rules(select=["SF007"]))
+    found = [d.location.node for d in a.diagnostics if d.location.node]
+    want = [a.graph.display(nid) for nid, info in enumerate(a.graph.nodes) if UnknownFieldSet(info.peek())]
+    assert len(want) == 3 and sorted(found) == sorted(want)

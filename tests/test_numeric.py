@@ -10,7 +10,7 @@ import pytest
 from onnx import TensorProto as TP
 from onnx import helper
 
-from shapeflow.dims import Sym, dim_add, dim_mul, substitute
+from shapeflow.dims import BASE, Sym, dim_add, dim_mul, substitute
 from shapeflow.ops.numeric import canonical_element, cast_element, float_holds, slice_range, wrap_int
 from shapeflow.ops.shape_ops import _slice_len
 
@@ -47,7 +47,7 @@ def test_symbolic_slice_lengths_equal_the_int_ones_at_every_binding() -> None:
     n = Sym.symbol("n")
     unknown = 0
     for s, e, st in itertools.product(EDGES, EDGES, STEPS):
-        length = _slice_len(n, s, e, st)
+        length = _slice_len(n, s, e, st, BASE)
         if length is None:
             unknown += 1
             continue
@@ -58,9 +58,9 @@ def test_symbolic_slice_lengths_equal_the_int_ones_at_every_binding() -> None:
 
 def test_slice_reads_like_the_clamp() -> None:
     n = Sym.symbol("seq")
-    assert str(_slice_len(n, -3, I64MAX, 1)) == "min(3, seq)"
-    assert str(_slice_len(n, 2, I64MAX, 1)) == "max(0, seq - 2)"
-    assert _slice_len(n, -1, I64MIN, -1) == n  # x[::-1]
+    assert str(_slice_len(n, -3, I64MAX, 1, BASE)) == "min(3, seq)"
+    assert str(_slice_len(n, 2, I64MAX, 1, BASE)) == "max(0, seq - 2)"
+    assert _slice_len(n, -1, I64MIN, -1, BASE) == n  # x[::-1]
 
 
 @pytest.mark.parametrize(
@@ -88,7 +88,7 @@ def test_cast_is_onnxruntimes_or_unknown(src: int, dst: int, values: list[int]) 
     got = _session(helper.make_model(g, opset_imports=[helper.make_opsetid("", 19)])).run(
         None, {"x": np.array(values, dtype=np.int64)})[0]
     for v, r in zip(values, got):
-        mine = cast_element(src, dst, v)
+        mine = cast_element(src, dst, v, BASE)
         if mine is not None:
             assert float(mine) == float(r), (v, mine, r)
         else:
@@ -99,21 +99,21 @@ def test_wrap_and_symbolic_fit() -> None:
     assert wrap_int(TP.INT64, 2**63) == -(2**63)
     assert wrap_int(TP.UINT8, -1) == 255
     seq = Sym.symbol("seq")
-    assert canonical_element(TP.INT64, seq) == seq
-    assert canonical_element(TP.UINT8, seq) is None  # seq may be 257
-    # the one premise (numeric.OVERFLOW_CAP): every symbol up to 2**24, in every type alike
-    assert canonical_element(TP.FLOAT, seq) == seq  # 2**24 is a float32
-    assert canonical_element(TP.INT32, seq) == seq
+    assert canonical_element(TP.INT64, seq, BASE) == seq
+    assert canonical_element(TP.UINT8, seq, BASE) is None  # seq may be 257
+    # the one built-in premise (dims.OVERFLOW_CAP): every symbol up to 2**24, in every type alike
+    assert canonical_element(TP.FLOAT, seq, BASE) == seq  # 2**24 is a float32
+    assert canonical_element(TP.INT32, seq, BASE) == seq
     batch_seq = dim_mul(seq, Sym.symbol("batch"))
-    assert canonical_element(TP.INT32, batch_seq) is None  # 2**48 is no int32
-    assert canonical_element(TP.INT64, batch_seq) == batch_seq
-    assert canonical_element(TP.FLOAT, dim_add(seq, 1)) is None  # 2**24 + 1 is no float32
-    assert canonical_element(TP.INT16, seq) is None
-    from shapeflow.dims import assuming
+    assert canonical_element(TP.INT32, batch_seq, BASE) is None  # 2**48 is no int32
+    assert canonical_element(TP.INT64, batch_seq, BASE) == batch_seq
+    assert canonical_element(TP.FLOAT, dim_add(seq, 1), BASE) is None  # 2**24 + 1 is no float32
+    assert canonical_element(TP.INT16, seq, BASE) is None
+    from shapeflow.dims import Domain
 
-    with assuming({"seq": (0, 255)}):
-        assert canonical_element(TP.UINT8, seq) == seq
-        assert canonical_element(TP.FLOAT16, seq) == seq
+    short = Domain(ranges={"seq": (0, 255)})
+    assert canonical_element(TP.UINT8, seq, short) == seq
+    assert canonical_element(TP.FLOAT16, seq, short) == seq
 
 
 def test_values_through_a_constant_table_chain_are_onnxruntimes() -> None:

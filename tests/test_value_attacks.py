@@ -74,7 +74,7 @@ def assert_same_outputs(runner: shapearith.Runner, m: onnx.ModelProto, feeds: Ma
 # -- the overflow cap: a dim past 2**24 is an ordinary input ----------------------------------------
 
 # Div(Mul(n, k), k) == n and Mul(n, k) >= 0 hold while n * k fits in int64; inference states
-# them (true) because it assumes every symbol is at most 2**24 (numeric.OVERFLOW_CAP). onnxruntime
+# them (true) because it assumes every symbol is at most 2**24 (dims.OVERFLOW_CAP). onnxruntime
 # accepts any dim: a tensor with a 0 dim has no elements whatever its other dims are, and a
 # 1-D tensor of 2**24 + 1 bytes is 16 MB.
 _WRAP = """
@@ -90,7 +90,7 @@ _WRAP = """
 """
 
 
-@pytest.mark.xfail(strict=True, reason="numeric.OVERFLOW_CAP: symbolic int64 values are stated on the premise "
+@pytest.mark.xfail(strict=True, reason="dims.OVERFLOW_CAP: symbolic int64 values are stated on the premise "
                    "that every dim is at most 2**24, but onnxruntime accepts a [0, 2**61] input (no elements)")
 def test_huge_dim_of_an_empty_tensor_wraps(runner: shapearith.Runner) -> None:
     m = model(_WRAP, inputs="uint8[z, n] x", outputs="int64[2] y",
@@ -102,7 +102,7 @@ def test_huge_dim_of_an_empty_tensor_wraps(runner: shapearith.Runner) -> None:
     assert_same_outputs(runner, m, feeds)
 
 
-@pytest.mark.xfail(strict=True, reason="numeric.OVERFLOW_CAP: a 1-D input of 2**24 + 1 elements (16 MB) is past "
+@pytest.mark.xfail(strict=True, reason="dims.OVERFLOW_CAP: a 1-D input of 2**24 + 1 elements (16 MB) is past "
                    "the premise, and (2**39 - 1) * n then wraps")
 def test_dim_just_past_the_cap_wraps(runner: shapearith.Runner) -> None:
     m = model(_WRAP, inputs="uint8[n] x", outputs="int64[2] y",

@@ -170,7 +170,9 @@ def _print_result(result: Analysis, fmt: str, drawing: str | None, *, all_tensor
             # piece: the document of a 500k-node model is 200 MB, not worth joining and encoding whole.
             chunks = list(infer_json_chunks(result))
             for chunk in chunks:
-                click.echo(chunk, nl=False, err=err)
+                # color=True: no scan for ANSI codes to strip (the document has none: JSON escapes
+                # every control character), which would read all 200 MB again
+                click.echo(chunk, nl=False, err=err, color=True)
             click.echo(err=err)
         elif drawing is not None:
             click.echo(drawing, nl=False, err=err)

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Collection, Iterator, Mapping, Sequence
 from .._onnx import onnx
 from ..diagnostics import Diagnostic, Severity
 from ..errors import ShapeflowError
-from ..dims import Bound, Shape, has_minmax, shape_to_json
+from ..dims import Bound, Domain, Shape, has_minmax, shape_to_json
 from ..graph import ModelGraph, build_graph
 from ..assume import alias_bindings, check_assumptions, check_proven, resolve_premises
 from ..inference import Inference, Progress, declared_symbols, infer, shared_dim_names
@@ -146,14 +146,15 @@ def analyze(
             dims = alias_bindings(dims, aliases, loaded.path)
             check_assumptions(ranges, symbols, dims, file=loaded.path)
             assumptions = ranges
-        inference = infer(graph, dims, limits, progress, assumptions, aliases)
-        inference.premises = tuple(texts)
+        # The one domain of this model's results: the user's statements, as resolved for it
+        domain = Domain.from_premises(assumptions or {}, aliases, tuple(texts))
+        inference = infer(graph, dims, limits, progress, domain=domain)
         if assumptions:
             check_proven(assumptions, inference.ranges, file=loaded.path)
         if progress is not None:  # the next phase: the rules (and the rewrite search) judge
             progress(len(graph.nodes), len(graph.nodes))
-        with inference.domain():  # the rules judge dims in the domain inference proved them in
-            return _judge(loaded, graph, inference, rules)
+        # (the rules judge dims in the domain inference proved them in: inference.domain)
+        return _judge(loaded, graph, inference, rules)
 
 
 # Premise hints (``infer``): at most this many candidates, and fewer on large models, so that

@@ -210,7 +210,6 @@ def drop_fixed(graph: ModelGraph, inference: Inference, diagnostics: Sequence[Di
     """``diagnostics`` without the SF112 findings that the model, as ``annotate`` left it, no
     longer has (``fix_declarations`` rewrote those declarations): SF112 judges it again."""
     ctx = LintContext(file, graph, inference)
-    with inference.domain():
-        left = {(d.location.graph, d.location.tensor, d.message) for d in ShapeConflict().diagnostics(ctx)}
+    left = {(d.location.graph, d.location.tensor, d.message) for d in ShapeConflict().diagnostics(ctx)}
     return [d for d in diagnostics
             if d.code != ShapeConflict.code or (d.location.graph, d.location.tensor, d.message) in left]

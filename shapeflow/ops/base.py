@@ -3,7 +3,9 @@
 A rule is a function ``rule(call: OpCall) -> list[TensorInfo | None]``: one entry per node output
 (None = nothing known). Rules compute and stay quiet: they never raise on a bad model, they return
 unknown. Facts that lint rules judge (the axes of a Squeeze, say) are recorded with ``call.record``;
-inputs a rule finds inconsistent are handed to onnx's verdict with ``call.doubt``.
+inputs a rule finds inconsistent are handed to onnx's verdict with ``call.doubt``. Dims are decided
+in ``call.domain`` (the run's symbolic domain, passed to the dims algebra); a rule that proves a fact
+about a symbol keeps the narrower domain with ``call.learn``.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Callable, Iterable, Sequence
 
 from .._onnx import onnx
-from ..dims import Dim, Shape
+from ..dims import Dim, Domain, Shape
 from ..tensorinfo import MAX_VALUE_ELEMS, TensorInfo
 
 if TYPE_CHECKING:
@@ -104,7 +106,7 @@ class OpCall:
         a = self._attrs
         if a is None:
             if self.info.has_attrs:
-                attrs = self.node.attribute
+                attrs = self.node.attribute[:]  # (a slice: one call, cheaper than iterating the field)
                 a = {x.name: x for x in attrs} if attrs else {}
             else:
                 a = {}
@@ -131,6 +133,18 @@ class OpCall:
     def attr_tensor(self, name: str) -> onnx.TensorProto | None:
         a = self.attrs.get(name)
         return a.t if a is not None and a.type == onnx.AttributeProto.TENSOR else None
+
+    # -- the domain ------------------------------------------------------------------------------------
+    @property
+    def domain(self) -> Domain:
+        """The domain the run decides dims in so far (the user's statements and the facts proved
+        before this node): the value a rule passes to the dims algebra."""
+        return self.engine.domain
+
+    def learn(self, domain: Domain) -> None:
+        """Keep ``domain``: this node proved facts (``domain`` is the run's, narrowed by
+        ``Domain.at_least``, ``require_at_least``, ``prove_broadcast``)."""
+        self.engine.domain = domain
 
     # -- results -----------------------------------------------------------------------------------
     def record(self, fact: object) -> None:

@@ -104,7 +104,7 @@ def flat_values(t: onnx.TensorProto) -> list[Any]:
 
 
 def tensor_info_from_proto(t: onnx.TensorProto) -> TensorInfo:
-    return TensorInfo(t.data_type, tuple(int(d) for d in t.dims), tensor_values(t))
+    return TensorInfo(t.data_type, tuple(t.dims[:]), tensor_values(t))
 
 
 @register("Constant")

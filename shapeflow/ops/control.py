@@ -31,7 +31,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .._onnx import onnx
-from ..dims import Dim, Shape, Sym, dim_bounds, dim_max, dims_equal, require_at_least
+from ..dims import Dim, Domain, Shape, Sym, dim_bounds, dim_max, dims_equal, require_at_least
 from ..tensorinfo import TensorInfo
 from .base import OpCall, register
 
@@ -39,26 +39,26 @@ if TYPE_CHECKING:
     from ..graph import ModelGraph
 
 
-def merge_shapes(a: Shape, b: Shape) -> Shape:
-    """What holds for both: equal dims stay, others become unknown; different ranks are unknown."""
+def merge_shapes(a: Shape, b: Shape, dom: Domain) -> Shape:
+    """What holds for both (in ``dom``): equal dims stay, others become unknown; different ranks are unknown."""
     if a is None or b is None or len(a) != len(b):
         return None
     out: list[Dim] = []
     for x, y in zip(a, b):
-        out.append(x if dims_equal(x, y) is True else None)
+        out.append(x if dims_equal(x, y, dom) is True else None)
     return tuple(out)
 
 
-def merge(a: TensorInfo | None, b: TensorInfo | None) -> TensorInfo | None:
+def merge(a: TensorInfo | None, b: TensorInfo | None, dom: Domain) -> TensorInfo | None:
     if a is None or b is None:
         return None
     value = a.value if a.value is not None and a.value == b.value else None
-    return TensorInfo(a.dtype or b.dtype, merge_shapes(a.shape, b.shape), value)
+    return TensorInfo(a.dtype or b.dtype, merge_shapes(a.shape, b.shape, dom), value)
 
 
 # -- carried values: the fixpoint the engine runs ---------------------------------------------------
 
-def covers(seed: TensorInfo, out: TensorInfo | None) -> bool:
+def covers(seed: TensorInfo, out: TensorInfo | None, dom: Domain) -> bool:
     """Whether every tensor ``out`` describes is one ``seed`` describes: the body, given a value
     that ``seed`` describes, hands the next iteration one that ``seed`` describes too."""
     s = seed.shape
@@ -67,7 +67,7 @@ def covers(seed: TensorInfo, out: TensorInfo | None) -> bool:
         if o is None or len(o) != len(s):
             return False
         for a, b in zip(s, o):
-            if a is not None and dims_equal(a, b) is not True:
+            if a is not None and dims_equal(a, b, dom) is not True:
                 return False
     v = seed.value
     if v is not None:
@@ -75,28 +75,28 @@ def covers(seed: TensorInfo, out: TensorInfo | None) -> bool:
         if w is None or len(w) != len(v):
             return False
         for a, b in zip(v, w):
-            if a is not None and not _same(a, b):
+            if a is not None and not _same(a, b, dom):
                 return False
     return True
 
 
-def _same(a: object, b: object) -> bool:
+def _same(a: object, b: object, dom: Domain) -> bool:
     """Two value elements that are equal for every binding (ints, or expressions)."""
     if type(a) is int and type(b) is int:
         return a == b
     if (type(a) is Sym or type(a) is int) and (type(b) is Sym or type(b) is int):
-        return dims_equal(a, b) is True
+        return dims_equal(a, b, dom) is True
     return False
 
 
-def widen(seed: TensorInfo, out: TensorInfo | None) -> TensorInfo:
+def widen(seed: TensorInfo, out: TensorInfo | None, dom: Domain) -> TensorInfo:
     """What ``seed`` and ``out`` have in common (a dim, the rank, a value element), as a seed."""
     if out is None:
         return TensorInfo(seed.dtype, None)
-    shape = merge_shapes(seed.shape, out.shape)
+    shape = merge_shapes(seed.shape, out.shape, dom)
     value = None
     if shape is not None and seed.value is not None and out.value is not None and len(seed.value) == len(out.value):
-        kept = tuple(a if a is not None and _same(a, b) else None for a, b in zip(seed.value, out.value))
+        kept = tuple(a if a is not None and _same(a, b, dom) else None for a, b in zip(seed.value, out.value))
         value = kept if any(x is not None for x in kept) else None
     return TensorInfo(seed.dtype, shape, value)
 
@@ -177,7 +177,7 @@ def if_(call: OpCall) -> list[TensorInfo | None]:
     cond = call.value(0)
     if cond is not None and len(cond) == 1 and type(cond[0]) is int:
         return list(then if cond[0] else other)  # a constant condition picks its branch
-    return [merge(a, b) for a, b in zip(then, other)]
+    return [merge(a, b, call.domain) for a, b in zip(then, other)]
 
 
 @register("Loop")
@@ -196,7 +196,7 @@ def loop(call: OpCall) -> list[TensorInfo | None]:
         elif runs:
             outs.append(b)  # the last iteration's (the body was inferred for every iteration's input)
         else:
-            outs.append(merge(carried[k], b))
+            outs.append(merge(carried[k], b, call.domain))
     for b in body[1 + len(carried):]:
         # scan outputs stack one value per iteration along a new leading dim; after no iteration
         # the shape is onnxruntime's static guess (module docstring), not the body's
@@ -223,14 +223,14 @@ def _trip_count(call: OpCall, cond_out: TensorInfo | None) -> tuple[Dim, bool | 
     if call.has_input(0):
         v = call.value(0)
         m = v[0] if v else None
-        lo, hi = dim_bounds(m)
+        lo, hi = dim_bounds(m, call.domain)
         if hi is not None and hi <= 0:
             return 0, False
         once = lo is not None and lo >= 1
     runs = True if cond and once else None
     if m is None or not cond or not _never_stops(call, cond_out):
         return None, runs
-    return dim_max(0, m), runs
+    return dim_max(0, m, call.domain), runs
 
 
 def _never_stops(call: OpCall, cond_out: TensorInfo | None) -> bool:
@@ -273,7 +273,7 @@ def scan(call: OpCall) -> list[TensorInfo | None]:
     n_state = len(call.inputs) - n_scan
     length = _sequence_length(call, n_state, call.attr_ints("scan_input_axes"))
     if call.scope == 0:
-        require_at_least(length, 1)  # a main-graph node always runs, and an empty sequence fails
+        call.learn(require_at_least(length, 1, call.domain))  # a main-graph node always runs, and an empty sequence fails
     outs: list[TensorInfo | None] = []
     for k in range(min(n_state, len(body))):
         outs.append(body[k])  # the last iteration's (an empty sequence fails in onnxruntime)
@@ -306,7 +306,7 @@ def _scan8(call: OpCall, body: list[TensorInfo | None], n_scan: int) -> list[Ten
             # a batch entry whose sequence_lens is 0 keeps its initial state
             t = outer[k]
             first = TensorInfo(t.dtype, _drop_axes(t.shape, (0,))) if t is not None else None
-            b = merge(first, b)
+            b = merge(first, b, call.domain)
         if b is None or b.shape is None:
             outs.append(None if b is None else TensorInfo(b.dtype, None))
         elif k < n_state:

@@ -19,10 +19,16 @@ dilation, ``pb``/``pe`` the pads at the two ends and ``dk = d*(k-1) + 1``:
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from .._onnx import onnx
-from ..dims import Dim, Shape, dim_add, dim_floordiv, dim_max, dim_min, dim_mul, dim_sub, require_at_least, simplest
+from ..dims import BASE, Dim, Domain, Shape, dim_add, dim_floordiv, dim_max, dim_min, dim_mul, dim_sub, require_at_least, \
+    simplest
 from ..tensorinfo import TensorInfo
 from .base import OpCall, register
+
+if TYPE_CHECKING:
+    from ..graph import NodeInfo
 
 _NOTSET, _VALID, _SAME_UPPER, _SAME_LOWER = "NOTSET", "VALID", "SAME_UPPER", "SAME_LOWER"
 
@@ -35,27 +41,28 @@ def _auto_pad(call: OpCall) -> str | None:
     return mode if mode in (_NOTSET, _VALID, _SAME_UPPER, _SAME_LOWER) else None
 
 
-def _ceil_div(n: Dim, s: int) -> Dim:
-    return dim_floordiv(dim_add(n, s - 1), s)
+def _ceil_div(n: Dim, s: int, dom: Domain) -> Dim:
+    return dim_floordiv(dim_add(n, s - 1), s, dom)
 
 
 def window_out(length: Dim, k: int, s: int, d: int, pb: int, pe: int, mode: str, ceil_mode: bool,
-               truncating: bool) -> Dim:
-    """Output length of one sliding-window axis (see the module docstring). ``truncating``: the
-    runtime accepts a window that overhangs the padded input and divides with truncation (pools);
-    otherwise it refuses it (Conv), so floor division holds whenever the model runs."""
+               truncating: bool, dom: Domain = BASE) -> Dim:
+    """Output length of one sliding-window axis (see the module docstring), decided in ``dom``.
+    ``truncating``: the runtime accepts a window that overhangs the padded input and divides with
+    truncation (pools); otherwise it refuses it (Conv), so floor division holds whenever the model
+    runs."""
     if length is None or k < 1 or s < 1 or d < 1:
         return None
     if mode in (_SAME_UPPER, _SAME_LOWER):
         # With a dilation the runtime pads for the undilated kernel, then slides the dilated one
         # (pools), or refuses the node (Conv).
-        return _ceil_div(length, s) if d == 1 else None
+        return _ceil_div(length, s, dom) if d == 1 else None
     if mode == _VALID:
         pb = pe = 0
     dk = d * (k - 1) + 1
     span = dim_sub(dim_add(length, pb + pe), dk)
     if not ceil_mode and not truncating:
-        return dim_add(dim_floordiv(span, s), 1)
+        return dim_add(dim_floordiv(span, s, dom), 1)
     if not ceil_mode:
         if type(span) is int:
             # The runtime divides with truncation: a window that overhangs by less than a stride
@@ -63,14 +70,14 @@ def window_out(length: Dim, k: int, s: int, d: int, pb: int, pe: int, mode: str,
             return (-(-span // s) if span < 0 else span // s) + 1
         c = pb + pe - dk
         if s == 1 or c >= 0:  # truncation and floor agree: the span is a multiple of 1, or >= 0
-            return dim_add(dim_floordiv(span, s), 1)
+            return dim_add(dim_floordiv(span, s, dom), 1)
         # trunc(x/s) == floor(max(x, 0)/s) - floor(max(-x, 0)/s); the second term is 0 while
         # x >= -(s-1), which holds for every length when c does.
-        out = dim_add(dim_floordiv(dim_max(span, 0), s), 1)
+        out = dim_add(dim_floordiv(dim_max(span, 0, dom), s, dom), 1)
         if c < 1 - s:
-            out = dim_sub(out, dim_floordiv(dim_max(dim_sub(0, span), 0), s))
-        return simplest(out)
-    out = dim_add(_ceil_div(span, s), 1)
+            out = dim_sub(out, dim_floordiv(dim_max(dim_sub(0, span), 0, dom), s, dom))
+        return simplest(out, dom)
+    out = dim_add(_ceil_div(span, s, dom), 1)
     if type(length) is int and type(out) is int:
         # The last window must start inside the input or its leading pad.
         return out - 1 if (out - 1) * s >= length + pb else out
@@ -79,7 +86,7 @@ def window_out(length: Dim, k: int, s: int, d: int, pb: int, pe: int, mode: str,
     # Windows start at i*s - pb for i < out; the runtime keeps those that start before L, and with
     # every pad below the kernel (which it requires) at most the last one goes:
     # min(out, ceil((L + pb)/s)).
-    return simplest(dim_min(out, _ceil_div(dim_add(length, pb), s)))
+    return simplest(dim_min(out, _ceil_div(dim_add(length, pb), s, dom), dom), dom)
 
 
 def _spatial_attr(call: OpCall, name: str, n: int, default: int) -> list[int] | None:
@@ -111,8 +118,9 @@ def _window_shape(call: OpCall, x: Shape, kernel: list[int] | None, lead: tuple[
         pads = [0] * (2 * n)  # ignored by the runtime under SAME_*
     if any(p < 0 for p in pads):
         return unknown
+    dom = call.domain
     out = [window_out(x[2 + i], kernel[i], strides[i], dilations[i], pads[i], pads[n + i], mode, ceil_mode,
-                      truncating) for i in range(n)]
+                      truncating, dom) for i in range(n)]
     return lead + tuple(out)
 
 
@@ -132,9 +140,68 @@ def conv(call: OpCall) -> list[TensorInfo | None]:
     lead = (xs[0] if xs else None, channels)
     if call.scope == 0 and kernel is not None:
         _prove_window_fits(call, xs, kernel)
-    if call.scope == 0 and call.attr_int("group", 1) == 1:
-        call.same_dims((0, 1), (1, 1))  # onnxruntime refuses input channels other than W's
+    blank = len(xs) < 2 or xs[1] is None or ws is None or len(ws) < 2 or ws[1] is None
+    if call.scope == 0 and blank and call.attr_int("group", 1) == 1 and _fed(call, 1):
+        # onnxruntime refuses input channels other than W's; but not when W is a constant: its
+        # default optimisations rewrite such a 2-D Conv to the NCHWc layout, which pads the input's
+        # channels to the block with zeros and checks nothing ([1, 4, 2, 2] against [16, 16, 1, 1])
+        call.same_dims((0, 1), (1, 1))
     return [TensorInfo(dtype, _window_shape(call, xs, kernel, lead, False, False))]
+
+
+def _fed(call: OpCall, i: int) -> bool:
+    """Input ``i`` (main graph) depends on the values of a graph input that has no default, so
+    onnxruntime cannot fold it to a constant. An initializer (not also an input), a Shape or Size
+    of a tensor with no symbolic dim (onnxruntime folds it when it knows the dims), or anything
+    computed from those only, may be one; so may a call of a function (it is inlined)."""
+    names = call.input_names
+    if i >= len(names) or not names[i]:
+        return False
+    g = call.engine.graph
+    scope = g.scopes[0]
+    tensors = call.engine.tensors[0]
+    overridable = g.model.ir_version >= 4
+    seen: dict[str, bool] = {}
+    stack = [names[i]]
+    while stack:  # an explicit walk: chains may be long
+        name = stack[-1]
+        if name in seen:
+            stack.pop()
+            continue
+        nid = scope.producer.get(name)
+        if nid is None or nid < 0:
+            seen[name] = name in scope.inputs and (overridable or name not in scope.initializers)
+            stack.pop()
+            continue
+        info = g.nodes[nid]
+        if info.op_type in ("Shape", "Size") and info.domain == "":
+            t = tensors.get(info.inputs[0]) if info.inputs else None
+            seen[name] = t is not None and t.shape is not None and any(
+                d is not None and type(d) is not int for d in _shape_slice(info, t.shape))
+            stack.pop()
+            continue
+        if info.domain not in ("", "ai.onnx") or info.subscopes or (info.domain, info.op_type) in g.functions:
+            seen[name] = False  # a function (inlined) or a subgraph: not looked into
+            stack.pop()
+            continue
+        todo = [n for n in info.inputs if n and n not in seen]
+        if todo:
+            stack.extend(todo)
+            continue
+        seen[name] = any(seen[n] for n in info.inputs if n)
+        stack.pop()
+    return seen[names[i]]
+
+
+def _shape_slice(info: NodeInfo, shape: tuple[Dim, ...]) -> tuple[Dim, ...]:
+    """The dims a Shape node reads (its start and end, clamped as the runtime does)."""
+    if info.op_type != "Shape":
+        return shape
+    attrs = {a.name: a.i for a in info.peek().attribute if a.name in ("start", "end")}
+    r = len(shape)
+    lo, hi = attrs.get("start", 0), attrs.get("end", r)
+    lo, hi = (lo + r if lo < 0 else lo), (hi + r if hi < 0 else hi)
+    return shape[max(0, min(lo, r)):max(0, min(hi, r))]
 
 
 def _prove_window_fits(call: OpCall, x: tuple[Dim, ...], kernel: list[int]) -> None:
@@ -150,7 +217,7 @@ def _prove_window_fits(call: OpCall, x: tuple[Dim, ...], kernel: list[int]) -> N
         return
     for i in range(n):
         extent = dilations[i] * (kernel[i] - 1) + 1
-        require_at_least(dim_add(x[2 + i], pads[i] + pads[n + i]), extent)
+        call.learn(require_at_least(dim_add(x[2 + i], pads[i] + pads[n + i]), extent, call.domain))
 
 
 @register("ConvTranspose")

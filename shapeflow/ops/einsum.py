@@ -52,8 +52,8 @@ def einsum(call: OpCall) -> list[TensorInfo | None]:
         for ch, d in zip(chars, dims):
             counts[ch] = counts.get(ch, 0) + 1
             # A letter's dims must agree (a 1 broadcasts): the known one that is not 1 wins.
-            letters[ch] = broadcast_dim(letters[ch], d) if ch in letters else d
-    ell = broadcast_shapes(list(ellipses)) if ellipses else ()
+            letters[ch] = broadcast_dim(letters[ch], d, call.domain) if ch in letters else d
+    ell = broadcast_shapes(list(ellipses), call.domain) if ellipses else ()
     if ell is None:
         return [TensorInfo(dtype, None)]
     if rhs is None:  # implicit output: the ellipsis, then the letters used once, sorted

@@ -7,20 +7,21 @@ and Where in the ``-1`` handling that exporters write before Reshape and Expand)
 from __future__ import annotations
 
 import math
+from functools import partial
 from typing import Callable
 
 from .._onnx import onnx
 
 from ..axes import AxisError, normalize_axes
 from ..dims import (
-    Dim, Shape, Sym, dim_add, dim_bounds, dim_compare, dim_exact_div, dim_fmod, dim_is_one, dim_max, dim_min,
+    Dim, Domain, Shape, Sym, dim_add, dim_bounds, dim_compare, dim_exact_div, dim_fmod, dim_is_one, dim_max, dim_min,
     dim_mod, dim_mul, dim_neg, dim_sub, dim_truncdiv, dims_equal,
 )
 from ..tensorinfo import MAX_VALUE_ELEMS, TensorInfo
 from .base import INT_TYPES, OpCall, numel, register, same_as_input
 from .constants import FLOAT_TYPES
-from .numeric import DOUBLE, INT_RANGES, OVERFLOW_CAP, canonical_element, cast_element, float_holds
-from .shape_ops import broadcast_conflict, broadcast_join, broadcast_shapes
+from .numeric import DOUBLE, INT_RANGES, canonical_element, cast_element, float_holds
+from .shape_ops import broadcast_conflict, broadcast_join, broadcast_shapes, broadcast_shortcut
 
 TensorProto = onnx.TensorProto
 
@@ -66,10 +67,10 @@ def neg(call: OpCall) -> list[TensorInfo | None]:
     return [TensorInfo(t.dtype, t.shape, value)]
 
 
-def _abs(v: Dim) -> Dim:
+def _abs(v: Dim, dom: Domain) -> Dim:
     if type(v) is int:
         return -v if v < 0 else v
-    lo, hi = dim_bounds(v)
+    lo, hi = dim_bounds(v, dom)
     if lo is not None and lo >= 0:
         return v
     if hi is not None and hi <= 0:
@@ -82,7 +83,7 @@ def abs_(call: OpCall) -> list[TensorInfo | None]:
     t = call.input(0)
     if t is None:
         return [None]
-    value = tuple(_abs(v) for v in t.value) if t.value is not None else None
+    value = tuple(_abs(v, call.domain) for v in t.value) if t.value is not None else None
     return [TensorInfo(t.dtype, t.shape, value)]
 
 
@@ -117,7 +118,7 @@ def cast(call: OpCall) -> list[TensorInfo | None]:
     value = t.value
     if value is not None:
         src = t.dtype
-        value = tuple(cast_element(src, to, v) for v in value) if src else None
+        value = tuple(cast_element(src, to, v, call.domain) for v in value) if src else None
     return [TensorInfo(to, t.shape, value)]
 
 
@@ -142,7 +143,7 @@ def _pow_in(dtype: int) -> Callable[[Dim, Dim], Dim]:
     return power
 
 
-def _int_div(dtype: int) -> Callable[[Dim, Dim], Dim]:
+def _int_div(dtype: int, dom: Domain) -> Callable[[Dim, Dim], Dim]:
     """int Div toward zero; ``INT_MIN / -1`` in int32 and int64 traps onnxruntime's scalar path
     (SIGFPE) and wraps in its vectorized one: unknown."""
     lowest = INT_RANGES[dtype][0] if dtype in (TensorProto.INT32, TensorProto.INT64) else None
@@ -150,7 +151,7 @@ def _int_div(dtype: int) -> Callable[[Dim, Dim], Dim]:
     def div(a: Dim, b: Dim) -> Dim:
         if lowest is not None and a == lowest and b == -1:
             return None
-        return dim_truncdiv(a, b)
+        return dim_truncdiv(a, b, dom)
 
     return div
 
@@ -164,11 +165,11 @@ _SIGN_TESTS: dict[str, Callable[[float, float], bool | None]] = {
 }
 
 
-def _cmp(op: str) -> Callable[[Dim, Dim], Dim]:
+def _cmp(op: str) -> Callable[[Dim, Dim, Domain], Dim]:
     test = _SIGN_TESTS[op]
 
-    def compare(a: Dim, b: Dim) -> Dim:
-        r = dim_compare(a, b)
+    def compare(a: Dim, b: Dim, dom: Domain) -> Dim:
+        r = dim_compare(a, b, dom)
         if r is None:
             return None
         answer = test(*r)
@@ -177,8 +178,8 @@ def _cmp(op: str) -> Callable[[Dim, Dim], Dim]:
     return compare
 
 
-def _equal(a: Dim, b: Dim) -> Dim:
-    eq = dims_equal(a, b)  # decided from the bounds too: a dim is never -1
+def _equal(a: Dim, b: Dim, dom: Domain) -> Dim:
+    eq = dims_equal(a, b, dom)  # decided from the bounds too: a dim is never -1
     return None if eq is None else int(eq)
 
 
@@ -191,14 +192,18 @@ def _logic(fn: Callable[[bool, bool], bool]) -> Callable[[Dim, Dim], Dim]:
     return op
 
 
-_VALUE_OPS: dict[str, Callable[[Dim, Dim], Dim]] = {
-    "Add": dim_add, "Sub": dim_sub, "Mul": dim_mul,
-    "Max": dim_max, "Min": dim_min, "Sum": dim_add,
-    "Equal": _equal, "Less": _cmp("Less"), "Greater": _cmp("Greater"),
-    "LessOrEqual": _cmp("LessOrEqual"), "GreaterOrEqual": _cmp("GreaterOrEqual"),
+# The element functions: those of the ring and of logic, and those the domain decides (given it).
+_RING_OPS: dict[str, Callable[[Dim, Dim], Dim]] = {
+    "Add": dim_add, "Sub": dim_sub, "Mul": dim_mul, "Sum": dim_add,
     "And": _logic(lambda a, b: a and b), "Or": _logic(lambda a, b: a or b),
     "Xor": _logic(lambda a, b: a != b),
 }
+_DOMAIN_OPS: dict[str, Callable[[Dim, Dim, Domain], Dim]] = {
+    "Max": dim_max, "Min": dim_min,
+    "Equal": _equal, "Less": _cmp("Less"), "Greater": _cmp("Greater"),
+    "LessOrEqual": _cmp("LessOrEqual"), "GreaterOrEqual": _cmp("GreaterOrEqual"),
+}
+_VALUE_OPS = (*_RING_OPS, *_DOMAIN_OPS)
 _COMPARISONS = {"Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual", "And", "Or", "Xor"}
 
 
@@ -225,22 +230,31 @@ def _broadcast_values(infos: list[TensorInfo], out: Shape) -> list[list[Dim]] | 
 
 
 def _value_fn(call: OpCall, ins: list[TensorInfo]) -> Callable[[Dim, Dim], Dim] | None:
-    """The element function of a broadcasting op, by its element type and attributes."""
+    """The element function of a broadcasting op, by its element type and attributes, deciding in
+    the domain in force now (after the broadcast's proofs)."""
     op = call.op_type
     dtype = ins[0].dtype
     is_float = dtype in FLOAT_TYPES
+    ring = _RING_OPS.get(op)
+    if ring is not None:
+        return ring
+    dom = call.domain
     if op == "Div":
         # float Div keeps only quotients that are integers for every binding; int Div truncates
-        return dim_exact_div if is_float else _int_div(dtype)
+        return partial(dim_exact_div, dom=dom) if is_float else _int_div(dtype, dom)
     if op == "Mod":
         # fmod=1 takes the dividend's sign, fmod=0 the divisor's; onnxruntime refuses a float
         # Mod with fmod=0
         if call.attr_int("fmod", 0):
-            return dim_fmod
-        return None if is_float else dim_mod
+            return partial(dim_fmod, dom=dom)
+        return None if is_float else partial(dim_mod, dom=dom)
     if op == "Pow":
         return _pow_in(dtype)
-    return _VALUE_OPS.get(op)
+    fn = _DOMAIN_OPS.get(op)
+    if fn is None:
+        return None
+    decide = fn  # (bound for the closure)
+    return lambda a, b: decide(a, b, dom)
 
 
 @register(*_VALUE_OPS, "Div", "Mod", "Pow", "PRelu", "BitShift", "Mean", "BitwiseAnd", "BitwiseOr", "BitwiseXor")
@@ -256,13 +270,16 @@ def broadcast_op(call: OpCall) -> list[TensorInfo | None]:
         return [_legacy_broadcast(call, dtype)]
     if any(t is None for t in ins) or not ins:
         return [TensorInfo(dtype, None)]
-    if broadcast_conflict([t.shape for t in ins]):  # type: ignore[union-attr]
-        call.doubt()
-    # (before opset 7 Add and friends broadcast the legacy way: nothing is proved from them)
-    out = broadcast_shapes([t.shape for t in ins], broadcast_join(call),  # type: ignore[union-attr]
-                           prove=call.scope == 0 and call.since >= 7)
+    shapes = [t.shape for t in ins]  # type: ignore[union-attr]
+    out = broadcast_shortcut(shapes)
+    if out is None:
+        if broadcast_conflict(shapes):
+            call.doubt()
+        # (before opset 7 Add and friends broadcast the legacy way: nothing is proved from them)
+        out = broadcast_shapes(shapes, call.domain, broadcast_join(call),
+                               call.learn if call.scope == 0 and call.since >= 7 else None)
     value = None
-    fn = _value_fn(call, ins)  # type: ignore[arg-type]
+    fn = _value_fn(call, ins) if all(t.value is not None for t in ins) else None  # type: ignore[union-attr, arg-type]
     if fn is not None and out is not None:
         cols = _broadcast_values(ins, out)  # type: ignore[arg-type]
         if cols is not None:
@@ -272,7 +289,7 @@ def broadcast_op(call: OpCall) -> list[TensorInfo | None]:
                 # the type (float32 Sum(2**24, 1, 1) is 2**24): a partial sum the type does not
                 # hold exactly leaves the element unknown
                 for col in cols[1:]:
-                    vals = [canonical_element(dtype, fn(a, b)) for a, b in zip(vals, col)]
+                    vals = [canonical_element(dtype, fn(a, b), call.domain) for a, b in zip(vals, col)]
             else:
                 for col in cols[1:]:
                     vals = [fn(a, b) for a, b in zip(vals, col)]
@@ -306,7 +323,7 @@ def _legacy_broadcast(call: OpCall, dtype: int) -> TensorInfo:
     elif call.attr_int("broadcast", 0):
         axis = call.attr_int("axis", ra - rb)
         # B lines up with A unless it has one element: a dim of B provably != 1 says it has not
-        matched = any(d != 1 if type(d) is int else dim_is_one(d) is False for d in b.shape)
+        matched = any(d != 1 if type(d) is int else dim_is_one(d, call.domain) is False for d in b.shape)
     else:
         axis, matched = 0, True  # no broadcasting: B has A's shape
     if axis is None or axis < 0 or axis + rb > ra or (not call.attr_int("broadcast", 0) and rb != ra
@@ -342,7 +359,8 @@ def where(call: OpCall) -> list[TensorInfo | None]:
         return [TensorInfo(dtype, None)]
     if broadcast_conflict([t.shape for t in ins]):  # type: ignore[union-attr]
         call.doubt()
-    out = broadcast_shapes([t.shape for t in ins], broadcast_join(call), prove=call.scope == 0)  # type: ignore[union-attr]
+    out = broadcast_shapes([t.shape for t in ins], call.domain, broadcast_join(call),  # type: ignore[union-attr]
+                           call.learn if call.scope == 0 else None)
     value = None
     if out is not None:
         cols = _broadcast_values(ins, out)  # type: ignore[arg-type]
@@ -352,7 +370,7 @@ def where(call: OpCall) -> list[TensorInfo | None]:
                 if type(c) is int:
                     picked.append(x if c else y)
                 else:
-                    picked.append(x if dims_equal(x, y) is True else None)
+                    picked.append(x if dims_equal(x, y, call.domain) is True else None)
             value = tuple(picked)
     return [TensorInfo(dtype, out, value)]
 
@@ -377,7 +395,8 @@ def matmul(call: OpCall) -> list[TensorInfo | None]:
         call.doubt()
     elif (inner[0] is None) is not (inner[1] is None) and call.op_type == "MatMul":
         call.same_dims((0, -1), (1, 0 if squeeze_b else -2))  # the kernel refuses unequal ones
-    batch = broadcast_shapes([tuple(sa[:-2]), tuple(sb[:-2])], broadcast_join(call), prove=call.scope == 0)
+    batch = broadcast_shapes([tuple(sa[:-2]), tuple(sb[:-2])], call.domain, broadcast_join(call),
+                             call.learn if call.scope == 0 else None)
     if batch is None:
         return [TensorInfo(dtype, None)]
     out = list(batch) + ([] if squeeze_a else [sa[-2]]) + ([] if squeeze_b else [sb[-1]])
@@ -437,30 +456,31 @@ def reduce(call: OpCall) -> list[TensorInfo | None]:
         out = tuple(d for k, d in enumerate(t.shape) if k not in norm)
     value = None
     fn = _REDUCE_VALUES.get(call.op_type)
+    if fn is None and call.op_type in ("ReduceMin", "ReduceMax"):
+        fn = partial(dim_min if call.op_type == "ReduceMin" else dim_max, dom=call.domain)
     if fn is not None and t.value is not None and t.dtype in INT_TYPES and t.dtype != BOOL:
-        exact = _double_exact if call.op_type in ("ReduceProd", "ReduceSum") else None
+        exact = partial(_double_exact, dom=call.domain) if call.op_type in ("ReduceProd", "ReduceSum") else None
         value = _reduce_values(fn, t.value, t.shape, norm, exact, INT_RANGES.get(t.dtype))
     return [TensorInfo(t.dtype, out, value)]
 
 
 # The reductions whose values shape arithmetic uses (tf2onnx multiplies dims with ReduceProd);
 # integer types only: a float sum rounds at each step, in an order that is the kernel's.
-_REDUCE_VALUES: dict[str, Callable[[Dim, Dim], Dim]] = {
-    "ReduceProd": dim_mul, "ReduceSum": dim_add, "ReduceMin": dim_min, "ReduceMax": dim_max,
-}
+# (and ReduceMin, ReduceMax: dim_min and dim_max in the call's domain)
+_REDUCE_VALUES: dict[str, Callable[[Dim, Dim], Dim]] = {"ReduceProd": dim_mul, "ReduceSum": dim_add}
 
 
 _DOUBLE_EXACT = 2**53
 
 
-def _double_exact(v: Dim) -> bool:
+def _double_exact(v: Dim, dom: Domain) -> bool:
     """Whether ``v`` is an integer double holds exactly (symbols within the value domain's one
-    premise, numeric.OVERFLOW_CAP)."""
+    built-in premise, ``dom.overflow_cap``)."""
     if type(v) is int:
         return -_DOUBLE_EXACT <= v <= _DOUBLE_EXACT
     if v is None:
         return False
-    lo, hi = dim_bounds(v, OVERFLOW_CAP)
+    lo, hi = dim_bounds(v, dom, dom.overflow_cap)
     if lo is None or hi is None:
         return False
     # a polynomial whose coefficients share a factor 2**k is 2**k times one of a 2**k smaller

@@ -14,11 +14,9 @@ checked against them by brute force (tests/test_numeric.py).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from contextvars import ContextVar
-from typing import Mapping
 
 from .._onnx import onnx
-from ..dims import Bound, Dim, Sym, current_assumptions, dim_bounds
+from ..dims import Dim, Domain, Sym, dim_bounds
 
 TensorProto = onnx.TensorProto
 
@@ -81,28 +79,25 @@ def _exact_range(dtype: int) -> tuple[int, int] | None:
     return None
 
 
-# Symbolic arithmetic is exact; a typed tensor agrees while the value fits its type. The one
-# premise of the value domain: a symbolic value is stated where it fits its type for every symbol
-# up to OVERFLOW_CAP, in every type alike. ``64*batch*seq`` fits int64, ``seq`` fits int32 and
-# float32 (tf2onnx's shape arithmetic is int32), ``batch*seq`` fits int64 but not int32;
-# ``(batch*seq)**4`` and anything with an INT64_MAX sentinel in it fit nothing. (The cap is about
-# 17 minutes of 16 kHz audio on one axis; products of dims that large are tensors of 2**48 elements.)
-OVERFLOW_CAP = 2**24
+# Symbolic arithmetic is exact; a typed tensor agrees while the value fits its type: a symbolic
+# value is stated where it fits its type for every symbol up to the domain's built-in premise,
+# ``Domain.overflow_cap`` (dims.OVERFLOW_CAP, 2**24; the reasons are given there).
 
 
 _INT64_RANGE = (-(2**63), 2**63 - 1)
 
 
-def _sym_fits(dtype: int, v: Sym) -> bool:
+def _sym_fits(dtype: int, v: Sym, dom: Domain) -> bool:
     r = _INT64_RANGE if dtype == INT64 else _exact_range(dtype)  # (int64: shape vectors, the common case)
     if r is None:
         return False
-    lo, hi = dim_bounds(v, OVERFLOW_CAP)
+    lo, hi = dim_bounds(v, dom, dom.overflow_cap)
     return lo is not None and hi is not None and r[0] <= lo and hi <= r[1]
 
 
-def canonical_element(dtype: int, v: Dim) -> Dim:
-    """One tracked element as a tensor of ``dtype`` holds it; None where that is not known."""
+def canonical_element(dtype: int, v: Dim, dom: Domain) -> Dim:
+    """One tracked element as a tensor of ``dtype`` holds it (symbols ranging over ``dom``); None
+    where that is not known."""
     if type(v) is int:
         if dtype in INT_RANGES:
             return wrap_int(dtype, v)
@@ -114,20 +109,23 @@ def canonical_element(dtype: int, v: Dim) -> Dim:
     if v is None:
         return None
     if dtype == BOOL:
-        lo, hi = dim_bounds(v)
+        lo, hi = dim_bounds(v, dom)
         if (lo is not None and lo > 0) or (hi is not None and hi < 0):
             return 1
         return None
-    return v if _sym_fits(dtype, v) else None  # type: ignore[arg-type]
+    return v if _sym_fits(dtype, v, dom) else None  # type: ignore[arg-type]
 
 
-def canonical_value(dtype: int, value: tuple[Dim, ...]) -> tuple[Dim, ...] | None:
-    """``value`` as a tensor of ``dtype`` holds it (see the module docstring); None when no
-    element is known or the type is not one whose values are tracked.
+def canonical_value(dtype: int, value: tuple[Dim, ...], dom: Domain,
+                    memo: dict[tuple[int, tuple[Dim, ...]], tuple[Dim, ...]] | None = None) -> tuple[Dim, ...] | None:
+    """``value`` as a tensor of ``dtype`` holds it (see the module docstring) in ``dom``; None when
+    no element is known or the type is not one whose values are tracked.
 
-    ``canonical_value_plain`` with a memo of the values whose every symbolic element fits, by
-    value, for the assumptions in force (a model repeats a few shape vectors, ``[batch, seq, 8]``,
-    thousands of times, and each symbol's bounds took most of the time of inferring them)."""
+    ``canonical_value_plain`` with ``memo``, the caller's table of the values whose every symbolic
+    element fits, by value (a model repeats a few shape vectors, ``[batch, seq, 8]``, thousands of
+    times, and each symbol's bounds took most of the time of inferring them). A value that fits
+    keeps fitting in a narrower domain: one table serves a domain and every narrowing of it
+    (inference's run, whose domain only narrows as it proves facts), never another domain."""
     if dtype == INT64:
         # the common case: shape vectors of small ints, unchanged
         for v in value:
@@ -137,56 +135,46 @@ def canonical_value(dtype: int, value: tuple[Dim, ...]) -> tuple[Dim, ...] | Non
             return value
     elif dtype not in INT_RANGES and dtype not in FLOAT_FORMATS and dtype != BOOL:
         return None
-    if not MEMO:
-        return canonical_value_plain(dtype, value)
+    if not MEMO or memo is None:
+        return canonical_value_plain(dtype, value, dom)
     for v in value:  # only ints and symbols are keys: True == 1 and 1.0 == 1 would share an entry
         t = type(v)
         if t is not int and t is not Sym:
-            return canonical_value_plain(dtype, value)
-    under = current_assumptions()
-    memo = _FITTING.get()
-    if memo is None or memo[0] is not under:
-        memo = (under, {})
-        _FITTING.set(memo)
+            return canonical_value_plain(dtype, value, dom)
     key = (dtype, value)
-    found = memo[1].get(key)
+    found = memo.get(key)
     if found is not None:
         return found
-    out = canonical_value_plain(dtype, value)
+    out = canonical_value_plain(dtype, value, dom)
     if out is not None:
         for v in out:
             if v is None:
                 break
         else:
-            # Every element fits. Within one ``assuming`` block ranges only ever narrow (inference's
-            # ``prove_at_*``), and a value that fits keeps fitting in a narrower range: the
-            # answer holds for the rest of the block. (An element that does not fit might later:
-            # such answers are not kept.)
-            memo[1][key] = out
+            # Every element fits, and keeps fitting in every narrowing of ``dom``. (An element
+            # that does not fit might fit later: such answers are not kept.)
+            memo[key] = out
     return out
 
 
-def canonical_value_plain(dtype: int, value: tuple[Dim, ...]) -> tuple[Dim, ...] | None:
+def canonical_value_plain(dtype: int, value: tuple[Dim, ...], dom: Domain) -> tuple[Dim, ...] | None:
     """``canonical_value`` without its fast paths: every element through ``canonical_element``."""
     if dtype not in INT_RANGES and dtype not in FLOAT_FORMATS and dtype != BOOL:
         return None
-    out = tuple(canonical_element(dtype, v) for v in value)
+    out = tuple(canonical_element(dtype, v, dom) for v in value)
     for v in out:
         if v is not None:
             return out
     return None
 
 
-# Whether ``canonical_value`` keeps its memo (tests/test_fast_paths.py compares it with the plain one),
-# and the memo: the assumptions it was made under (``dims.current_assumptions``, an object of one
-# ``assuming`` block) and (dtype, value) -> answer. A context variable, as the assumptions are.
+# Whether ``canonical_value`` uses the memo it is given (tests/test_fast_paths.py compares it with
+# the plain one).
 MEMO = True
-_FITTING: ContextVar[tuple[Mapping[str, Bound], dict[tuple[int, tuple[Dim, ...]], tuple[Dim, ...]]] | None] = \
-    ContextVar("shapeflow_fitting", default=None)
 
 
-def cast_element(src: int, dst: int, v: Dim) -> Dim:
-    """``Cast(to=dst)`` of one element of type ``src`` (tracked float values are integral)."""
+def cast_element(src: int, dst: int, v: Dim, dom: Domain) -> Dim:
+    """``Cast(to=dst)`` of one element of type ``src`` (tracked float values are integral), in ``dom``."""
     if v is None:
         return None
     if src in FLOAT_FORMATS and dst in INT_RANGES:
@@ -194,9 +182,9 @@ def cast_element(src: int, dst: int, v: Dim) -> Dim:
         lo, hi = INT_RANGES[dst]
         if type(v) is int:
             return v if lo <= v <= hi else None
-        blo, bhi = dim_bounds(v, OVERFLOW_CAP)
+        blo, bhi = dim_bounds(v, dom, dom.overflow_cap)
         return v if blo is not None and bhi is not None and lo <= blo and bhi <= hi else None
-    return canonical_element(dst, v)
+    return canonical_element(dst, v, dom)
 
 
 # -- Slice ------------------------------------------------------------------------------------------

@@ -14,7 +14,7 @@ from fractions import Fraction
 
 from .._onnx import onnx
 from ..axes import AxisError, normalize_axis
-from ..dims import Dim, dim_floordiv, dim_mul
+from ..dims import Dim, Domain, dim_floordiv, dim_mul
 from ..tensorinfo import TensorInfo
 from .base import OpCall, register
 from .constants import flat_values, is_external
@@ -62,8 +62,8 @@ def _float_constant(call: OpCall, i: int) -> list[float] | None:
     return [float(x) for x in flat] if len(flat) == n else None
 
 
-def scaled_dim(d: Dim, scale: float) -> Dim:
-    """The runtime's ``int(float32(scale) * float32(d))``."""
+def scaled_dim(d: Dim, scale: float, dom: Domain) -> Dim:
+    """The runtime's ``int(float32(scale) * float32(d))``, in ``dom``."""
     import numpy as np  # with onnx, which this module needs anyway
 
     s32 = np.float32(scale)
@@ -74,10 +74,10 @@ def scaled_dim(d: Dim, scale: float) -> Dim:
     if d is None:
         return None
     frac = Fraction(float(s32))
-    hi = _dim_bounds(d)[1]
+    hi = _dim_bounds(d, dom)[1]
     if hi is None or hi * frac.numerator >= _F32_EXACT or hi >= _F32_EXACT:
         return None
-    return dim_floordiv(dim_mul(d, frac.numerator), frac.denominator)
+    return dim_floordiv(dim_mul(d, frac.numerator), frac.denominator, dom)
 
 
 def _axes(call: OpCall, rank: int) -> list[int] | None:
@@ -139,7 +139,7 @@ def resize(call: OpCall) -> list[TensorInfo | None]:
     if scales is None or len(scales) != len(axes):
         return unknown
     for a, sc in zip(axes, scales):
-        out[a] = scaled_dim(shape[a], sc)
+        out[a] = scaled_dim(shape[a], sc, call.domain)
     return [TensorInfo(dtype, tuple(out))]
 
 
@@ -154,7 +154,7 @@ def depth_space(call: OpCall) -> list[TensorInfo | None]:
     n, c, h, w = shape
     if call.op_type == "DepthToSpace":
         # The runtime refuses a channel count that b*b does not divide.
-        out = (n, dim_floordiv(c, b * b), dim_mul(h, b), dim_mul(w, b))
+        out = (n, dim_floordiv(c, b * b, call.domain), dim_mul(h, b), dim_mul(w, b))
     else:
-        out = (n, dim_mul(c, b * b), dim_floordiv(h, b), dim_floordiv(w, b))
+        out = (n, dim_mul(c, b * b), dim_floordiv(h, b, call.domain), dim_floordiv(w, b, call.domain))
     return [TensorInfo(dtype, out)]

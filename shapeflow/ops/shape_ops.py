@@ -15,9 +15,9 @@ from .._onnx import onnx
 
 from ..axes import AxisError, normalize_axis
 from ..dims import (
-    Dim, Shape, Sym, affine_symbol, assuming, broadcast_dim, current_assumptions, dim_add, dim_bounds,
-    dim_floordiv, dim_max, dim_min, dim_mul, dim_sub, dims_equal, join_pieces, prove_at_least, prove_broadcast,
-    rebuild, substitute, zero_forcing_symbols, zero_implies, zero_symbol,
+    Dim, Domain, Shape, Sym, affine_symbol, broadcast_dim, dim_add, dim_bounds, dim_floordiv, dim_max, dim_min,
+    dim_mul, dim_sub, dims_equal, join_pieces, prove_broadcast, rebuild, substitute, zero_forcing_symbols,
+    zero_implies, zero_symbol,
 )
 from ..tensorinfo import MAX_VALUE_ELEMS, TensorInfo
 from .base import OpCall, make_value, numel, register
@@ -82,40 +82,40 @@ def gather(call: OpCall) -> list[TensorInfo | None]:
     return [TensorInfo(data.dtype, out_shape, value)]
 
 
-def _clamp_start(d: Dim, s: Dim, step: int) -> Dim:
+def _clamp_start(d: Dim, s: Dim, step: int, dom: Domain) -> Dim:
     """onnxruntime's start index on a dim of length ``d`` (see numeric.slice_range)."""
     if type(s) is int:
         if s == -1 and step < 0:
             return dim_sub(d, 1)  # max(d - 1, 0) clamped to d - 1 is d - 1, even for d = 0
         if s < 0:
             s = dim_add(d, s)
-            return dim_max(s, 0) if step > 0 else dim_min(dim_max(s, 0), dim_sub(d, 1))
-        return dim_min(s, d) if step > 0 else dim_min(s, dim_sub(d, 1))
-    lo, hi = dim_bounds(s)
+            return dim_max(s, 0, dom) if step > 0 else dim_min(dim_max(s, 0, dom), dim_sub(d, 1), dom)
+        return dim_min(s, d, dom) if step > 0 else dim_min(s, dim_sub(d, 1), dom)
+    lo, hi = dim_bounds(s, dom)
     if lo is not None and lo >= 0:
-        return dim_min(s, d) if step > 0 else dim_min(s, dim_sub(d, 1))
+        return dim_min(s, d, dom) if step > 0 else dim_min(s, dim_sub(d, 1), dom)
     if hi is not None and hi < 0:
         s = dim_add(d, s)
-        return dim_max(s, 0) if step > 0 else dim_min(dim_max(s, 0), dim_sub(d, 1))
+        return dim_max(s, 0, dom) if step > 0 else dim_min(dim_max(s, 0, dom), dim_sub(d, 1), dom)
     return None  # the sign of a computed start decides how it counts: unknown
 
 
-def _clamp_end(d: Dim, e: Dim, step: int) -> Dim:
+def _clamp_end(d: Dim, e: Dim, step: int, dom: Domain) -> Dim:
     if type(e) is int:
         if e in SLICE_TO_END:
             return d if step > 0 else -1
         if e < 0:
-            return dim_max(dim_add(d, e), 0 if step > 0 else -1)
-        return dim_min(e, d)
-    lo, hi = dim_bounds(e)
+            return dim_max(dim_add(d, e), 0 if step > 0 else -1, dom)
+        return dim_min(e, d, dom)
+    lo, hi = dim_bounds(e, dom)
     if lo is not None and lo >= 0:
-        return dim_min(e, d)
+        return dim_min(e, d, dom)
     if hi is not None and hi < 0:
-        return dim_max(dim_add(d, e), 0 if step > 0 else -1)
+        return dim_max(dim_add(d, e), 0 if step > 0 else -1, dom)
     return None
 
 
-def _slice_len(d: Dim, start: Dim, end: Dim, step: int) -> Dim:
+def _slice_len(d: Dim, start: Dim, end: Dim, step: int, dom: Domain) -> Dim:
     """Length of onnxruntime's ``Slice`` of a dim ``d``: exact for ints (numeric.slice_range), and
     for symbols the same clamping written with min/max, so that ``x[-3:]`` on ``seq`` is
     ``min(3, seq)`` and ``x[2:]`` is ``max(seq - 2, 0)``, true at seq = 0, 1, 2 as well."""
@@ -126,26 +126,26 @@ def _slice_len(d: Dim, start: Dim, end: Dim, step: int) -> Dim:
     if type(start) is int and type(end) is int and step > 0:
         # the common exporter forms, in the closed forms the clamping reduces to
         if end in SLICE_TO_END:
-            span = dim_max(dim_sub(d, start), 0) if start >= 0 else dim_min(-start, d)
+            span = dim_max(dim_sub(d, start), 0, dom) if start >= 0 else dim_min(-start, d, dom)
         elif end <= start and (end >= 0) == (start >= 0):
             return 0
         elif start >= 0 and end >= 0:
-            span = dim_min(dim_max(dim_sub(d, start), 0), end - start)
+            span = dim_min(dim_max(dim_sub(d, start), 0, dom), end - start, dom)
         elif start < 0 and end < 0:
-            span = dim_min(dim_max(dim_add(d, end), 0), end - start)
+            span = dim_min(dim_max(dim_add(d, end), 0, dom), end - start, dom)
         elif start >= 0:  # end < 0
-            span = dim_max(dim_sub(dim_add(d, end), start), 0)
+            span = dim_max(dim_sub(dim_add(d, end), start), 0, dom)
         else:
             span = None
         if span is not None:
-            return span if step == 1 else dim_floordiv(dim_add(span, step - 1), step)
-    s = _clamp_start(d, start, step)
-    e = _clamp_end(d, end, step)
+            return span if step == 1 else dim_floordiv(dim_add(span, step - 1), step, dom)
+    s = _clamp_start(d, start, step, dom)
+    e = _clamp_end(d, end, step, dom)
     if s is None or e is None:
-        return _slice_len_split(d, start, end, step)
+        return _slice_len_split(d, start, end, step, dom)
     if step > 0:
-        return dim_max(dim_floordiv(dim_add(dim_sub(e, s), step - 1), step), 0)
-    return dim_max(dim_floordiv(dim_add(dim_sub(s, e), -step - 1), -step), 0)
+        return dim_max(dim_floordiv(dim_add(dim_sub(e, s), step - 1), step, dom), 0, dom)
+    return dim_max(dim_floordiv(dim_add(dim_sub(s, e), -step - 1), -step, dom), 0, dom)
 
 
 # A computed start or end whose sign depends on a symbol (``T - 1``) is split on that symbol: at
@@ -153,41 +153,39 @@ def _slice_len(d: Dim, start: Dim, end: Dim, step: int) -> Dim:
 _SPLIT_VALUES = 8
 
 
-def _slice_len_split(d: Dim, start: Dim, end: Dim, step: int) -> Dim:
+def _slice_len_split(d: Dim, start: Dim, end: Dim, step: int, dom: Domain) -> Dim:
     """The length of a Slice whose start or end is ``a*x + b`` of unknown sign: where ``x >= c``
     the sign is fixed and the length ``high`` is an expression; below ``c`` each value of ``x`` is
     worked out. The pieces meet in one expression when one of a few clamp forms of ``high``
     matches every piece (``x[T-1:T]`` is 1 from T = 1 and 0 at T = 0: ``min(1, T)``)."""
     for v in (start, end):
-        split = _sign_split(v)
+        split = _sign_split(v, dom)
         if split is None:
             continue
         x, c = split
-        ranges = current_assumptions()
-        lo_x, hi_x = ranges.get(x, (None, None))
+        lo_x, hi_x = dom.ranges.get(x, (None, None))
         first = max(lo_x or 0, 0)
         if c - first > _SPLIT_VALUES or (hi_x is not None and hi_x < c):
             return None
-        with assuming({**ranges, x: (c, hi_x)}):
-            high = _slice_len(d, start, end, step)
+        high = _slice_len(d, start, end, step, dom.where(x, (c, hi_x)))
         if high is None:
             return None
         lows: list[Dim] = []
         for xv in range(first, c):
             b = {x: xv}
-            lows.append(_slice_len(substitute(d, b), substitute(start, b), substitute(end, b), step))
-        return join_pieces(x, c, first, lows, high)
+            lows.append(_slice_len(substitute(d, b, dom), substitute(start, b, dom), substitute(end, b, dom), step, dom))
+        return join_pieces(x, c, first, lows, high, dom)
     return None
 
 
-def _sign_split(v: Dim) -> tuple[str, int] | None:
+def _sign_split(v: Dim, dom: Domain) -> tuple[str, int] | None:
     """``(x, c)`` when ``v`` is ``a*x + b`` whose sign is the same for every ``x >= c`` but not
     for every ``x >= 0``."""
     aff = affine_symbol(v)
     if aff is None:
         return None
     x, a, b = aff
-    lo, hi = dim_bounds(v)
+    lo, hi = dim_bounds(v, dom)
     if (lo is not None and lo >= 0) or (hi is not None and hi < 0):
         return None
     # a > 0: v >= 0 from x = ceil(-b/a); a < 0: v < 0 from x = floor(b/-a) + 1
@@ -238,7 +236,7 @@ def slice_(call: OpCall) -> list[TensorInfo | None]:
             if st == 0:
                 call.doubt()
             return [None]
-        out[a] = _slice_len(data.shape[a], s, e, st)
+        out[a] = _slice_len(data.shape[a], s, e, st, call.domain)
         spec[a] = (s, e, st)
     value = None
     if data.value is not None and numel(data.shape) == len(data.value):
@@ -283,7 +281,7 @@ def concat(call: OpCall) -> list[TensorInfo | None]:
                 total = dim_add(total, t.shape[k])  # type: ignore[index]
             out.append(total)
         else:
-            out.append(_concat_dim([t.shape[k] for t in known], known))  # type: ignore[index]
+            out.append(_concat_dim([t.shape[k] for t in known], known, call.domain))  # type: ignore[index]
     value = None
     if rank == 1 and any(t.value is not None for t in known):
         # an input whose value is unknown but whose length is known leaves only its own elements
@@ -310,7 +308,7 @@ def _static_conflict(inputs: list[TensorInfo], axis: int) -> bool:
     return False
 
 
-def _nonempty(shape: Shape) -> bool:
+def _nonempty(shape: Shape, dom: Domain) -> bool:
     """Whether a tensor of ``shape`` has elements for every binding (every dim provably >= 1)."""
     if shape is None:
         return False
@@ -319,22 +317,22 @@ def _nonempty(shape: Shape) -> bool:
             if d < 1:
                 return False
         else:
-            lo, _ = dim_bounds(d)
+            lo, _ = dim_bounds(d, dom)
             if lo is None or lo < 1:
                 return False
     return True
 
 
-def _concat_dim(dims: list[Dim], inputs: list[TensorInfo]) -> Dim:
+def _concat_dim(dims: list[Dim], inputs: list[TensorInfo], dom: Domain) -> Dim:
     """A non-axis dim of Concat. onnxruntime takes it from the first input with elements and checks
     only those (an empty input's other dims are ignored): the dims when they are provably equal,
     else that of an input that is never empty (every input with elements agrees with it)."""
     first = dims[0]
-    if first is not None and all(dims_equal(first, d) is True for d in dims[1:]):
+    if first is not None and all(dims_equal(first, d, dom) is True for d in dims[1:]):
         return first
     picked: Dim = None
     for d, t in zip(dims, inputs):
-        if d is not None and _nonempty(t.shape):
+        if d is not None and _nonempty(t.shape, dom):
             if type(d) is int:
                 return d
             picked = d if picked is None else picked
@@ -348,7 +346,8 @@ def _product(dims: list[Dim]) -> Dim:
     return total
 
 
-def _infer_minus_one(in_shape: Shape, target: list[Dim], minus_at: int, allowzero: int = 0) -> Dim:
+def _infer_minus_one(in_shape: Shape, target: list[Dim], minus_at: int, allowzero: int = 0, *,
+                     dom: Domain) -> Dim:
     """The -1 of a Reshape: input numel / product of the other target dims, cancelling equal
     factors first so that ``[batch, seq, 64] -> [batch, seq, 4, -1]`` gives 16, then dividing
     what is left exactly (``[batch, 4, seq, 16] -> [4*batch, -1, 16]`` gives ``seq``).
@@ -369,43 +368,43 @@ def _infer_minus_one(in_shape: Shape, target: list[Dim], minus_at: int, allowzer
     rest_den: list[Dim] = []
     for d in den:
         for k, n in enumerate(num):
-            if dims_equal(n, d) is True:
+            if dims_equal(n, d, dom) is True:
                 del num[k]
                 break
         else:
             rest_den.append(d)
-    if allowzero and not _never_zero(_product(den)):
+    if allowzero and not _never_zero(_product(den), dom):
         if _product(den) == 0:
             # always the empty case: the ratio of the non-zero dims, max(d, 1) each
-            return dim_floordiv(_product([dim_max(d, 1) for d in num]), _product([dim_max(d, 1) for d in rest_den]))
-        if not all(_never_zero(d) for d in num + rest_den):
+            return dim_floordiv(_product([dim_max(d, 1, dom) for d in num]), _product([dim_max(d, 1, dom) for d in rest_den]), dom)
+        if not all(_never_zero(d, dom) for d in num + rest_den):
             return None
     divisor = _product(rest_den)
     if type(divisor) is int and divisor <= 0:
         return None
-    return dim_floordiv(_product(num), divisor)
+    return dim_floordiv(_product(num), divisor, dom)
 
 
-def _never_zero(d: Dim) -> bool:
-    lo, _ = dim_bounds(d)
+def _never_zero(d: Dim, dom: Domain) -> bool:
+    lo, _ = dim_bounds(d, dom)
     return lo is not None and lo >= 1
 
 
-def _target_dim(t: Dim, k: int, in_shape: Shape, allowzero: int) -> tuple[Dim, bool]:
+def _target_dim(t: Dim, k: int, in_shape: Shape, allowzero: int, dom: Domain) -> tuple[Dim, bool]:
     """Output dim ``k`` for a computed (symbolic) target ``t`` and whether it is certain.
 
     A target that may be negative may be -1 at run time, which onnxruntime infers: unknown. With
     ``allowzero=0`` a target that is 0 at run time copies the input's dim instead: ``t`` is the
     answer when it cannot be 0, when the input's dim is the same expression, or when the input's
     dim is 0 wherever ``t`` is (dims.zero_implies)."""
-    if in_shape is not None and k < len(in_shape) and dims_equal(t, in_shape[k]) is True:
+    if in_shape is not None and k < len(in_shape) and dims_equal(t, in_shape[k], dom) is True:
         return t, True  # the input's own dim: a real dim, never -1, and a 0 copies itself
-    lo, _ = dim_bounds(t)
+    lo, _ = dim_bounds(t, dom)
     if lo is None or lo < 0:
         return None, True  # a computed -1 asks onnxruntime to infer the dim: not t
     if allowzero or lo >= 1:
         return t, True
-    if in_shape is not None and k < len(in_shape) and zero_implies(t, in_shape[k]):
+    if in_shape is not None and k < len(in_shape) and zero_implies(t, in_shape[k], dom):
         return t, True  # where t is 0 so is the dim it copies (4*batch over batch): t either way
     if in_shape is not None and k >= len(in_shape):
         return t, True  # a 0 here has no input dim to copy: onnxruntime fails, so t is not 0
@@ -440,12 +439,29 @@ def reshape(call: OpCall) -> list[TensorInfo | None]:
     if in_shape is not None and all(type(d) is int for d in in_shape) and all(type(t) is int for t in target):
         exact = reshape_dims(in_shape, target, allowzero)  # type: ignore[arg-type]  # all ints: tested
         return [TensorInfo(dtype, tuple(exact) if exact is not None else (None,) * len(target), value)]
-    out, doubtful, _ = _reshape_out(in_shape, target, allowzero, call.scope == 0)
+    return [TensorInfo(dtype, reshape_symbolic(in_shape, target, allowzero, call.domain,
+                                               call.learn if call.scope == 0 else None), value)]
+
+
+def reshape_symbolic_plain(in_shape: Shape, target: list[Dim], allowzero: int, dom: Domain,
+                           learn: Callable[[Domain], None] | None) -> Shape:
+    """The output shape of a Reshape of ``in_shape`` to a ``target`` with symbolic elements (None:
+    not even the rank), decided in ``dom``. ``learn``: given each narrower domain the computation
+    proves (a node of the main graph), which it then decides in; None: prove nothing."""
+    now = [dom]
+
+    def keep(d: Domain) -> None:
+        now[0] = d
+        if learn is not None:
+            learn(d)
+
+    lrn = keep if learn is not None else None
+    out, doubtful, _ = _reshape_out(in_shape, target, allowzero, now[0], lrn)
     if out is None:
-        return [TensorInfo(dtype, None)]
+        return None
     if None in out:
-        for x in _split_symbols(target, doubtful, out, allowzero):
-            split = _split_on_zero(in_shape, target, allowzero, out, x, call.scope == 0)
+        for x in _split_symbols(target, doubtful, out, allowzero, now[0]):
+            split = _split_on_zero(in_shape, target, allowzero, out, x, now[0], lrn)
             if split.count(None) < out.count(None):
                 out = split
                 break
@@ -454,12 +470,57 @@ def reshape(call: OpCall) -> list[TensorInfo | None]:
         # that are never 0 is the quotient, whatever its target was (a -1, a 0 that copies, a
         # value tf2onnx computed in int32 that may have wrapped, an element not known at all)
         k = out.index(None)
-        if all(_never_zero(d) for j, d in enumerate(out) if j != k):
-            out[k] = _infer_minus_one(in_shape, out, k)
-    return [TensorInfo(dtype, tuple(out), value)]
+        if all(_never_zero(d, now[0]) for j, d in enumerate(out) if j != k):
+            out[k] = _infer_minus_one(in_shape, out, k, dom=now[0])
+    return tuple(out)
 
 
-def _split_symbols(target: list[Dim], doubtful: list[int], out: list[Dim], allowzero: int) -> list[str]:
+def reshape_symbolic(in_shape: Shape, target: list[Dim], allowzero: int, dom: Domain,
+                     learn: Callable[[Domain], None] | None) -> Shape:
+    """``reshape_symbolic_plain`` with a memo: a model repeats one Reshape (``[batch, seq, 8]`` to
+    ``[batch*seq, 8]`` and back) thousands of times, and each took tens of microseconds of
+    symbolic algebra.
+
+    The answer depends on the arguments and on the domain's ranges (and cap), and its only effect
+    is to hand ``learn`` a narrower domain. So the key holds the ranges as they are, and an answer
+    is kept only when its computation proved nothing: given again, the call would compute the
+    same and narrow nothing. (A call that proved something is computed again next time, in the
+    narrower domain.) Only int, symbol and None elements are keys: ``True == 1`` and
+    ``numpy.int64(1) == 1`` would share an entry."""
+    ranges = dom.ranges
+    if not MEMO or len(ranges) > _MEMO_MAX_RANGES or dom.aliases:
+        return reshape_symbolic_plain(in_shape, target, allowzero, dom, learn)
+    for part in (in_shape or (), target):
+        for d in part:
+            if d is not None and type(d) is not int and type(d) is not Sym:
+                return reshape_symbolic_plain(in_shape, target, allowzero, dom, learn)
+    key = (in_shape, tuple(target), allowzero, learn is not None, tuple(ranges.items()), dom.overflow_cap)
+    found = _RESHAPES.get(key, _NOT_KEPT)
+    if found is not _NOT_KEPT:
+        return found  # type: ignore[return-value]
+    learned: list[Domain] = []
+    out = reshape_symbolic_plain(in_shape, target, allowzero, dom,
+                                 learned.append if learn is not None else None)
+    if learned:
+        learn(learned[-1])  # type: ignore[misc]  # (learned is filled only when learn is given)
+    else:
+        if len(_RESHAPES) >= _MEMO_MAX_ENTRIES:
+            _RESHAPES.clear()
+        _RESHAPES[key] = out
+    return out
+
+
+# Whether ``reshape_symbolic`` keeps its memo (tests/test_fast_paths.py compares it with the plain
+# one), the memo, and its bounds: past this many ranges in force the key would cost more than it
+# saves; past this many entries it starts again (a process may infer many models).
+MEMO = True
+_RESHAPES: dict[tuple[Any, ...], Shape] = {}
+_NOT_KEPT = object()
+_MEMO_MAX_RANGES = 32
+_MEMO_MAX_ENTRIES = 4096
+
+
+def _split_symbols(target: list[Dim], doubtful: list[int], out: list[Dim], allowzero: int, dom: Domain) -> list[str]:
     """The symbols whose being 0 may leave dims of a Reshape unknown, the likeliest first: those of
     the targets that may be 0 (and copy), or, with ``allowzero=1``, of the -1's divisor. At most
     two are tried (each costs two more Reshape rules)."""
@@ -472,18 +533,18 @@ def _split_symbols(target: list[Dim], doubtful: list[int], out: list[Dim], allow
     rest: set[str] = set()
     for e in exprs:
         if type(e) is Sym:
-            z = zero_symbol(e)
+            z = zero_symbol(e, dom)
             if z is not None and z not in first:
                 first.append(z)
             rest |= e.symbols()
     return (first + sorted(rest - set(first)))[:2]
 
 
-def _reshape_out(in_shape: Shape, target: list[Dim], allowzero: int,
-                 prove: bool) -> tuple[list[Dim] | None, list[int], bool]:
-    """The output dims of a Reshape of ``in_shape`` to ``target`` (None: no rank), the targets
-    left unknown because they may be 0 (and then copy the input's dim), and whether the Reshape
-    fails for certain. ``prove``: record what a -1 proves (a node of the main graph)."""
+def _reshape_out(in_shape: Shape, target: list[Dim], allowzero: int, dom: Domain,
+                 learn: Callable[[Domain], None] | None) -> tuple[list[Dim] | None, list[int], bool]:
+    """The output dims of a Reshape of ``in_shape`` to ``target`` (None: no rank) in ``dom``, the
+    targets left unknown because they may be 0 (and then copy the input's dim), and whether the
+    Reshape fails for certain. ``learn`` keeps what a -1 proves (a node of the main graph)."""
     if in_shape is not None and all(type(d) is int for d in in_shape) and all(type(t) is int for t in target):
         exact = reshape_dims(in_shape, target, allowzero)  # type: ignore[arg-type]  # all ints: tested
         return (list(exact) if exact is not None else [None] * len(target)), [], exact is None
@@ -504,11 +565,11 @@ def _reshape_out(in_shape: Shape, target: list[Dim], allowzero: int,
             else:
                 out.append(t)
         else:
-            d, certain = _target_dim(t, k, in_shape, allowzero)
+            d, certain = _target_dim(t, k, in_shape, allowzero, dom)
             out.append(d)
             if not certain:
                 doubtful.append(k)
-    if doubtful and not (minus_at < 0 and len(doubtful) == 1 and _zero_forces_copy(in_shape, out, doubtful[0])):
+    if doubtful and not (minus_at < 0 and len(doubtful) == 1 and _zero_forces_copy(in_shape, out, doubtful[0], dom)):
         for k in doubtful:
             # onnxruntime copies the input's dim where the target is 0; when two targets may be 0
             # at once (batch = seq = 0 in [batch*seq, 64] -> [batch, seq, 64] gives [0, 64, 64]),
@@ -517,54 +578,55 @@ def _reshape_out(in_shape: Shape, target: list[Dim], allowzero: int,
     else:
         doubtful = []
     if minus_at >= 0:
-        out[minus_at] = None if doubtful else _infer_minus_one(in_shape, out, minus_at, allowzero)
-        if not doubtful and prove and not allowzero:
+        out[minus_at] = None if doubtful else _infer_minus_one(in_shape, out, minus_at, allowzero, dom=dom)
+        if not doubtful and learn is not None and not allowzero:
             # (with allowzero=1 onnxruntime infers a -1 beside a 0 without complaint)
-            _prove_nonzero(out, minus_at, in_shape)
+            learn(_prove_nonzero(out, minus_at, dom))
     return out, doubtful, False
 
 
 def _split_on_zero(in_shape: Shape, target: list[Dim], allowzero: int, out: list[Dim],
-                   x: str, prove: bool) -> list[Dim]:
+                   x: str, dom: Domain, learn: Callable[[Domain], None] | None) -> list[Dim]:
     """Dims left unknown because symbol ``x`` may be 0 (a target ``s`` that copies the input's dim
     at ``s = 0`` in dynamo's ``Reshape(x[b, 4, s, 32], [-1, s, 32])``; a -1 beside ``s`` under
     allowzero=1): the Reshape worked out where ``x >= 1`` and at ``x = 0``, joined per dim
     (dims.join_pieces; ``4*b*min(1, s)`` for that -1). Where the Reshape fails at ``x = 0``, the
-    first case holds wherever the model runs, and a node of the main graph proves ``x >= 1``."""
-    ranges = current_assumptions()
-    lo, hi = ranges.get(x, (None, None))
+    first case holds wherever the model runs, and a node of the main graph (``learn``) proves
+    ``x >= 1``."""
+    lo, hi = dom.ranges.get(x, (None, None))
     if hi is not None and hi < 1:
         return out
-    with assuming({**ranges, x: (max(lo or 0, 1), hi)}):
-        # (built again there: a dim joined earlier, s - 32*min(1, s) + 32, is s from s = 1 on)
-        high, doubt, fails = _reshape_out(None if in_shape is None else tuple(rebuild(d) for d in in_shape),
-                                          [rebuild(t) for t in target], allowzero, False)
+    above = dom.where(x, (max(lo or 0, 1), hi))
+    # (built again there: a dim joined earlier, s - 32*min(1, s) + 32, is s from s = 1 on)
+    high, doubt, fails = _reshape_out(None if in_shape is None else tuple(rebuild(d, above) for d in in_shape),
+                                      [rebuild(t, above) for t in target], allowzero, above, None)
     if high is None or doubt or fails:
         return out
     if lo is not None and lo >= 1:
         return high
     at0 = {x: 0}
-    low, doubt, fails = _reshape_out(None if in_shape is None else tuple(substitute(d, at0) for d in in_shape),
-                                     [substitute(t, at0) for t in target], allowzero, False)
+    low, doubt, fails = _reshape_out(None if in_shape is None else tuple(substitute(d, at0, dom) for d in in_shape),
+                                     [substitute(t, at0, dom) for t in target], allowzero, dom, None)
     if fails:
-        if prove:
-            prove_at_least(x, 1)
+        if learn is not None:
+            learn(dom.at_least(x, 1))
         return high
     if low is None or doubt:
         return out
-    return [d if d is not None else join_pieces(x, 1, 0, [lw], hg, indicator=True)
+    return [d if d is not None else join_pieces(x, 1, 0, [lw], hg, dom, indicator=True)
             for d, lw, hg in zip(out, low, high)]
 
 
-def _prove_nonzero(out: list[Dim], minus_at: int, in_shape: Shape) -> None:
+def _prove_nonzero(out: list[Dim], minus_at: int, dom: Domain) -> Domain:
     """onnxruntime refuses a -1 when the other dims multiply to 0: wherever the model runs (a node
-    of the main graph always runs), each symbol of that product is >= 1 (dims.prove_at_least)."""
+    of the main graph always runs), each symbol of that product is >= 1 (``dom`` with that)."""
     product = _product([d for j, d in enumerate(out) if j != minus_at])
-    for name in zero_forcing_symbols(product):
-        prove_at_least(name, 1)
+    for name in zero_forcing_symbols(product, dom):
+        dom = dom.at_least(name, 1)
+    return dom
 
 
-def _zero_forces_copy(in_shape: Shape, out: list[Dim], k: int) -> bool:
+def _zero_forces_copy(in_shape: Shape, out: list[Dim], k: int, dom: Domain) -> bool:
     """Whether target dim ``k`` is right even where it is 0: the target's product equals the
     input's numel for every binding, and every other target dim is provably >= 1, so where ``k``
     is 0 the input is empty, and a model that runs has a 0 at the copied dim as well."""
@@ -572,19 +634,19 @@ def _zero_forces_copy(in_shape: Shape, out: list[Dim], k: int) -> bool:
         return False
     for j, d in enumerate(out):
         if j != k:
-            lo, _ = dim_bounds(d)
+            lo, _ = dim_bounds(d, dom)
             if (lo is None or lo < 1) and j < len(in_shape):  # (past the input's rank, 0 fails)
                 return False
-    return dims_equal(_product(list(in_shape)), _product(out)) is True
+    return dims_equal(_product(list(in_shape)), _product(out), dom) is True
 
 
-def broadcast_shapes(shapes: list[Shape], join: Callable[[Dim, Dim], Dim] | None = None,
-                     prove: bool = False) -> Shape:
-    """Multidirectional (numpy) broadcasting of several shapes. ``join`` names the broadcast of two
-    dims that broadcast_dim cannot tell (Inference.broadcast_join; None leaves it unknown).
-    ``prove``: the broadcast runs wherever the model does (a node of the main graph), so what it
-    proves about the symbols is recorded (dims.prove_broadcast: ``Add(x[seq], w[3])`` makes seq 1
-    or 3)."""
+def broadcast_shapes(shapes: list[Shape], dom: Domain, join: Callable[[Dim, Dim], Dim] | None = None,
+                     learn: Callable[[Domain], None] | None = None) -> Shape:
+    """Multidirectional (numpy) broadcasting of several shapes in ``dom``. ``join`` names the
+    broadcast of two dims that broadcast_dim cannot tell (Inference.broadcast_join; None leaves it
+    unknown). ``learn``: the broadcast runs wherever the model does (a node of the main graph), so
+    what it proves about the symbols is kept (dims.prove_broadcast: ``Add(x[seq], w[3])`` makes seq
+    1 or 3)."""
     if any(s is None for s in shapes):
         return None
     rank = max(len(s) for s in shapes)  # type: ignore[arg-type]
@@ -595,9 +657,12 @@ def broadcast_shapes(shapes: list[Shape], join: Callable[[Dim, Dim], Dim] | None
             off = k - (rank - len(s))  # type: ignore[arg-type]
             if off >= 0:
                 e = s[off]  # type: ignore[index]
-                if prove and d != e and d != 1 and e != 1:
-                    prove_broadcast(d, e)
-                r = broadcast_dim(d, e)
+                if learn is not None and d != e and d != 1 and e != 1:
+                    proved = prove_broadcast(d, e, dom)
+                    if proved is not dom:
+                        dom = proved
+                        learn(dom)
+                r = broadcast_dim(d, e, dom)
                 if r is None and join is not None and d is not None and e is not None:
                     r = join(d, e)
                 d = r
@@ -618,6 +683,33 @@ def broadcast_conflict(shapes: list[Shape]) -> bool:
     return False
 
 
+def broadcast_shortcut(shapes: list[Shape]) -> Shape:
+    """``broadcast_shapes`` of ``shapes`` in its common case, None when it is not that case: every
+    shape known, and each the last dims of the longest one or all ones (``x + x``, ``x * w[8]``,
+    ``x - mean[batch, seq, 1]`` is not). Then the answer is the longest shape: each dim broadcasts
+    with itself or with 1, which proves nothing, names nothing and conflicts with nothing (the
+    plain path's ``prove``, ``join`` and ``broadcast_conflict`` have nothing to do). The longest
+    dims must be ints, symbols or None (the plain path converts others, or refuses them)."""
+    longest: Shape = None
+    for s in shapes:
+        if s is None:
+            return None
+        if longest is None or len(s) > len(longest):
+            longest = s
+    if longest is None:
+        return None
+    rank = len(longest)
+    for s in shapes:
+        for d in s:  # type: ignore[union-attr]
+            if d is not None and type(d) is not int and type(d) is not Sym:
+                return None
+        if s is not longest and s != longest[rank - len(s):]:  # type: ignore[arg-type]
+            for d in s:  # type: ignore[union-attr]
+                if d != 1:
+                    return None
+    return longest
+
+
 def broadcast_join(call: OpCall) -> Callable[[Dim, Dim], Dim] | None:
     """The namer of unknown broadcasts for ``call``'s inference: only where graph inputs have
     symbols of their own (inference.infer, independent), where it keeps ``x + y`` of a mask
@@ -634,11 +726,12 @@ def expand(call: OpCall) -> list[TensorInfo | None]:
     if v is None:
         s = call.shape(1)
         if data is not None and data.shape is not None and s is not None and type(s[0]) is int:
-            return [TensorInfo(dtype, broadcast_shapes([data.shape, (None,) * s[0]]))]
+            return [TensorInfo(dtype, broadcast_shapes([data.shape, (None,) * s[0]], call.domain))]
         return [TensorInfo(dtype, None)]
     if broadcast_conflict([data.shape if data else None, tuple(v)]):
         call.doubt()
-    out = broadcast_shapes([data.shape if data else None, tuple(v)], broadcast_join(call), prove=call.scope == 0)
+    out = broadcast_shapes([data.shape if data else None, tuple(v)], call.domain, broadcast_join(call),
+                           call.learn if call.scope == 0 else None)
     value = None
     if data is not None and data.value is not None and len(data.value) == 1 and out is not None:
         n = numel(out)
@@ -692,29 +785,29 @@ def range_(call: OpCall) -> list[TensorInfo | None]:
         n = max(-((s - lim) // d), 0)  # ceil((lim - s) / d)
         vals: tuple[Dim, ...] | None = tuple(range(s, lim, d)) if n <= MAX_VALUE_ELEMS else None
         if vals is not None and is_float:
-            vals = _accumulated(dtype, vals)
+            vals = _accumulated(dtype, vals, call.domain)
         return [TensorInfo(dtype, (n,), vals)]
     span = dim_sub(lim, s) if d > 0 else dim_sub(s, lim)
     if is_float:
-        lo, hi = dim_bounds(span)
+        lo, hi = dim_bounds(span, call.domain)
         if lo is None or hi is None or max(-lo, hi) > 2**53:
             return [TensorInfo(dtype, (None,))]
     step = d if d > 0 else -d
-    n_sym = dim_max(dim_floordiv(dim_add(span, step - 1), step), 0)
+    n_sym = dim_max(dim_floordiv(dim_add(span, step - 1), step, call.domain), 0, call.domain)
     value = None
     if type(n_sym) is int and n_sym <= MAX_VALUE_ELEMS:
         value = tuple(dim_add(s, i * d) for i in range(n_sym))
         if is_float:
-            value = _accumulated(dtype, value)
+            value = _accumulated(dtype, value, call.domain)
     return [TensorInfo(dtype, (n_sym,), value)]
 
 
-def _accumulated(dtype: int, values: tuple[Dim, ...]) -> tuple[Dim, ...]:
+def _accumulated(dtype: int, values: tuple[Dim, ...], dom: Domain) -> tuple[Dim, ...]:
     """The elements of a float Range up to the first one the type does not hold exactly (each is
     the previous plus delta, rounded: after a rounding they are no longer start + i*delta)."""
     out: list[Dim] = []
     for v in values:
-        if canonical_element(dtype, v) is None:
+        if canonical_element(dtype, v, dom) is None:
             return tuple(out) + (None,) * (len(values) - len(out))
         out.append(v)
     return tuple(out)

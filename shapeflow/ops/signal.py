@@ -48,12 +48,12 @@ def stft(call: OpCall) -> list[TensorInfo | None]:
         if type(length) is int and type(frame) is int and length < frame:
             frames = None  # the runtime refuses a frame longer than the signal
         else:
-            frames = dim_add(dim_floordiv(dim_sub(length, frame), step), 1)
+            frames = dim_add(dim_floordiv(dim_sub(length, frame), step, call.domain), 1)
             if call.scope == 0 and type(frame) is int:
                 # a main-graph node runs wherever the model does: the signal is at least a frame
-                require_at_least(length, frame)
+                call.learn(require_at_least(length, frame, call.domain))
     onesided = call.attr_int("onesided", 1)
     bins: Dim = None
     if frame is not None:
-        bins = dim_add(dim_floordiv(frame, 2), 1) if onesided else frame
+        bins = dim_add(dim_floordiv(frame, 2, call.domain), 1) if onesided else frame
     return [TensorInfo(dtype, (batch, frames, bins, 2))]

@@ -124,10 +124,10 @@ def split(call: OpCall) -> list[TensorInfo | None]:
         # Chunks of ceil(d/n), the last one what is left (the runtime refuses a negative rest).
         if call.attr_int("num_outputs") != n_out or n_out < 1:
             return [None] * n_out
-        chunk = dim_floordiv(dim_add(d, n_out - 1), n_out)
+        chunk = dim_floordiv(dim_add(d, n_out - 1), n_out, call.domain)
         last = dim_sub(d, dim_mul(chunk, n_out - 1))
         sizes = [chunk] * (n_out - 1) + [None if type(last) is int and last < 0 else last]
     else:
         # Equal parts; the runtime refuses a length that does not divide.
-        sizes = [dim_floordiv(d, n_out)] * n_out
+        sizes = [dim_floordiv(d, n_out, call.domain)] * n_out
     return [TensorInfo(dtype, shape[:axis] + (s,) + shape[axis + 1:]) for s in sizes]

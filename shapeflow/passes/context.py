@@ -7,8 +7,7 @@ fields is the main cost on large graphs); the engine's claims keep two rewrites 
 touching the same node, so what a match read is still true when it is applied.
 
 The symbolic domain the round decides dims in (the ranges inference proved, ``--assume`` included)
-is a value of the context, ``ranges``: the engine opens it for the rewrites (``dims.assuming``) from
-there.
+is a value of the context, ``domain`` (the inference's): a rewrite passes it to the dims algebra.
 """
 
 from __future__ import annotations
@@ -17,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
 from .._onnx import onnx
-from ..dims import Bound, dim_is_one, format_shape
+from ..dims import BASE, Bound, Domain, dim_is_one, format_shape
 from ..facts import (
     AXES_ABSENT,
     AXES_ATTRIBUTE,
@@ -74,15 +73,15 @@ class RoundContext:
     # Node ids the caller said not to touch (the engine skips them as roots; a rule that writes
     # nodes other than its root, such as the readers of a fan-out, checks them here).
     blocked: frozenset[int] | set[int] = frozenset()
-    # The symbolic domain dims are decided in: each symbol's range (inference's, --assume included).
-    ranges: Mapping[str, Bound] = field(default_factory=dict)
+    # The symbolic domain dims are decided in: the inference's (each symbol's range, --assume included).
+    domain: Domain = BASE
     _outputs: dict[int, frozenset[str]] = field(default_factory=dict)
     _input_sets: dict[int, frozenset[str]] = field(default_factory=dict)  # (_reads; the index is one round's)
 
     @classmethod
     def build(cls, graph: ModelGraph, inference: Inference, strict: bool = False) -> "RoundContext":
         ctx = cls(graph, inference, strict)
-        ctx.ranges = inference.ranges
+        ctx.domain = inference.domain
         ctx.facts = {a.nid: a for a in inference.axis_nodes}
         for scope in graph.scopes:
             if scope.kind == "graph" and scope.initializers:
@@ -90,6 +89,11 @@ class RoundContext:
                     if name in scope.initializers:
                         ctx.overridable.add((scope.id, name))
         return ctx
+
+    @property
+    def ranges(self) -> Mapping[str, Bound]:
+        """Each symbol's range in the round's domain."""
+        return self.domain.ranges
 
     def release(self) -> None:
         """Drop the memo tables when the round is over. Their entries (matches whose lazy messages
@@ -348,7 +352,7 @@ class RoundContext:
         out = []
         for p in positions:
             d = shape[p] if shape is not None and p < len(shape) else None
-            if dim_is_one(d) is not True:
+            if dim_is_one(d, self.domain) is not True:
                 out.append(f"dim {p} ({'?' if d is None else d})")
         return out
 

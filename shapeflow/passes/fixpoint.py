@@ -31,7 +31,7 @@ from typing import Callable, Collection, Mapping, Sequence
 
 from .._onnx import onnx
 from ..assume import assumption_texts
-from ..dims import Bound, assuming
+from ..dims import Bound, Domain
 from ..errors import LimitExceededError, timeout_as_configured
 from ..graph import ModelGraph, build_graph
 from ..inference import Inference, infer, shared_dim_names
@@ -72,6 +72,7 @@ class _Run:
     assumptions: dict[str, Bound]
     aliases: dict[str, str]  # --assume a==b: b read as a
     premises: tuple[str, ...]  # the --assume statements, as reported
+    domain: Domain  # all three, the value every round's inference starts from
     fired: dict[str, int] = field(default_factory=dict)
     log: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
@@ -109,10 +110,11 @@ def rewrite_model(loaded: LoadedModel, rewrites: Sequence[Rewrite], *, graph: Mo
         raise TypeError("rewrite_model takes rewrite instances (shapeflow.rewrites.select names them)")
     require_file(loaded)
     ranges = dict(assumptions if assumptions is not None else inference.assumptions if inference is not None else {})
+    aliases = dict(inference.aliases) if inference is not None else {}
+    premises = inference.premises if inference is not None else tuple(assumption_texts(ranges))
     run = _Run(loaded, Dispatch(rewrites), strict, limits, progress, time.monotonic(), explain, full_inference,
-               blocked, names or NameRegistry(), ranges,
-               dict(inference.aliases) if inference is not None else {},
-               inference.premises if inference is not None else tuple(assumption_texts(ranges)))
+               blocked, names or NameRegistry(), ranges, aliases, premises,
+               Domain.from_premises(ranges, aliases, premises))
     # The index and inference allocate millions of small objects per round and free them all at
     # its end; the cyclic collector only adds super-linear time here (it is restored below).
     gc_was_enabled = gc.isenabled()
@@ -141,10 +143,10 @@ def _fixpoint(run: _Run, given_graph: ModelGraph | None, given_inference: Infere
             if not inference.independent and shared_dim_names(graph):
                 # Graph inputs share dim names: the rewrites rely only on what holds when each is
                 # fed its own sizes, as onnxruntime allows (inference.infer, independent)
-                inference = infer(graph, None, round_limits, run.progress, run.assumptions, run.aliases, independent=True)
+                inference = infer(graph, None, round_limits, run.progress, independent=True, domain=run.domain)
         else:
             graph = build_graph(run.loaded, round_limits)
-            inference = infer(graph, None, round_limits, run.progress, run.assumptions, run.aliases, independent=True) \
+            inference = infer(graph, None, round_limits, run.progress, independent=True, domain=run.domain) \
                 if carried is None else carry_inference(graph, carried[0], carried[1])
         carried = None
         if run.rounds == 1:
@@ -156,8 +158,8 @@ def _fixpoint(run: _Run, given_graph: ModelGraph | None, given_inference: Infere
         if blocked:
             ctx.blocked = blocked
         edit = Editor(ctx, run.names, explain=run.explain)
-        with assuming(ctx.ranges):  # rewrites decide dims in the domain inference proved them in
-            result = run_round(ctx, edit, run.dispatch, run.explain, blocked)
+        # (rewrites decide dims in the domain inference proved them in: ctx.domain)
+        result = run_round(ctx, edit, run.dispatch, run.explain, blocked)
         ctx.release()
         if not edit.changed:
             return run.result([t for _, t in result.skipped], count_ops(graph))

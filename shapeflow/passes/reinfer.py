@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import Iterable
 
+from ..dims import BASE
 from ..errors import LimitExceededError
 from ..graph import ModelGraph
 from ..inference import Inference, rule_crashed
@@ -29,10 +30,11 @@ def carry_inference(graph: ModelGraph, previous: Inference, made: Iterable[tuple
 
     ``made`` are the (scope id, name) of tensors the round produced in a new way; those with a
     name the previous inference never saw are read from their initializer or Constant node."""
-    result = Inference(graph, previous.bindings, previous.limits)
+    # The fact rules below decide in the domain without premises (BASE), as they always have here
+    # (a whole inference, --full-inference, decides them in the proved one: it may state more);
+    # the result holds in the previous round's domain.
+    result = Inference(graph, previous.bindings, previous.limits, domain=BASE)
     result.tensors = previous.tensors  # handed over, not copied: the previous round is done
-    result.assumptions, result.ranges = previous.assumptions, previous.ranges
-    result.aliases, result.premises = previous.aliases, previous.premises
     result.independent, result.copies = previous.independent, previous.copies
     result.joins, result.join_names = previous.joins, previous.join_names
     nodes = graph.nodes
@@ -69,4 +71,5 @@ def carry_inference(graph: ModelGraph, previous: Inference, made: Iterable[tuple
             except Exception as exc:  # as in inference: said, and the node's facts unknown
                 rule_crashed(graph, nid, info, exc)
                 continue
+    result.domain = previous.domain
     return result

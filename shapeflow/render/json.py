@@ -192,12 +192,18 @@ def _node_entries(a: Analysis) -> Iterator[str]:
             text = shapes[id(shape)] = _json_indented(shape_to_json(shape), inner)
         return text
 
+    versions: dict[int, str] = {}  # by value: a model has a few
     for n in a.inference.axis_nodes:
         axes = "null" if n.normalized is None else enc(axes_texts, n.normalized, list(n.normalized))
+        since = versions.get(n.since_version) if type(n.since_version) is int else None
+        if since is None:
+            since = _json_indented(n.since_version, inner)
+            if type(n.since_version) is int:
+                versions[n.since_version] = since
         yield (f"{ind}{{\n{inner}\"name\": {_json_str(n.node)},\n"
                f"{inner}\"graph\": {enc(paths, n.graph, n.graph)},\n"
                f"{inner}\"op_type\": {_json_str(n.op_type)},\n"
-               f"{inner}\"since_version\": {_json_indented(n.since_version, inner)},\n"
+               f"{inner}\"since_version\": {since},\n"
                f"{inner}\"input\": {_json_str(n.input)},\n"
                f"{inner}\"output\": {_json_str(n.output)},\n"
                f"{inner}\"axes\": {axes},\n"

@@ -20,7 +20,7 @@ class _Flagged(Guard):
 
     def check(self, ctx: RoundContext, nid: int) -> NoMatch | None:
         fact = ctx.facts.get(nid)
-        return _NOT_FLAGGED if fact is None or not non_unit_axes(fact) else None
+        return _NOT_FLAGGED if fact is None or not non_unit_axes(fact, ctx.domain) else None
 
 
 class DropAxes(NamedTuple):
@@ -55,7 +55,7 @@ class SqueezeNonUnitFix(Rewrite):
         problem = ctx.axes_problem(nid)
         if problem is not None:
             return NoMatch(f"{ctx.display(nid)}: {problem}")
-        keep = kept_axes(fact)
+        keep = kept_axes(fact, ctx.domain)
         dropped = [ax for ax in fact.axes.values or () if ax not in keep]
         sid = ctx.sid(nid)
         z = ctx.output(nid)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from ..codes import INFO, Code
-from ..dims import Dim, dim_bounds, dim_mul
+from ..dims import Dim, Domain, dim_bounds, dim_mul
 from ..graph import INITIALIZER
 from ..passes.context import RoundContext, fmt_axes
 from ..passes.edit import Editor
@@ -132,7 +132,7 @@ def _constant_target(ctx: RoundContext, nid: int, value: tuple[Dim, ...], shape:
         if rest or _has_int(value, (0,)):
             return new, NoMatch(f"{ctx.display(nid)}: allowzero=1 and a target element is 0 or "
                                 "symbolic: a 0 in the target would mean an empty dim")
-        if _has_int(value, (-1,)) and not _others_positive(value):
+        if _has_int(value, (-1,)) and not _others_positive(value, ctx.domain):
             return new, NoMatch(f"{ctx.display(nid)}: allowzero=1 and a -1 beside elements that may be "
                                 "0 (the non-zero dims' ratio there under allowzero=1, an error under 0)")
     if len(rest) > 1:
@@ -140,18 +140,18 @@ def _constant_target(ctx: RoundContext, nid: int, value: tuple[Dim, ...], shape:
                             "not the input's dims there")
     if rest:
         k = rest[0]
-        why = _minus_one_problem(value, shape, new, k)
+        why = _minus_one_problem(value, shape, new, k, ctx.domain)
         if why is not None:
             return new, NoMatch(f"{ctx.display(nid)}: target element {k} ({value[k]}) {why}")
     return new, None
 
 
-def _others_positive(value: tuple[Dim, ...]) -> bool:
+def _others_positive(value: tuple[Dim, ...], dom: Domain) -> bool:
     """Every element but the -1 is >= 1 for every binding."""
     for v in value:
         if type(v) is int and v == -1:
             continue
-        lo, _ = dim_bounds(v)
+        lo, _ = dim_bounds(v, dom)
         if lo is None or lo < 1:
             return False
     return True
@@ -164,7 +164,8 @@ def _has_int(value: tuple[Dim, ...], ints: tuple[int, ...]) -> bool:
     return False
 
 
-def _minus_one_problem(value: tuple[Dim, ...], shape: tuple[Dim, ...], new: list[int], k: int) -> str | None:
+def _minus_one_problem(value: tuple[Dim, ...], shape: tuple[Dim, ...], new: list[int], k: int,
+                       dom: Domain) -> str | None:
     """Why element ``k`` of the target cannot become -1 (None when it can)."""
     product: Dim = 1
     for j, v in enumerate(new):
@@ -173,7 +174,7 @@ def _minus_one_problem(value: tuple[Dim, ...], shape: tuple[Dim, ...], new: list
         if v < 1:
             return "is not the one element left: -1 needs every other one a positive integer"
         product = dim_mul(product, v)
-    lo, _ = dim_bounds(value[k])
+    lo, _ = dim_bounds(value[k], dom)
     if lo is None or lo < 1:
         return "may be 0 (it would then copy the input's dim)"
     numel: Dim = 1

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from ..codes import INFO, Code
-from ..dims import Dim, dim_is_one, dim_mod, dim_mul
+from ..dims import Dim, Domain, dim_is_one, dim_mod, dim_mul
 from ..passes.context import RoundContext
 from ..passes.edit import Editor
 from ..passes.match import Match, NoMatch, Result, not_applicable
@@ -71,17 +71,17 @@ def _same_shape(x: "tuple[Dim, ...]", r1: "tuple[Dim, ...]", r2: "tuple[Dim, ...
     return c1 is not None and c1 == c2
 
 
-def _never_one(d: Dim) -> bool:
+def _never_one(d: Dim, dom: Domain) -> bool:
     """Whether dim ``d`` is 1 for no binding: by its bounds (``seq + 2``), or as a multiple of
     some k >= 2 plus a remainder other than 1 (``12*b``, flattened from ``[b, 3, 4]``)."""
     if d is None:
         return False
-    if dim_is_one(d) is False:
+    if dim_is_one(d, dom) is False:
         return True
     if type(d) is int:
         return False
     for k in range(2, 65):
-        r = dim_mod(d, k)
+        r = dim_mod(d, k, dom)
         if type(r) is int:
             return r != 1
     return False
@@ -161,7 +161,7 @@ class ReshapeRoundTrip(Rewrite):
         if not _same_shape(tx.shape, t1.shape, t2.shape):
             return NoMatch(f"{ctx.display(nid)}: the output's shape is not known to be that of the input '{x}'")
         if any(nodes[p].op_type in _PATH_DEPENDENT for p in members) and \
-                not all(_never_one(s[-1]) for s in (tx.shape, t1.shape)):
+                not all(_never_one(s[-1], ctx.domain) for s in (tx.shape, t1.shape)):
             return NoMatch(f"{ctx.display(nid)}: onnxruntime computes Pow, Max and Min beside a one-element "
                            "constant another way when the last dim is 1 (not bit-exact)")
         problem = overridable_problem(ctx, nid, "a constant")

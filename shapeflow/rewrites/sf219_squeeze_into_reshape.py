@@ -148,7 +148,7 @@ def _target_for(ctx: RoundContext, nid: int, su: int, x: str, first: int) -> tup
             continue
         if type(v) is not int:
             symbolic = True
-            lo, _ = dim_bounds(v)
+            lo, _ = dim_bounds(v, ctx.domain)
             if lo is not None and lo >= 1:
                 continue  # never 0: read as it is
         # a 0, or a symbol that may be 0: it copies the input's dim at i (when it is 0)

@@ -28,7 +28,8 @@ def at_call_sites(ctx: LintContext, rule: Rule, reported: Sequence[Diagnostic]) 
     graph = ctx.graph
     out: list[Diagnostic] = []
     for call in calls:
-        view = LintContext(ctx.file, graph, Inference(graph, axis_nodes=list(call.facts)))
+        # (the call's facts, judged in the domain of the whole model's inference)
+        view = LintContext(ctx.file, graph, Inference(graph, axis_nodes=list(call.facts), domain=ctx.inference.domain))
         site = None
         for d in rule.diagnostics(view):
             if d.severity is not Severity.ERROR or _key(d) in seen:

@@ -44,10 +44,12 @@ class UnknownFields(Rule):
         for scope in ctx.graph.scopes:
             what = "function" if scope.kind == "function" else "graph"
             places.append((f"{what} {scope.path}", Location(scope.path), scope.proto))
-        for nid, info in enumerate(ctx.graph.nodes):
-            # peek(): a throwaway wrapper, so checking every node keeps no per-node memory alive
-            if UnknownFieldSet(info.peek()):  # cheap test first: nearly every node has none
-                places.append((f"node '{ctx.graph.display(nid)}'", ctx.location_of(nid), info.peek()))
+        for scope in ctx.graph.scopes:
+            # Each body's nodes from its own list (a body's node ids follow its order), as
+            # throwaway wrappers: checking every node keeps no per-node memory alive.
+            for nid, node in zip(scope.nodes, scope.proto.node):
+                if UnknownFieldSet(node):  # cheap test first: nearly every node has none
+                    places.append((f"node '{ctx.graph.display(nid)}'", ctx.location_of(nid), node))
         for what, loc, msg in places:
             numbers = None
             if msg is model and ctx.graph.loaded.raw:

@@ -22,6 +22,24 @@ def type_label(kind: int) -> str:
         return f"type {kind}"
 
 
+# Whether SF011 keeps its memo of the attributes found fine (tests/test_fast_paths.py compares the
+# findings with and without it), and the largest attribute it keeps: a tensor attribute's bytes
+# are asked for only when the tensor is at most this large, the others are numbers and short lists.
+MEMO = True
+MEMO_MAX_BYTES = 256
+_BULKY = frozenset({_A.GRAPH, _A.GRAPHS, _A.TENSORS, _A.SPARSE_TENSOR, _A.SPARSE_TENSORS, _A.TYPE_PROTO,
+                    _A.TYPE_PROTOS})
+
+
+def _memo_key(sig: object, attr: onnx.AttributeProto) -> tuple[int, bytes] | None:
+    """The memo key of ``attr`` under the signature ``sig``: None for one that may be large."""
+    kind = attr.type
+    if kind in _BULKY or (kind == _A.TENSOR and attr.t.ByteSize() > MEMO_MAX_BYTES):
+        return None
+    data = attr.SerializeToString()
+    return (id(sig), data) if len(data) <= MEMO_MAX_BYTES else None
+
+
 class AttributeMismatch(Rule):
     """Flags a node whose attributes do not match its operator's schema.
 
@@ -57,6 +75,10 @@ class AttributeMismatch(Rule):
         sigs = node_signatures(ctx)
         check_type = g.model.ir_version >= 2
         field_type = _FIELD_TYPE
+        # (signature id, the attribute's bytes) -> its name, for the attributes found fine in the
+        # common case below: a model repeats a few (``axis=0``, ``to=7``) thousands of times, and
+        # their bytes cost less to read than their fields. Small ones only (MEMO_MAX_BYTES).
+        fine: dict[tuple[int, bytes], str] = {}
         for nid, info in enumerate(g.nodes):
             sig = sigs[nid]
             if sig is None or (not info.has_attrs and not sig.required):
@@ -66,7 +88,13 @@ class AttributeMismatch(Rule):
             seen: set[str] = set()
             if info.has_attrs:
                 spec = sig.attributes
-                for attr in info.peek().attribute:
+                for attr in info.peek().attribute[:]:  # (a slice is cheaper than iterating the field)
+                    key = _memo_key(sig, attr) if MEMO else None
+                    if key is not None:
+                        known = fine.get(key)
+                        if known is not None:
+                            seen.add(known)  # (a second copy is SF009's, and fine here too)
+                            continue
                     name = attr.name
                     if name in seen:
                         continue  # a second copy: SF009's
@@ -76,6 +104,8 @@ class AttributeMismatch(Rule):
                     # the common case, read once: [name, its one value, type], of the schema's type
                     if (expected is not None and len(fields) == 3 and attr.type == expected[0]
                             and field_type.get(fields[1][0].name) == expected[0]):
+                        if key is not None:
+                            fine[key] = name
                         continue
                     problem = self._problem(attr, fields, expected, check_type,
                                             sig.unchecked_attributes or name.startswith("__"), sig.label)

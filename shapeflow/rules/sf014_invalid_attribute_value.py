@@ -84,7 +84,7 @@ class InvalidAttributeValue(Rule):
                 continue
             op, since = info.op_type, info.since_version
             label = f"{op}-{since}"
-            for attr in info.peek().attribute:
+            for attr in info.peek().attribute[:]:
                 if attr.ref_attr_name:
                     continue
                 if attr.type == onnx.AttributeProto.STRING:

@@ -68,7 +68,7 @@ class InvalidElementType(Rule):
         for nid, info in enumerate(g.nodes):
             if info.op_type != "Constant" or info.domain != "" or not info.has_attrs:
                 continue
-            for attr in info.peek().attribute:
+            for attr in info.peek().attribute[:]:
                 if attr.name == "value" and attr.HasField("t") and attr.t.data_type not in DTYPES:
                     yield Finding(ctx.location_of(nid), f"the Constant's tensor has {_what(attr.t.data_type)}",
                                   "store the value with its real data type")

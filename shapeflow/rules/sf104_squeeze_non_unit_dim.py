@@ -45,7 +45,7 @@ class SqueezeNonUnitDim(Rule):
 
     def check(self, ctx: LintContext) -> Iterator[Finding]:
         for a in ctx.axis_nodes("Squeeze"):
-            bad = non_unit_axes(a)
+            bad = non_unit_axes(a, ctx.inference.domain)
             if not bad:
                 continue
             if len(bad) == 1:
@@ -54,7 +54,7 @@ class SqueezeNonUnitDim(Rule):
             else:
                 what = "axes " + ", ".join(f"{ax} (dim {d if type(d) is int else repr(str(d))})"
                                            for ax, _, d in bad) + " are not 1"
-            keep = kept_axes(a)
+            keep = kept_axes(a, ctx.inference.domain)
             dropped = ("axis " if len(bad) == 1 else "axes ") + ", ".join(str(ax) for ax, _, _ in bad)
             if keep:
                 fix = f"drop {dropped} (axes=[{', '.join(str(k) for k in keep)}]) for Paddle's result"

@@ -3,24 +3,23 @@ from __future__ import annotations
 from typing import Iterator
 
 from ..diagnostics import Severity
-from ..dims import Dim, Sym, assuming, current_assumptions, dim_is_one, dim_resolve, dim_to_json
+from ..dims import Dim, Domain, Sym, dim_is_one, dim_resolve, dim_to_json
 from .base import Finding, LintContext, Rule, axes_rank, in_range
 
 
-def one_unless_empty(d: Dim) -> list[str] | None:
-    """The symbols of ``d`` when ``d`` is 1 wherever none of them is 0 (``min(1, T)``, the
-    length of ``x[-1:]``), so that the Squeeze fails only on an empty input; else None."""
+def one_unless_empty(d: Dim, dom: Domain) -> list[str] | None:
+    """The symbols of ``d`` when ``d`` is 1 wherever none of them is 0 in ``dom`` (``min(1, T)``,
+    the length of ``x[-1:]``), so that the Squeeze fails only on an empty input; else None."""
     if type(d) is not Sym:
         return None
     names = sorted(d.symbols())
-    ranges = dict(current_assumptions())
+    nonempty = dom
     for n in names:
-        lo, hi = ranges.get(n, (None, None))
+        lo, hi = dom.ranges.get(n, (None, None))
         if hi is not None and hi < 1:
             return None
-        ranges[n] = (max(lo or 0, 1), hi)
-    with assuming(ranges):
-        return names if dim_resolve(d) == 1 else None
+        nonempty = nonempty.where(n, (max(lo or 0, 1), hi))
+    return names if dim_resolve(d, nonempty) == 1 else None
 
 
 class SqueezeSymbolicDim(Rule):
@@ -57,10 +56,10 @@ class SqueezeSymbolicDim(Rule):
             for ax in in_range(a.axes.values, r):
                 p = ax % r
                 d = a.input_shape[p]
-                if type(d) is not int and dim_is_one(d) is not False and p not in shown:  # else SF104's
+                if type(d) is not int and dim_is_one(d, ctx.inference.domain) is not False and p not in shown:  # else SF104's
                     shown.add(p)
                     what = f"dim '{dim_to_json(d)}'" if d is not None else "an unknown dim"
-                    empty = one_unless_empty(d)
+                    empty = one_unless_empty(d, ctx.inference.domain)
                     if empty:
                         names = " or ".join(empty)
                         assume = " ".join(f"--assume '{n}>=1'" for n in empty)

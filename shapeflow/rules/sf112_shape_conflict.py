@@ -122,7 +122,7 @@ class ShapeConflict(Rule):
                     if info is None or info.shape is None:
                         continue
                     if reader is None:
-                        reader = DimReader.of(g)
+                        reader = DimReader.of(g, inf.domain)
                     found = conflict(written, info.shape, reader, inf.ranges)
                     if found is None:
                         continue
@@ -139,7 +139,7 @@ class ShapeConflict(Rule):
         """Nodes downstream of a Squeeze that fails at run time (SF104): inference keeps the shape the
         author meant there, which is no evidence against a declaration. Conservative: everything
         reachable, bodies of reached nodes, and owners of bodies that contain a reached node."""
-        start = [a.nid for a in ctx.axis_nodes("Squeeze") if non_unit_axes(a)]
+        start = [a.nid for a in ctx.axis_nodes("Squeeze") if non_unit_axes(a, ctx.inference.domain)]
         if not start:
             return set()
         g = ctx.graph

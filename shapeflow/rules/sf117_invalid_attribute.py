@@ -39,7 +39,7 @@ class InvalidAttribute(Rule):
             if not info.has_attrs:
                 continue
             op = f"{a.op_type}-{a.since_version}"
-            for attr in info.peek().attribute:
+            for attr in info.peek().attribute[:]:
                 if attr.name != "axes":
                     yield Finding(self.at(a), f"{op} has no attribute '{attr.name}'",
                                   f"remove the '{attr.name}' attribute")

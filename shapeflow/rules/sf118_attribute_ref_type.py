@@ -47,7 +47,7 @@ def ref_uses(ctx: LintContext) -> list[RefUse]:
             info = g.nodes[nid]
             if not info.has_attrs:
                 continue
-            for attr in info.peek().attribute:
+            for attr in info.peek().attribute[:]:
                 if not attr.ref_attr_name:
                     continue
                 opset = scope.opsets.get(info.domain)
