@@ -33,9 +33,8 @@ from shapeflow.drivers.verify import verify_models  # noqa: E402
 
 
 @pytest.fixture(scope="module")
-def runner() -> Iterator[shapearith.Runner]:
-    with shapearith.Runner() as r:
-        yield r
+def runner(ort_runner) -> Iterator[shapearith.Runner]:
+    yield ort_runner  # one onnxruntime worker for the session (tests/conftest.py)
 
 
 def model(body: str, *, inputs: str, outputs: str, inits: str = "", opset: int = 17) -> onnx.ModelProto:
