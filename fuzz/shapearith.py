@@ -1428,19 +1428,173 @@ def _worker_main() -> None:
             _send(out, ("err", str(e).splitlines()[0][:1000] if str(e) else type(e).__name__))
 
 
+def _forkserver_main(fd: int) -> None:
+    """Start workers (``_worker_main``) by forking this process, one at a time, for ``Runner``:
+    a message "start" with the worker's stdin and stdout; the reply is the worker's pid, then its
+    exit code when it ends ("kill" in between kills it)."""
+    import signal
+    import socket
+
+    import onnxruntime  # noqa: F401 - what every worker imports, imported once
+
+    sock = socket.socket(fileno=fd)
+    while True:
+        try:
+            msg, fds, _, _ = socket.recv_fds(sock, 16, 2)
+        except OSError:
+            return
+        if not msg:
+            return
+        if msg != b"start" or len(fds) != 2:
+            for f in fds:
+                os.close(f)
+            continue
+        pid = os.fork()
+        if pid == 0:
+            code = 0
+            try:
+                sock.close()
+                os.dup2(fds[0], 0)
+                os.dup2(fds[1], 1)
+                for f in fds:
+                    os.close(f)
+                _worker_main()
+            except BaseException:
+                code = 1
+            finally:
+                os._exit(code)
+        for f in fds:
+            os.close(f)
+        pidfd = os.pidfd_open(pid)
+        gone = False
+        try:
+            sock.send(struct.pack("<q", pid))
+        except OSError:
+            gone = True
+        while True:
+            if gone:
+                os.kill(pid, signal.SIGKILL)
+            ready, _, _ = select.select([pidfd] if gone else [pidfd, sock], [], [])
+            if pidfd in ready:
+                break
+            if sock.recv(16) in (b"", b"kill"):  # "" : the runner went away
+                gone = True
+                os.kill(pid, signal.SIGKILL)
+        _, status = os.waitpid(pid, 0)
+        os.close(pidfd)
+        try:
+            sock.send(struct.pack("<q", os.waitstatus_to_exitcode(status)))
+        except OSError:
+            return
+
+
+class _ForkedWorker:
+    """What ``Runner`` uses of a ``Popen``, for a worker the fork server started."""
+
+    def __init__(self, server: _ForkServer, pid: int, stdin: Any, stdout: Any) -> None:
+        self.server, self.pid, self.stdin, self.stdout = server, pid, stdin, stdout
+        self.returncode: int | None = None
+
+    def _ended(self, timeout: float | None) -> bool:
+        if self.returncode is None:
+            ready, _, _ = select.select([self.server.sock], [], [], timeout)
+            if not ready:
+                return False
+            data = self.server.sock.recv(8)
+            self.returncode = struct.unpack("<q", data)[0] if len(data) == 8 else -9
+            for stream in (self.stdin, self.stdout):
+                try:
+                    stream.close()
+                except OSError:
+                    pass
+        return True
+
+    def poll(self) -> int | None:
+        self._ended(0)
+        return self.returncode
+
+    def kill(self) -> None:
+        if self.returncode is None:
+            try:
+                self.server.sock.send(b"kill")
+            except OSError:
+                pass
+
+    def wait(self, timeout: float | None = None) -> int:
+        if not self._ended(timeout):
+            raise subprocess.TimeoutExpired("shapearith worker", timeout or 0)
+        assert self.returncode is not None
+        return self.returncode
+
+
+class _ForkServer:
+    """``python shapearith.py --forkserver FD``: see ``_forkserver_main``."""
+
+    @staticmethod
+    def usable() -> bool:
+        import socket
+
+        return hasattr(os, "pidfd_open") and hasattr(socket, "send_fds") and hasattr(os, "fork")
+
+    def __init__(self) -> None:
+        import socket
+
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self.sock = ours
+        self.proc = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--forkserver", str(theirs.fileno())],
+                                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, pass_fds=(theirs.fileno(),))
+        theirs.close()
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def start(self) -> _ForkedWorker:
+        import socket
+
+        in_r, in_w = os.pipe()
+        out_r, out_w = os.pipe()
+        try:
+            socket.send_fds(self.sock, [b"start"], [in_r, out_w])
+        finally:
+            os.close(in_r)
+            os.close(out_w)
+        data = self.sock.recv(8)
+        if len(data) != 8:
+            os.close(in_w)
+            os.close(out_r)
+            raise OSError("the shapearith fork server died")
+        return _ForkedWorker(self, struct.unpack("<q", data)[0], os.fdopen(in_w, "wb"), os.fdopen(out_r, "rb"))
+
+    def close(self) -> None:
+        self.sock.close()
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
 class Runner:
     """onnxruntime in a child process: a crash (SIGFPE on an integer division, out of memory) or
     a hang there fails one run, and the worker is restarted."""
 
     def __init__(self, timeout: float = RUN_TIMEOUT_S) -> None:
         self.timeout = timeout
-        self.proc: subprocess.Popen[bytes] | None = None
+        self.proc: subprocess.Popen[bytes] | _ForkedWorker | None = None
         self.restarts = 0
+        self._forks: _ForkServer | None = None
 
-    def _start(self) -> subprocess.Popen[bytes]:
+    def _start(self) -> subprocess.Popen[bytes] | _ForkedWorker:
         if self.proc is None or self.proc.poll() is not None:
-            self.proc = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--worker"],
-                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+            if _ForkServer.usable():
+                # a worker is a fork of a started one: a crash costs a fork, not an interpreter
+                # start and onnxruntime's import (about a second)
+                if self._forks is None or not self._forks.alive():
+                    self._forks = _ForkServer()
+                self.proc = self._forks.start()
+            else:
+                self.proc = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--worker"],
+                                             stdin=subprocess.PIPE, stdout=subprocess.PIPE)
         return self.proc
 
     def run(self, model_bytes: bytes, feeds: Mapping[str, np.ndarray],
@@ -1474,7 +1628,11 @@ class Runner:
                 self.proc.wait(timeout=5)
             except Exception:
                 self.proc.kill()
+                self.proc.wait()
             self.proc = None
+        if self._forks is not None:
+            self._forks.close()
+            self._forks = None
 
     def __enter__(self) -> Runner:
         return self
@@ -2067,9 +2225,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--markdown", default=None,
                    help="append one section per (category, op) with its smallest repro to this file")
     p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--forkserver", type=int, default=None, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.worker:
         _worker_main()
+        return 0
+    if args.forkserver is not None:
+        _forkserver_main(args.forkserver)
         return 0
     if args.seconds is None and args.models is None:
         args.seconds = 60.0

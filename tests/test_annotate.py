@@ -6,9 +6,9 @@ unless ``--fix-declarations``, scalars are written as rank 0, graph outputs are 
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 
+import cli_process
 import numpy as np
 import onnx
 import pytest
@@ -22,7 +22,7 @@ ort = pytest.importorskip("onnxruntime")
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "shapeflow", *args], capture_output=True, text=True, timeout=120)
+    return cli_process.shapeflow(*args, timeout=120)
 
 
 def _vi(name: str, dtype: int, shape: list | None) -> onnx.ValueInfoProto:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
+import cli_process
 import numpy as np
 import onnx
 import onnx.parser
@@ -32,7 +32,7 @@ g (float[seq] x) => (float[n] y, int64[1] len)
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "shapeflow", *args], capture_output=True, text=True, cwd=ROOT)
+    return cli_process.shapeflow(*args, cwd=ROOT)
 
 
 @pytest.mark.parametrize(

@@ -34,9 +34,8 @@ SEQS = (0, 1, 2, 5, 257)
 
 
 @pytest.fixture(scope="module")
-def runner() -> Iterator[shapearith.Runner]:
-    with shapearith.Runner() as r:
-        yield r
+def runner(ort_runner) -> Iterator[shapearith.Runner]:
+    yield ort_runner  # one onnxruntime worker for the session (tests/conftest.py)
 
 
 def model(body: str, *, inputs: str = "float[seq] x", outputs: str, inits: str = "",
@@ -345,21 +344,21 @@ def test_together_idempotent_and_exact(runner: shapearith.Runner, tmp_path: Path
 
 def test_lint_reports_the_codes_and_fix_applies(tmp_path: Path) -> None:
     import json
-    import subprocess
+
+    import cli_process
 
     path = tmp_path / "m.onnx"
     path.write_bytes(model(_EXPORT, inputs="float[seq, 1, 1, 1] x", outputs="float[?, ?, ?, ?] y",
                            inits="int64 zero = {0}").SerializeToString())
-    cmd = [sys.executable, "-m", "shapeflow", "lint", str(path), "--select", "SF207,SF208,SF209,SF210",
-           "--format", "json"]
-    found = json.loads(subprocess.run(cmd, capture_output=True, text=True).stdout)
+    cmd = ["lint", str(path), "--select", "SF207,SF208,SF209,SF210", "--format", "json"]
+    found = json.loads(cli_process.shapeflow(*cmd).stdout)
     codes = {d["code"] for d in found["diagnostics"]} if isinstance(found, dict) else {d["code"] for d in found}
     assert codes == {"SF207", "SF208", "SF209", "SF210"}, codes
-    fix = subprocess.run([*cmd[:-2], "--fix"], capture_output=True, text=True)
+    fix = cli_process.shapeflow(*cmd[:-2], "--fix")
     assert fix.returncode in (0, 1), fix.stderr
     after = onnx.load(str(path))
     assert len(after.graph.node) < 5 + 12
-    found = json.loads(subprocess.run(cmd, capture_output=True, text=True).stdout)
+    found = json.loads(cli_process.shapeflow(*cmd).stdout)
     left = found["diagnostics"] if isinstance(found, dict) else found
     assert left == [], left
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
+import cli_process
 import onnx
 import pytest
 
@@ -18,8 +18,7 @@ EXAMPLES = ROOT / "examples"
 
 
 def run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "shapeflow", *args], capture_output=True, text=True,
-                          cwd=cwd, timeout=120)
+    return cli_process.shapeflow(*args, cwd=cwd, timeout=120)
 
 
 def test_version_and_help() -> None:

@@ -5,10 +5,9 @@ its rule, and every rule its documentation (``shapeflow rules CODE``)."""
 from __future__ import annotations
 
 import ast
-import subprocess
-import sys
 from pathlib import Path
 
+import cli_process
 import pytest
 
 from shapeflow import codes
@@ -71,7 +70,7 @@ def test_every_code_is_documented(code: str) -> None:
 
 def test_shapeflow_rules_documents_the_sweep() -> None:
     """SF205 was in the table but ``shapeflow rules SF205`` said "unknown rule"."""
-    out = subprocess.run([sys.executable, "-m", "shapeflow", "rules", "SF205"], capture_output=True, text=True)
+    out = cli_process.shapeflow("rules", "SF205")
     assert out.returncode == 0, out.stderr
     assert out.stdout.startswith("SF205 dead-nodes (info, fixable)")
 

@@ -21,6 +21,7 @@ import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
+import cli_process
 import numpy as np
 
 import onnx
@@ -40,9 +41,8 @@ SIZES = (0, 1, 2, 3, 37)
 
 
 @pytest.fixture(scope="module")
-def runner() -> Iterator[shapearith.Runner]:
-    with shapearith.Runner() as r:
-        yield r
+def runner(ort_runner) -> Iterator[shapearith.Runner]:
+    yield ort_runner  # one onnxruntime worker for the session (tests/conftest.py)
 
 
 def model(text: str, opset: int = 17) -> onnx.ModelProto:
@@ -611,14 +611,12 @@ def test_optimize_leaves_a_loop_body_with_scan_outputs_alone(runner: shapearith.
 def test_infer_output_records_no_shape_in_a_loop_body_with_scan_outputs(tmp_path: Path) -> None:
     """``infer -o`` writes value_info; inside such a body onnxruntime would read it ([2, 8] for
     ``mid``) and shape the zero-iteration scan output [0, 2, 8]. Outside it, shapes are written."""
-    import subprocess
 
     from helpers import ort_session
 
     src, dst = tmp_path / "in.onnx", tmp_path / "out.onnx"
     onnx.save(model(ZERO_TRIP), str(src))
-    done = subprocess.run([sys.executable, "-m", "shapeflow", "infer", str(src), "-o", str(dst)],
-                          capture_output=True, text=True)
+    done = cli_process.shapeflow("infer", str(src), "-o", str(dst))
     assert done.returncode == 0, done.stderr
     out = onnx.load(str(dst))
     assert {vi.name for vi in out.graph.value_info} == {"n"}
@@ -659,7 +657,6 @@ def test_optimize_and_infer_output_leave_what_a_zero_trip_body_reads_alone(
         runner: shapearith.Runner, tmp_path: Path) -> None:
     """What computes o (read in the body) is neither rewritten nor annotated; the same
     computation for a tensor no such body reads is (optimize folds its Cast, infer -o records it)."""
-    import subprocess
 
     from shapeflow.ops.control import zero_trip_nodes
 
@@ -672,7 +669,7 @@ def test_optimize_and_infer_output_leave_what_a_zero_trip_body_reads_alone(
     src, dst, opt = tmp_path / "in.onnx", tmp_path / "out.onnx", tmp_path / "opt.onnx"
     onnx.save(m, str(src))
     for args in (["infer", str(src), "-o", str(dst)], ["optimize", str(src), "-o", str(opt)]):
-        done = subprocess.run([sys.executable, "-m", "shapeflow", *args], capture_output=True, text=True)
+        done = cli_process.shapeflow(*args)
         assert done.returncode == 0, done.stderr
     annotated = {vi.name for vi in onnx.load(str(dst)).graph.value_info}
     assert "target2" in annotated and not annotated & {"o", "target", "e1", "e"}

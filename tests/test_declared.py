@@ -11,9 +11,9 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-import sys
 from pathlib import Path
 
+import cli_process
 import numpy as np
 import onnx
 import pytest
@@ -35,7 +35,7 @@ SYMS = frozenset({"B", "C", "H", "seq", "batch", "2*seq"})
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "shapeflow", *args], capture_output=True, text=True, timeout=300)
+    return cli_process.shapeflow(*args, timeout=300)
 
 
 def _dims(vi: onnx.ValueInfoProto) -> list:

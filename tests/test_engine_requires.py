@@ -11,10 +11,10 @@ that reports nothing to fix runs no rewrite, so it has nothing to refuse: lint's
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 from typing import Callable
 
+import cli_process
 import numpy as np
 import onnx
 import pytest
@@ -88,7 +88,7 @@ def _write(tmp_path: Path, model: onnx.ModelProto) -> tuple[Path, bytes]:
 
 
 def _run(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "shapeflow", *args], capture_output=True, text=True)
+    return cli_process.shapeflow(*args)
 
 
 def test_the_models_are_otherwise_rewritten(tmp_path: Path) -> None:

@@ -8,9 +8,8 @@ again changes nothing (``check_rewrite``).
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 
+import cli_process
 import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
@@ -347,8 +346,8 @@ def test_cli_lint_select_sf206(tmp_path):
     path = tmp_path / "dynamo.onnx"
     path.write_bytes(parse(DYNAMO_18).SerializeToString())
     env = dict(os.environ, PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    run = subprocess.run([sys.executable, "-m", "shapeflow", "lint", "--isolated", "--show-info", "--select", "SF206", str(path)],
-                         capture_output=True, text=True, env=env, timeout=300)
+    run = cli_process.shapeflow("lint", "--isolated", "--show-info", "--select", "SF206", str(path), env=env,
+                                timeout=300)
     assert run.returncode == 0, run.stderr
     assert "SF206 fan-out-merge" in run.stdout and "'first' (Unsqueeze) [0, 1]" in run.stdout
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import sys
 
+import cli_process
 import numpy as np
 import onnx
 import onnxruntime as ort
@@ -384,8 +384,7 @@ def _agreement_models() -> list[str]:
 
 def _shapeflow(*args: str) -> "subprocess.CompletedProcess[str]":
     env = dict(os.environ, PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    return subprocess.run([sys.executable, "-m", "shapeflow", *args], capture_output=True, text=True,
-                          env=env, timeout=600)
+    return cli_process.shapeflow(*args, env=env, timeout=600)
 
 
 @pytest.mark.parametrize("model", _agreement_models(), ids=os.path.basename)

@@ -16,6 +16,7 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
+import cli_process
 import onnx
 import pytest
 
@@ -60,8 +61,7 @@ def make_corpus(folder: Path) -> list[str]:
 def lint_cli(cwd: Path, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     env.pop("SHAPEFLOW_DEBUG", None)
-    return subprocess.run([sys.executable, "-m", "shapeflow", "lint", *args], cwd=cwd, env=env, input=stdin,
-                          capture_output=True, text=True, timeout=120)
+    return cli_process.shapeflow("lint", *args, cwd=cwd, env=env, input=stdin, timeout=120)
 
 
 def entries(cache: Path) -> list[Path]:
@@ -258,15 +258,13 @@ def test_cache_folder_location_tag_and_clean(tmp_path: Path) -> None:
     assert (cache / "CACHEDIR.TAG").read_text().startswith("Signature: 8a477f597d28d172789f06886806bc55")
     assert (cache / ".gitignore").read_text().splitlines()[-1] == "*"
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    done = subprocess.run([sys.executable, "-m", "shapeflow", "clean"], cwd=sub, env=env, capture_output=True,
-                          text=True)
+    done = cli_process.shapeflow("clean", cwd=sub, env=env)
     assert done.returncode == 0 and not cache.exists() and "removed" in done.stderr
     # a folder that is not a cache is never removed
     (tmp_path / "precious").mkdir()
     (tmp_path / "precious" / "data.txt").write_text("keep")
     (tmp_path / "precious" / "CACHEDIR.TAG").write_text("Signature: 8a477f597d28d172789f06886806bc55\n# other tool\n")
-    refused = subprocess.run([sys.executable, "-m", "shapeflow", "clean", "--cache-dir", str(tmp_path / "precious")],
-                             cwd=sub, env=env, capture_output=True, text=True)
+    refused = cli_process.shapeflow("clean", "--cache-dir", str(tmp_path / "precious"), cwd=sub, env=env)
     assert refused.returncode == 2 and "not a shapeflow cache" in refused.stderr
     assert (tmp_path / "precious" / "data.txt").read_text() == "keep"
 
@@ -328,8 +326,7 @@ def test_the_config_can_name_the_cache_folder(tmp_path: Path) -> None:
     assert len(entries(project / "build" / "lint-cache")) == 1
     assert not (project / CACHE_DIR_NAME).exists()
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    done = subprocess.run([sys.executable, "-m", "shapeflow", "clean"], cwd=project / "models", env=env,
-                          capture_output=True, text=True)
+    done = cli_process.shapeflow("clean", cwd=project / "models", env=env)
     assert done.returncode == 0 and not (project / "build" / "lint-cache").exists()
     (project / "shapeflow.toml").write_text("cache-dir = 3\n")
     bad = lint_cli(project / "models", "good_chain.onnx")

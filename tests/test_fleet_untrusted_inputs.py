@@ -6,10 +6,9 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
+import cli_process
 import onnx
 import pytest
 
@@ -66,9 +65,8 @@ def test_files_from_splits_only_at_line_ends(tmp_path: Path) -> None:
         onnx.save(SF105.model(), str(tmp_path / n))
     (tmp_path / "list.txt").write_bytes("\r\n".join([*names, "", ""]).encode("utf-8"))
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    done = subprocess.run([sys.executable, "-m", "shapeflow", "lint", "--no-cache", "--format", "jsonl",
-                           "--files-from", "list.txt"], cwd=tmp_path, env=env, capture_output=True, text=True,
-                          timeout=60)
+    done = cli_process.shapeflow("lint", "--no-cache", "--format", "jsonl", "--files-from", "list.txt",
+                                 cwd=tmp_path, env=env, timeout=60)
     paths = [json.loads(line)["path"] for line in done.stdout.splitlines() if line.strip()]
     assert paths == names, done.stderr
     assert done.returncode == 0, done.stderr

@@ -79,6 +79,7 @@ def axes_choices(rank: int) -> list[list[int] | None]:
 @pytest.mark.parametrize("op", sorted(KERNEL_TYPES))
 def test_folded_values_are_onnxruntime_s(op: str) -> None:
     folded = 0
+    seen: set[bytes] = set()
     for dtype in sorted(KERNEL_TYPES[op]):
         for x in edge_inputs(dtype):
             for opset, axes, keepdims, noop in itertools.product(
@@ -86,6 +87,9 @@ def test_folded_values_are_onnxruntime_s(op: str) -> None:
                 if axes == [] and opset < AXES_INPUT_SINCE[op]:
                     continue  # an empty axes attribute is not folded (and not what exporters write)
                 m = reduce_model(op, opset, x, dtype, axes, keepdims, noop)
+                if m.SerializeToString() in seen:
+                    continue  # (noop_with_empty_axes is no attribute before axes became an input)
+                seen.add(m.SerializeToString())
                 want = run(m, {"x": np.ones(2, np.float32)})
                 if isinstance(want, Exception):
                     continue

@@ -31,9 +31,8 @@ SIZES = (0, 1, 2, 7)
 
 
 @pytest.fixture(scope="module")
-def runner() -> Iterator[shapearith.Runner]:
-    with shapearith.Runner() as r:
-        yield r
+def runner(ort_runner) -> Iterator[shapearith.Runner]:
+    yield ort_runner  # one onnxruntime worker for the session (tests/conftest.py)
 
 
 def model(body: str, *, inputs: str, outputs: str, inits: str = "", opset: int = 17) -> str:

@@ -31,9 +31,8 @@ _INITS = "int64[1] zero = {0}, int64[1] two = {2}, float one = {1.0}, float nil 
 
 
 @pytest.fixture(scope="module")
-def runner() -> Iterator[shapearith.Runner]:
-    with shapearith.Runner() as r:
-        yield r
+def runner(ort_runner) -> Iterator[shapearith.Runner]:
+    yield ort_runner  # one onnxruntime worker for the session (tests/conftest.py)
 
 
 def _bn_model(times: int = 1, opset: int = 15):  # type: ignore[no-untyped-def]

@@ -14,12 +14,11 @@ tests call the API.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+import cli_process
 import numpy as np
 import onnx
 import pytest
@@ -318,8 +317,8 @@ def refused_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, str
         path = folder / f"{case.id}.onnx"
         path.write_bytes(model.SerializeToString())
         files.append(str(path))
-    r = subprocess.run([sys.executable, "-m", "shapeflow", "lint", "--isolated", "--no-cache", "--format", "json",
-                        *files], capture_output=True, text=True, timeout=600)
+    r = cli_process.shapeflow("lint", "--isolated", "--no-cache", "--format", "json", *files,
+                              timeout=600)
     assert r.returncode in (1, 2), r.stderr
     return refusals, _by_file(json.loads(r.stdout)), r.returncode
 
@@ -547,8 +546,7 @@ def test_ai_onnx_ml_only_model_is_readable(tmp_path: Path) -> None:
     path = tmp_path / "ml.onnx"
     path.write_bytes(model.SerializeToString())
     for cmd in (["lint", "--isolated", "--no-cache"], ["infer"], ["optimize", "-o", str(tmp_path / "out.onnx")]):
-        r = subprocess.run([sys.executable, "-m", "shapeflow", *cmd, str(path)], capture_output=True, text=True,
-                           timeout=120)
+        r = cli_process.shapeflow(*cmd, str(path), timeout=120)
         assert r.returncode == 0, (cmd, r.stdout, r.stderr)
         assert "SF001" not in r.stdout + r.stderr
 
@@ -572,11 +570,9 @@ def test_infer_reports_and_optimize_refuses(case_id: str, tmp_path: Path) -> Non
     path = tmp_path / "m.onnx"
     path.write_bytes(case.build().SerializeToString())
     out = tmp_path / "out.onnx"
-    infer = subprocess.run([sys.executable, "-m", "shapeflow", "infer", str(path)], capture_output=True, text=True,
-                           timeout=120)
+    infer = cli_process.shapeflow("infer", str(path), timeout=120)
     assert infer.returncode == 1 and case.code in infer.stdout + infer.stderr
-    opt = subprocess.run([sys.executable, "-m", "shapeflow", "optimize", str(path), "-o", str(out)],
-                         capture_output=True, text=True, timeout=120)
+    opt = cli_process.shapeflow("optimize", str(path), "-o", str(out), timeout=120)
     assert opt.returncode == 1 and "refusing to optimize" in opt.stdout + opt.stderr
     assert not out.exists()
 

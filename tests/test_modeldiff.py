@@ -5,9 +5,9 @@ from __future__ import annotations
 import importlib.util
 import json
 import subprocess
-import sys
 from pathlib import Path
 
+import cli_process
 import onnx
 import onnx.parser
 import pytest
@@ -22,8 +22,7 @@ EXAMPLES = ROOT / "examples"
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "shapeflow", *args], capture_output=True, text=True,
-                          cwd=ROOT, timeout=300)
+    return cli_process.shapeflow(*args, cwd=ROOT, timeout=300)
 
 
 def write(tmp_path: Path, name: str, text: str) -> Path:

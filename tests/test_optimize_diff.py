@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from collections import Counter
 from pathlib import Path
 
+import cli_process
 import onnx
 import onnx.parser
 import pytest
@@ -25,8 +25,7 @@ MODELS = [EXAMPLES / "attention.onnx", EXAMPLES / "opset11_attribute_axes.onnx",
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "shapeflow", *args], capture_output=True, text=True,
-                          cwd=ROOT, timeout=300)
+    return cli_process.shapeflow(*args, cwd=ROOT, timeout=300)
 
 
 def node_bag(model: onnx.ModelProto) -> Counter[tuple[str, str, tuple[str, ...], tuple[str, ...]]]:

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import networkx as nx
+import cli_process
 import onnx
 import onnx.parser
 import pydot
@@ -33,8 +34,7 @@ AXIS_ERRORS = EXAMPLES / "axis_errors.onnx"
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "shapeflow", *args], capture_output=True, text=True,
-                          cwd=ROOT, timeout=120)
+    return cli_process.shapeflow(*args, cwd=ROOT, timeout=120)
 
 
 def parse_dot(text: str) -> pydot.Dot:

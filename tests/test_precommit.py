@@ -10,6 +10,7 @@ import shutil
 import subprocess
 import sys
 
+import cli_process
 import pytest
 
 yaml = pytest.importorskip("yaml")  # comes with pre-commit
@@ -180,9 +181,8 @@ def test_repository_with_exclude_baseline_and_the_fix_hook(tmp_path) -> None:
     }
     root, git = make_repo(tmp_path, ["shapeflow-lint-fix"], files)
     # the baseline, as a user writes it: from the repository's root, with `lint .`
-    made = subprocess.run([sys.executable, "-m", "shapeflow", "lint", ".", "--write-baseline",
-                           "shapeflow-baseline.json"], cwd=root, capture_output=True, text=True,
-                          env={**os.environ, "PYTHONPATH": REPO + os.pathsep + os.environ.get("PYTHONPATH", "")})
+    made = cli_process.shapeflow("lint", ".", "--write-baseline", "shapeflow-baseline.json", cwd=root,
+                                 env={**os.environ, "PYTHONPATH": REPO + os.pathsep + os.environ.get("PYTHONPATH", "")})
     assert made.returncode == 0, made.stderr
     baseline = (root / "shapeflow-baseline.json").read_text()
     assert "SF104" in baseline and "SF2" not in baseline and "third_party" not in baseline

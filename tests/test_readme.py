@@ -8,6 +8,7 @@ import shutil
 import subprocess
 import sys
 
+import cli_process
 import pytest
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -65,8 +66,7 @@ def readme_block(command: str) -> str:
 
 
 def test_readme_infer_sample_is_current() -> None:
-    proc = subprocess.run([sys.executable, "-m", "shapeflow", "infer", "examples/axis_errors.onnx"], cwd=REPO,
-                          capture_output=True, text=True, env=env())
+    proc = cli_process.shapeflow("infer", "examples/axis_errors.onnx", cwd=REPO, env=env())
     assert proc.stdout == readme_block("shapeflow infer examples/axis_errors.onnx")
 
 
@@ -75,8 +75,7 @@ def test_readme_optimize_sample_is_current(tmp_path) -> None:
     os.mkdir(tmp_path / "examples")
     shutil.copy(os.path.join(EXAMPLES, "attention.onnx"), tmp_path / "examples" / "attention.onnx")
     command = "shapeflow optimize examples/attention.onnx -o attention.opt.onnx --verify"
-    proc = subprocess.run([sys.executable, "-m", *command.split()], cwd=tmp_path, capture_output=True, text=True,
-                          env=env())
+    proc = cli_process.shapeflow(*command.split()[1:], cwd=tmp_path, env=env())
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == readme_block(command)
 
@@ -91,16 +90,14 @@ def test_rule_codes_complete_in_the_shell() -> None:
 def test_no_reference_to_files_users_do_not_have() -> None:
     with open(os.path.join(REPO, "README.md"), encoding="utf-8") as f:
         text = f.read()
-    proc = subprocess.run([sys.executable, "-m", "shapeflow", "lint", "--help"], capture_output=True, text=True,
-                          env=env())
+    proc = cli_process.shapeflow("lint", "--help", env=env())
     for where in (text, proc.stdout):
         assert "../shared" not in where and "SPEC section" not in where
 
 
 def test_readme_quiet_gate_sample_is_current() -> None:
     """The summary line the README quotes for `lint examples/attention.onnx` is what lint prints."""
-    proc = subprocess.run([sys.executable, "-m", "shapeflow", "lint", "examples/attention.onnx"], cwd=REPO,
-                          capture_output=True, text=True, env=env())
+    proc = cli_process.shapeflow("lint", "examples/attention.onnx", cwd=REPO, env=env())
     with open(os.path.join(REPO, "README.md"), encoding="utf-8") as f:
         text = f.read()
     quoted = re.search(r"`(1 file: 0 errors, 0 warnings, \d+ info not shown; --show-info)`", text)

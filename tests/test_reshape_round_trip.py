@@ -21,9 +21,8 @@ from shapeflow.drivers.linter import LintOptions, lint_file  # noqa: E402
 
 
 @pytest.fixture(scope="module")
-def runner() -> Iterator[shapearith.Runner]:
-    with shapearith.Runner() as r:
-        yield r
+def runner(ort_runner) -> Iterator[shapearith.Runner]:
+    yield ort_runner  # one onnxruntime worker for the session (tests/conftest.py)
 
 
 RULE = "reshape-round-trip"

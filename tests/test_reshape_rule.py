@@ -24,9 +24,8 @@ from shapeflow.ops.numeric import reshape_dims  # noqa: E402
 
 
 @pytest.fixture(scope="module")
-def runner() -> Iterator[shapearith.Runner]:
-    with shapearith.Runner() as r:
-        yield r
+def runner(ort_runner) -> Iterator[shapearith.Runner]:
+    yield ort_runner  # one onnxruntime worker for the session (tests/conftest.py)
 
 
 def _session(rank_in: int, rank_t: int, allowzero: int):  # type: ignore[no-untyped-def]

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 import warnings
 from pathlib import Path
 
+import cli_process
 import numpy as np
 import onnx
 import pytest
@@ -39,7 +39,7 @@ def _model() -> onnx.ModelProto:
 
 
 def _run(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "shapeflow", *args], capture_output=True, text=True)
+    return cli_process.shapeflow(*args)
 
 
 def _fired(tmp_path: Path, rules: str) -> tuple[dict[str, int], str]:
@@ -97,8 +97,7 @@ def test_former_names_in_settings_keep_working(tmp_path: Path) -> None:
     (tmp_path / "pyproject.toml").write_text('[tool.shapeflow]\nignore = ["mergeable-chain", "common-subexpression"]\n')
     path = tmp_path / "m.onnx"
     path.write_bytes(_model().SerializeToString())
-    proc = subprocess.run([sys.executable, "-m", "shapeflow", "lint", "--no-cache", "--show-settings", str(path)],
-                          capture_output=True, text=True, cwd=tmp_path)
+    proc = cli_process.shapeflow("lint", "--no-cache", "--show-settings", str(path), cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     chosen = proc.stdout
     for gone in ("SF202", "SF217", "SF207"):

@@ -14,11 +14,11 @@ from __future__ import annotations
 import itertools
 import os
 import subprocess
-import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import cli_process
 import numpy as np
 import onnx
 import pytest
@@ -158,8 +158,7 @@ def first_dim_of_y(path: Path) -> str:
 
 def shapeflow_cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    return subprocess.run([sys.executable, "-m", "shapeflow", *args], capture_output=True, text=True,
-                          env=env, cwd=cwd, timeout=120, check=False)
+    return cli_process.shapeflow(*args, env=env, cwd=cwd, timeout=120)
 
 
 # =================================================================================================

@@ -53,9 +53,9 @@ def test_independent_bindings_give_each_input_its_own_size() -> None:
     assert shapearith.independent_for(single, 37) == []
 
 
-def test_shape_arithmetic_fuzz_fixed_seed(tmp_path: Path) -> None:
+def test_shape_arithmetic_fuzz_fixed_seed(tmp_path: Path, ort_runner) -> None:
     logged: list[str] = []
-    stats = shapearith.fuzz(SEED, models=MODELS, out_dir=str(tmp_path), log=logged.append)
+    stats = shapearith.fuzz(SEED, models=MODELS, out_dir=str(tmp_path), log=logged.append, runner=ort_runner)
     # the run must have checked something, or a broken harness would pass
     assert stats.models == MODELS
     assert stats.dims_checked > 1000 and stats.values_checked > 1000
@@ -81,7 +81,7 @@ def _bindings() -> list[dict[str, int]]:
     return [{"seq": s} for s in (0, 1, 2, 5)]
 
 
-def test_oracle_reports_a_wrong_dim_and_value(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_oracle_reports_a_wrong_dim_and_value(monkeypatch: pytest.MonkeyPatch, ort_runner) -> None:
     import onnx.parser
 
     from shapeflow.drivers import api
@@ -97,8 +97,7 @@ def test_oracle_reports_a_wrong_dim_and_value(monkeypatch: pytest.MonkeyPatch) -
         return a
 
     monkeypatch.setattr(api, "infer", lying_infer)
-    with shapearith.Runner() as r:
-        stats = shapearith.check_model(onnx.parser.parse_model(_SLICE), _bindings(), r)
+    stats = shapearith.check_model(onnx.parser.parse_model(_SLICE), _bindings(), ort_runner)
     found = {(f.category, f.tensor) for f in stats.findings}
     assert ("unsound-dim", "z") in found
     # y is computed from z, which is already wrong: only the first wrong tensor of a chain is reported
@@ -108,7 +107,7 @@ def test_oracle_reports_a_wrong_dim_and_value(monkeypatch: pytest.MonkeyPatch) -
 
 
 def test_oracle_reports_an_optimize_that_changes_a_result(monkeypatch: pytest.MonkeyPatch,
-                                                          tmp_path: Path) -> None:
+                                                          tmp_path: Path, ort_runner) -> None:
     import onnx.parser
 
     from shapeflow.drivers import api
@@ -123,8 +122,7 @@ def test_oracle_reports_an_optimize_that_changes_a_result(monkeypatch: pytest.Mo
         return result
 
     monkeypatch.setattr(api, "optimize", folding_optimize)
-    with shapearith.Runner() as r:
-        stats = shapearith.check_model(onnx.parser.parse_model(_SLICE), _bindings(), r)
+    stats = shapearith.check_model(onnx.parser.parse_model(_SLICE), _bindings(), ort_runner)
     assert any(f.category == "optimize-mismatch" and f.tensor == "y" for f in stats.findings)
 
 

@@ -27,9 +27,8 @@ OPTIMIZE_SEQS = (0, 1, 2, 5)
 
 
 @pytest.fixture(scope="module")
-def runner() -> Iterator[shapearith.Runner]:
-    with shapearith.Runner() as r:
-        yield r
+def runner(ort_runner) -> Iterator[shapearith.Runner]:
+    yield ort_runner  # one onnxruntime worker for the session (tests/conftest.py)
 
 
 def model(body: str, *, inputs: str = "float[seq] x", outputs: str, inits: str = "",

@@ -30,9 +30,8 @@ SIZES = (0, 1, 2, 3, 37)
 
 
 @pytest.fixture(scope="module")
-def runner() -> Iterator[shapearith.Runner]:
-    with shapearith.Runner() as r:
-        yield r
+def runner(ort_runner) -> Iterator[shapearith.Runner]:
+    yield ort_runner  # one onnxruntime worker for the session (tests/conftest.py)
 
 
 def oracle(runner: shapearith.Runner, text: str, symbols: tuple[str, ...]) -> None:

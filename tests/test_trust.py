@@ -17,6 +17,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import cli_process
 import onnx
 import pytest
 from onnx import helper, parser
@@ -76,8 +77,7 @@ def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
 def cli(cwd: Path, *args: str, timeout: float = 120, **kw: object) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     env.pop("SHAPEFLOW_DEBUG", None)
-    return subprocess.run([sys.executable, "-m", "shapeflow", *args], cwd=cwd, env=env, capture_output=True,
-                          text=True, timeout=timeout, **kw)  # type: ignore[call-overload, no-any-return]
+    return cli_process.shapeflow(*args, cwd=cwd, env=env, timeout=timeout, **kw)  # type: ignore[arg-type]
 
 
 def one_line(err: str) -> str:

@@ -8,12 +8,12 @@ states with what the runtime computes. Goldens are onnxruntime's outputs.
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 import tempfile
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
+import cli_process
 import numpy as np
 import onnx
 import onnx.parser
@@ -30,9 +30,8 @@ from shapeflow.io import load_model_bytes  # noqa: E402
 
 
 @pytest.fixture(scope="module")
-def runner() -> Iterator[shapearith.Runner]:
-    with shapearith.Runner() as r:
-        yield r
+def runner(ort_runner) -> Iterator[shapearith.Runner]:
+    yield ort_runner  # one onnxruntime worker for the session (tests/conftest.py)
 
 
 def model(body: str, *, inputs: str, outputs: str, inits: str = "", opset: int = 17) -> onnx.ModelProto:
@@ -133,8 +132,7 @@ def test_infer_o_never_writes_an_input_dim_name_for_another_dim(runner: shapeari
     """, inputs='float["N + 1"] x, float[N] y', outputs="float u", inits="float[1] one = {1.0}")
     src, out = tmp_path / "m.onnx", tmp_path / "o.onnx"
     onnx.save(m, str(src))
-    r = subprocess.run([sys.executable, "-m", "shapeflow", "infer", str(src), "-o", str(out)],
-                       capture_output=True, text=True, timeout=120)
+    r = cli_process.shapeflow("infer", str(src), "-o", str(out), timeout=120)
     assert r.returncode == 0, r.stderr
     written = onnx.load(str(out))
     dims = {vi.name: [d.dim_param or d.dim_value for d in vi.type.tensor_type.shape.dim] for vi in written.graph.value_info}

@@ -32,9 +32,8 @@ OPS = sorted(EVALUATED) + ["Cast", "CastLike"]
 
 
 @pytest.fixture(scope="module")
-def runner() -> Iterator[vo.shapearith.Runner]:
-    with vo.shapearith.Runner() as r:
-        yield r
+def runner(ort_runner) -> Iterator[vo.shapearith.Runner]:
+    yield ort_runner  # one onnxruntime worker for the session (tests/conftest.py)
 
 
 def _listed(op: str) -> list[Any]:

@@ -15,10 +15,9 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
+import cli_process
 import numpy as np
 import onnx
 import pytest
@@ -92,8 +91,7 @@ def test_stft_lint_and_optimize_agree_with_onnxruntime(tmp_path: Path) -> None:
     assert not [d for d in a.diagnostics if d.code == "SF112"]
     src, out = tmp_path / "stft.onnx", tmp_path / "opt.onnx"
     onnx.save(model, src)
-    proc = subprocess.run([sys.executable, "-m", "shapeflow", "optimize", str(src), "-o", str(out)],
-                          capture_output=True, text=True)
+    proc = cli_process.shapeflow("optimize", str(src), "-o", str(out))
     assert proc.returncode == 0, proc.stderr
     feeds = {"sig": np.random.default_rng(0).standard_normal((1, 64, 1)).astype(np.float32)}
     before, after = _run(model, feeds), _run(onnx.load(out), feeds)
@@ -271,8 +269,7 @@ def test_model_without_ai_onnx_import_is_readable(make, tmp_path: Path) -> None:
     onnx.checker.check_model(model, full_check=True)
     path = tmp_path / "m.onnx"
     onnx.save(model, path)
-    proc = subprocess.run([sys.executable, "-m", "shapeflow", "lint", str(path), "--format", "json"],
-                          capture_output=True, text=True)
+    proc = cli_process.shapeflow("lint", str(path), "--format", "json")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert '"SF001"' not in proc.stdout
 
@@ -291,5 +288,5 @@ def test_ai_onnx_node_without_its_import_is_still_sf001(tmp_path: Path) -> None:
         onnx.checker.check_model(model, full_check=True)
     path = tmp_path / "m.onnx"
     onnx.save(model, path)
-    proc = subprocess.run([sys.executable, "-m", "shapeflow", "lint", str(path)], capture_output=True, text=True)
+    proc = cli_process.shapeflow("lint", str(path))
     assert proc.returncode == 2 and "SF001" in proc.stdout + proc.stderr

@@ -27,9 +27,8 @@ GATES = {"RNN": 1, "GRU": 3, "LSTM": 4}
 
 
 @pytest.fixture(scope="module")
-def runner() -> Iterator[shapearith.Runner]:
-    with shapearith.Runner() as r:
-        yield r
+def runner(ort_runner) -> Iterator[shapearith.Runner]:
+    yield ort_runner  # one onnxruntime worker for the session (tests/conftest.py)
 
 
 def const(name: str, values: object, dtype: type = np.int64) -> onnx.TensorProto:

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Mapping, Sequence
 
+import cli_process
 import onnx
 import pytest
 
@@ -117,7 +118,9 @@ def run_cli(argv: Sequence[str], *, cwd: str | os.PathLike[str] | None = None, t
             memory: int | None = MEMORY_LIMIT, env: Mapping[str, str] | None = None,
             preexec: Callable[[], None] | None = None, python_args: Sequence[str] = (),
             module: Sequence[str] = ("-m", "shapeflow"), prefix: Sequence[str] = ()) -> Run:
-    """``python -m shapeflow ARGV`` in a subprocess, under ``RLIMIT_AS`` and a wall-clock timeout.
+    """``python -m shapeflow ARGV`` in a process of its own, under ``RLIMIT_AS`` and a wall-clock
+    timeout: forked from a started interpreter (``tests/cli_process.py``) unless a prefix, Python
+    flags, another module or ``preexec`` ask for a fresh start.
 
     ``prefix`` wraps the command (``unshare ... sh -c '...; exec "$@"'``). The child is reaped
     with ``wait4`` so its peak RSS is known."""
@@ -129,6 +132,14 @@ def run_cli(argv: Sequence[str], *, cwd: str | os.PathLike[str] | None = None, t
         if preexec is not None:
             preexec()
 
+    if preexec is None and not prefix and not python_args and tuple(module) == ("-m", "shapeflow") \
+            and not cli_process.real_processes():
+        # forked from a started interpreter (tests/cli_process.py): still a process of its own, under
+        # the same limit, session, environment and folder, without the start-up and import time
+        done = cli_process.run(argv, cwd=cwd if cwd is not None else os.getcwd(), env=cli_env(env),
+                               timeout=timeout, memory=memory)
+        return Run(list(argv), done.returncode, done.stdout.decode("utf-8", "replace"),
+                   done.stderr.decode("utf-8", "replace"), done.elapsed, done.max_rss, done.timed_out)
     cmd = [*prefix, sys.executable, *python_args, *module, *argv]
     started = time.monotonic()
     proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,

@@ -1,6 +1,6 @@
-"""Issue 21: every value optimize folds is the value onnxruntime computes.
+"""Every value optimize folds is the value onnxruntime computes (issue 21's cases).
 
-One test per case of the issue. Each runs the model in onnxruntime (``shapearith.check_model``,
+One test per case. Each runs the model in onnxruntime (``shapearith.check_model``,
 the differential fuzzer's oracle: every dim and value inference states is compared with the
 runtime's, and ``optimize``'s outputs must be bit-identical to the original's) and, where the
 issue names the runtime's answer, checks the optimized model gives that very answer.
@@ -33,9 +33,8 @@ from shapeflow.drivers.verify import verify_models  # noqa: E402
 
 
 @pytest.fixture(scope="module")
-def runner() -> Iterator[shapearith.Runner]:
-    with shapearith.Runner() as r:
-        yield r
+def runner(ort_runner) -> Iterator[shapearith.Runner]:
+    yield ort_runner  # one onnxruntime worker for the session (tests/conftest.py)
 
 
 def model(body: str, *, inputs: str, outputs: str, inits: str = "", opset: int = 17) -> onnx.ModelProto:
