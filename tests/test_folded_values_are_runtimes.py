@@ -8,9 +8,7 @@ issue names the runtime's answer, checks the optimized model gives that very ans
 
 from __future__ import annotations
 
-import os
 import sys
-import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
@@ -29,20 +27,13 @@ from shapeflow.drivers import api  # noqa: E402
 from shapeflow.graph import build_graph  # noqa: E402
 from shapeflow.inference import infer, shared_dim_names  # noqa: E402
 from shapeflow.io import load_model_bytes  # noqa: E402
+from value_cases import model, optimized, outputs, stated  # noqa: E402
 from shapeflow.drivers.verify import verify_models  # noqa: E402
 
 
 @pytest.fixture(scope="module")
 def runner(ort_runner) -> Iterator[shapearith.Runner]:
     yield ort_runner  # one onnxruntime worker for the session (tests/conftest.py)
-
-
-def model(body: str, *, inputs: str, outputs: str, inits: str = "", opset: int = 17) -> onnx.ModelProto:
-    text = (f'<ir_version: 8, opset_import: ["" : {opset}]>\ng ({inputs}) => ({outputs})\n'
-            + (f"<{inits}>\n" if inits else "") + "{\n" + body + "\n}\n")
-    m = onnx.parser.parse_model(text)
-    onnx.checker.check_model(m)
-    return m
 
 
 def clean(runner: shapearith.Runner, m: onnx.ModelProto, bindings: Sequence[Mapping[str, int]] = ({"b": 2},),
@@ -52,28 +43,6 @@ def clean(runner: shapearith.Runner, m: onnx.ModelProto, bindings: Sequence[Mapp
     if stats.findings:
         pytest.fail("\n".join(f.line() for f in stats.findings), pytrace=False)
     return stats
-
-
-def outputs(runner: shapearith.Runner, m: onnx.ModelProto, feeds: Mapping[str, np.ndarray]) -> list[np.ndarray]:
-    status, res = runner.run(m.SerializeToString(), feeds, [o.name for o in m.graph.output])
-    assert status == "ok", res
-    return list(res)
-
-
-def optimized(m: onnx.ModelProto) -> onnx.ModelProto:
-    with tempfile.TemporaryDirectory() as d:
-        src, dst = os.path.join(d, "m.onnx"), os.path.join(d, "o.onnx")
-        onnx.save(m, src)
-        result = api.optimize(src, dst)
-        return onnx.load(dst) if result.changed else m
-
-
-def stated(m: onnx.ModelProto, name: str, **kw: bool) -> object:
-    """What inference states for ``name``'s value (None: nothing known)."""
-    t = infer(build_graph(load_model_bytes(m.SerializeToString(), "m.onnx")), **kw).tensors[0].get(name)
-    if t is None or t.value is None or all(v is None for v in t.value):
-        return None
-    return t.value
 
 
 X = {"x": np.zeros(2, np.float32)}

@@ -7,10 +7,8 @@ states with what the runtime computes. Goldens are onnxruntime's outputs.
 
 from __future__ import annotations
 
-import os
 import sys
-import tempfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from pathlib import Path
 
 import cli_process
@@ -23,52 +21,15 @@ pytest.importorskip("onnxruntime")
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "fuzz"))
 import shapearith  # noqa: E402
 
-from shapeflow.drivers import api  # noqa: E402
 from shapeflow.graph import build_graph  # noqa: E402
 from shapeflow.inference import infer  # noqa: E402
 from shapeflow.io import load_model_bytes  # noqa: E402
+from value_cases import assert_same_outputs, model, outputs, stated  # noqa: E402
 
 
 @pytest.fixture(scope="module")
 def runner(ort_runner) -> Iterator[shapearith.Runner]:
     yield ort_runner  # one onnxruntime worker for the session (tests/conftest.py)
-
-
-def model(body: str, *, inputs: str, outputs: str, inits: str = "", opset: int = 17) -> onnx.ModelProto:
-    text = (f'<ir_version: 8, opset_import: ["" : {opset}]>\ng ({inputs}) => ({outputs})\n'
-            + (f"<{inits}>\n" if inits else "") + "{\n" + body + "\n}\n")
-    m = onnx.parser.parse_model(text)
-    onnx.checker.check_model(m)
-    return m
-
-
-def optimized(m: onnx.ModelProto) -> onnx.ModelProto:
-    with tempfile.TemporaryDirectory() as d:
-        src, dst = os.path.join(d, "m.onnx"), os.path.join(d, "o.onnx")
-        onnx.save(m, src)
-        result = api.optimize(src, dst)
-        return onnx.load(dst) if result.changed else m
-
-
-def outputs(runner: shapearith.Runner, m: onnx.ModelProto, feeds: Mapping[str, np.ndarray]) -> list[np.ndarray]:
-    status, res = runner.run(m.SerializeToString(), feeds, [o.name for o in m.graph.output])
-    assert status == "ok", res
-    return list(res)
-
-
-def stated(m: onnx.ModelProto, name: str) -> object:
-    """What inference states for ``name``'s value (None: nothing known)."""
-    t = infer(build_graph(load_model_bytes(m.SerializeToString(), "m.onnx"))).tensors[0].get(name)
-    if t is None or t.value is None or all(v is None for v in t.value):
-        return None
-    return t.value
-
-
-def assert_same_outputs(runner: shapearith.Runner, m: onnx.ModelProto, feeds: Mapping[str, np.ndarray]) -> None:
-    want = outputs(runner, m, feeds)
-    got = outputs(runner, optimized(m), feeds)
-    for a, b in zip(want, got):
-        assert (a.dtype, a.shape, a.tobytes()) == (b.dtype, b.shape, b.tobytes()), (a, b)
 
 
 # -- the overflow cap: a dim past 2**24 is an ordinary input ----------------------------------------
