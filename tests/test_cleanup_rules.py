@@ -92,6 +92,19 @@ def test_duplicate_shape_chains_collapse_over_rounds(runner: shapearith.Runner) 
     check(runner, m)
 
 
+def test_a_rewrite_that_makes_a_twin_over_an_equal_constant_is_merged_next_round(
+        runner: shapearith.Runner) -> None:
+    # identity-node rewires A to read x: A becomes Add(c1, x), the twin of the unchanged B, which
+    # reads an equal constant under another name (c2): the round must see it and run once more
+    m = model(" i = Identity(x)\n a = Add(c1, i)\n b = Add(c2, x)\n y = Mul(a, b)",
+              outputs="float[seq] y", inits="float[1] c1 = {2.0}, float[1] c2 = {2.0}")
+    out, fired = optimized(m, ["identity-node", "merge-duplicates"])
+    assert fired == {"identity-node": 1, "merge-duplicates": 1}, fired
+    assert ops(out) == ["Add", "Mul"]
+    assert list(out.graph.node[1].input) == ["a", "a"]
+    check(runner, m)
+
+
 def test_duplicates_with_other_attributes_or_inputs_stay() -> None:
     m = model(" s = Shape(x)\n a = Gather<axis=0>(s, zero)\n b = Gather<axis=0>(s, one)\n"
               " c = Gather<axis=0>(s, zero)\n d = Cast<to=1>(a)\n e = Cast<to=11>(a)",

@@ -198,6 +198,7 @@ def neighbourhood_changed(ctx: RoundContext, edit: Editor, candidates: Iterable[
 # ones (weights) only under the same name.
 MAX_COMPARED_ELEMS = 64
 _SAME_CONSTANTS = "rounds/same-constants"
+_SAME_CONSTANTS_OF = "rounds/same-constants-of"
 
 
 def same_constants(ctx: RoundContext, sid: int) -> dict[str, str]:
@@ -230,6 +231,21 @@ def same_constants(ctx: RoundContext, sid: int) -> dict[str, str]:
             seen = first.setdefault(blank.SerializeToString(deterministic=True), name)
             if seen != name:
                 out[name] = seen
+    ctx.cache[key] = out
+    return out
+
+
+def same_constants_of(ctx: RoundContext, sid: int) -> dict[str, list[str]]:
+    """``same_constants`` turned around: each first initializer's name mapped to the later ones equal
+    to it, in the order ``same_constants`` lists them. Once per round and scope: scanning the whole
+    map for each changed node was quadratic on a model of many equal constants."""
+    key = (_SAME_CONSTANTS_OF, sid)
+    found = ctx.cache.get(key)
+    if found is not None:
+        return found  # type: ignore[return-value]
+    out: dict[str, list[str]] = {}
+    for name, first in same_constants(ctx, sid).items():
+        out.setdefault(first, []).append(name)
     ctx.cache[key] = out
     return out
 
@@ -267,9 +283,8 @@ def keyed_collision(ctx: RoundContext, edit: Editor) -> bool:
         consumers = scopes[sid].consumers
         if inputs and inputs[0]:
             others = list(consumers.get(inputs[0], ()))
-            for name, first in canon.items():
-                if first == inputs[0]:
-                    others += consumers.get(name, ())
+            for name in same_constants_of(ctx, sid).get(inputs[0], ()):
+                others += consumers.get(name, ())
         else:
             others = scopes[sid].nodes
         for nid in others:
