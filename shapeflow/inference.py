@@ -433,7 +433,6 @@ def declared_symbols(graph: ModelGraph) -> set[str]:
     return names
 
 
-_MISSING = object()
 
 # Whether run_scope answers a node from an earlier node's answer (``_node_key``); the tests compare
 # it with inference that asks every rule (tests/test_fast_paths.py).
@@ -501,6 +500,30 @@ def _node_key(info: NodeInfo, ins: list[TensorInfo | None], since: int,
 _READS_REFERENCES = frozenset({"Squeeze", "Unsqueeze", "Constant"})
 
 
+class _OpRules(dict[str, object]):
+    """One domain's shape rules by op type, each resolved when first asked for (None: outputs
+    unknown)."""
+
+    def __init__(self, domain: str) -> None:
+        super().__init__()
+        self.domain = domain
+
+    def __missing__(self, op_type: str) -> object:
+        rule: object = REGISTRY.get(self.domain, op_type)
+        if rule is None and self.domain == "" and op_type not in fallback.UNTRUSTED:
+            rule = fallback.infer_with_onnx
+        self[op_type] = rule
+        return rule
+
+
+class _Rules(dict[str, _OpRules]):
+    """domain -> op_type -> shape rule: ``rules[domain][op_type]``, two lookups for a node."""
+
+    def __missing__(self, domain: str) -> _OpRules:
+        found = self[domain] = _OpRules(domain)
+        return found
+
+
 class _Runner:
     def __init__(self, result: Inference, progress: Progress | None,
                  refined: Mapping[str, Mapping[int, Dim]] | None = None) -> None:
@@ -516,10 +539,12 @@ class _Runner:
         self.max_rank = result.limits.max_rank
         self.max_expr = result.limits.max_expr_size
         # domain -> op_type -> shape rule (None: outputs unknown), resolved once per op type
-        self.rules: dict[str, dict[str, object]] = {}
+        self.rules = _Rules()
         # Every output shape, interned: one tuple per distinct shape, checked against the limits
         # once. Equal shapes become the same object, which also lets rules memoise by identity.
         self.shapes: dict[tuple[Any, ...], tuple[Any, ...]] = {}
+        # the ids of the shapes in ``shapes`` (alive as long as the run: their ids are theirs)
+        self.interned: set[int] = set()
         # Function calls: the attribute values of the call being re-run (None: the generic run,
         # where ``@attr`` references are unknown), its nesting depth, the outputs per call
         # signature, and a budget of body nodes re-run after which calls
@@ -541,16 +566,6 @@ class _Runner:
         self.node_memo: dict[tuple[Any, ...], tuple[list[TensorInfo | None], list[Any]]] = {}
         self.memo_domain: Domain | None = None
 
-    def _rule_for(self, domain: str, op_type: str) -> object:
-        by_op = self.rules.setdefault(domain, {})
-        rule = by_op.get(op_type, _MISSING)
-        if rule is _MISSING:
-            rule = REGISTRY.get(domain, op_type)
-            if rule is None and domain == "" and op_type not in fallback.UNTRUSTED:
-                rule = fallback.infer_with_onnx
-            by_op[op_type] = rule
-        return rule
-
     def _count_body(self) -> None:
         """One more scope run: a model of many empty bodies has few nodes to count time by."""
         self.bodies += 1
@@ -570,8 +585,7 @@ class _Runner:
         lookup = r.lookup
         sid = scope.id
         rules = self.rules
-        rule_for = self._rule_for
-        shapes = self.shapes
+        interned = self.interned
         at_call = in_function and bool(self.callers)  # a body run with one call's inputs
         tainted = r.tainted  # (one set for the run, filled in place)
         refine = self.refine if sid == 0 else None
@@ -579,8 +593,14 @@ class _Runner:
         memo_ops = _MEMO_OPS if NODE_MEMO and not in_function else None
         for nid in scope.order:
             info = nodes[nid]
-            ins: list[TensorInfo | None] = [(table[name] if name in table else lookup(sid, name)) if name else None
-                                            for name in info.inputs]
+            ins: list[TensorInfo | None] = []
+            for name in info.inputs:
+                if not name:
+                    ins.append(None)
+                elif name in table:
+                    ins.append(table[name])
+                else:
+                    ins.append(lookup(sid, name))
             if info.subscopes:
                 self._run_bodies(nid, info, ins)
             outs: list[TensorInfo | None] | None = None
@@ -588,10 +608,7 @@ class _Runner:
             if since is not None:  # else a custom domain, an unknown op, or a function call
                 if at_call:
                     self._check_call_types(nid, info, ins)
-                by_op = rules.get(info.domain)
-                rule = by_op.get(info.op_type, _MISSING) if by_op is not None else _MISSING
-                if rule is _MISSING:
-                    rule = rule_for(info.domain, info.op_type)
+                rule = rules[info.domain][info.op_type]
                 proto: onnx.NodeProto | None = None
                 if in_function and info.has_attrs:
                     proto, rule = self._bound_attributes(info, rule)
@@ -627,19 +644,25 @@ class _Runner:
                 if name:
                     if t is not None:
                         shape = t.shape
-                        if shape is not None:
-                            seen = shapes.get(shape)
-                            if seen is None:
-                                self._check_limits(shape, nid)
-                                shapes[shape] = shape
-                            elif seen is not shape:
-                                t.shape = seen
+                        if shape is not None and id(shape) not in interned:  # (a memoised answer's is)
+                            self._intern(t, shape, nid)
                     table[name] = t
             else:
                 self._store_outputs(outputs, outs, table, nid)
             self.done += 1
             if self.done % _CHECK_EVERY == 0:
                 self._tick()
+
+    def _intern(self, t: TensorInfo, shape: tuple[Any, ...], nid: int) -> None:
+        """``t`` with the interned copy of its ``shape`` (``shapes``), checked against the limits
+        when it is a new one."""
+        seen = self.shapes.get(shape)
+        if seen is None:
+            self._check_limits(shape, nid)
+            self.shapes[shape] = shape
+            self.interned.add(id(shape))
+        elif seen is not shape:
+            t.shape = seen
 
     def _recall(self, info: NodeInfo, ins: list[TensorInfo | None], since: int, sid: int
                 ) -> tuple[tuple[tuple[Any, ...], dict[str, onnx.AttributeProto] | None] | None,
@@ -696,17 +719,11 @@ class _Runner:
     def _store_outputs(self, outputs: tuple[str, ...], outs: list[TensorInfo | None] | None,
                        table: dict[str, TensorInfo | None], nid: int) -> None:
         """The outputs of a node with several (or none), shapes interned as for one output."""
-        shapes = self.shapes
         for k, name in enumerate(outputs):
             t = outs[k] if outs is not None and k < len(outs) else None
             if name:
                 if t is not None and t.shape is not None:
-                    seen = shapes.get(t.shape)
-                    if seen is None:
-                        self._check_limits(t.shape, nid)
-                        shapes[t.shape] = t.shape
-                    elif seen is not t.shape:
-                        t.shape = seen
+                    self._intern(t, t.shape, nid)
                 table[name] = t
 
     # -- If/Loop/Scan bodies ------------------------------------------------------------------------
