@@ -452,6 +452,8 @@ _MEMO_OPS = frozenset({
     "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare",
     "Constant",
 })
+# At most this many answers are kept (a few hundred bytes each).
+_NODE_MEMO_SIZE = 65536
 _INT = onnx.AttributeProto.INT
 _INTS = onnx.AttributeProto.INTS
 
@@ -683,8 +685,11 @@ class _Runner:
                   ins: list[TensorInfo | None]) -> None:
         """Keep the answer ``outs`` of a node of _MEMO_OPS whose rule had no other effect."""
         if outs is not None and self.r.domain is self.memo_domain:
+            memo = self.node_memo
+            if len(memo) >= _NODE_MEMO_SIZE:
+                memo.clear()  # a model that seldom repeats itself: bounded memory, answers asked anew
             # (the input shapes kept alive: their ids are in the key)
-            self.node_memo[key] = (outs, [t.shape for t in ins if t is not None])
+            memo[key] = (outs, [t.shape for t in ins if t is not None])
 
     def _bound_attributes(self, info: NodeInfo, rule: object) -> tuple[onnx.NodeProto | None, object]:
         """The node of a function body with its ``@attr`` references bound to the call's values,

@@ -586,8 +586,9 @@ def test_node_memo_infers_the_same(name: str, model: onnx.ModelProto, monkeypatc
     out = {}
     hits = {}
     real_key = inference._node_key
-    for memo in (True, False):
+    for memo, size in ((True, 65536), (True, 2), (False, 65536)):  # (2: the memo is full, and cleared, often)
         monkeypatch.setattr(inference, "NODE_MEMO", memo)
+        monkeypatch.setattr(inference, "_NODE_MEMO_SIZE", size)
         seen: dict[object, int] = {}
 
         def counted(*args, _seen=seen):  # type: ignore[no-untyped-def]
@@ -600,10 +601,26 @@ def test_node_memo_infers_the_same(name: str, model: onnx.ModelProto, monkeypatc
         data = model.SerializeToString()
         a = analyze(load_model_bytes(data, name), rules=select_rules(None))
         bound = analyze(load_model_bytes(data, name), dims={"batch": 2, "seq": 5})
-        out[memo] = (infer_json_text(a), [d.to_json() for d in a.diagnostics], _inference_facts(a),
-                     infer_json_text(bound), _optimized(model, name))
+        out[memo, size] = (infer_json_text(a), [d.to_json() for d in a.diagnostics], _inference_facts(a),
+                           infer_json_text(bound), _optimized(model, name))
         hits[memo] = sum(n - 1 for n in seen.values())
-    assert out[True] == out[False]
+    assert out[True, 65536] == out[False, 65536]
+    assert out[True, 2] == out[False, 65536]
     assert not hits[False]
     if name in ("chain", "mix", "repeated", "gpt2_like"):
         assert hits[True], name  # answers were asked for again: the memo was exercised
+
+
+def test_node_memo_ops_have_the_audited_rules() -> None:
+    """Every op inference memoises answers of runs one of the rules read for it (their answers
+    depend on the key alone, their other effects are flagged on the OpCall): a rule registered
+    anew, or an op added, must be read again before it joins ``inference._MEMO_OPS``."""
+    from shapeflow import inference
+    from shapeflow.ops import REGISTRY
+
+    audited = {"constants.constant", "elementwise.broadcast_op", "elementwise.cast", "elementwise.reduce",
+               "elementwise.where", "shape_ops.concat", "shape_ops.expand", "shape_ops.gather", "shape_ops.reshape",
+               "shape_ops.shape", "shape_ops.slice_", "shape_ops.transpose"}
+    for op in inference._MEMO_OPS:
+        rule = REGISTRY.get("", op)
+        assert rule is not None and f"{rule.__module__.rsplit('.', 1)[-1]}.{rule.__name__}" in audited, op
