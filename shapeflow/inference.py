@@ -452,8 +452,9 @@ _MEMO_OPS = frozenset({
     "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare",
     "Constant",
 })
-# At most this many answers are kept (a few hundred bytes each).
-_NODE_MEMO_SIZE = 65536
+# At most this many answers are kept (a few hundred bytes each: some MB): a transformer layer asks
+# a few hundred questions, repeated by the next layer.
+_NODE_MEMO_SIZE = 16384
 _INT = onnx.AttributeProto.INT
 _INTS = onnx.AttributeProto.INTS
 

@@ -586,7 +586,7 @@ def test_node_memo_infers_the_same(name: str, model: onnx.ModelProto, monkeypatc
     out = {}
     hits = {}
     real_key = inference._node_key
-    for memo, size in ((True, 65536), (True, 2), (False, 65536)):  # (2: the memo is full, and cleared, often)
+    for memo, size in ((True, 16384), (True, 2), (False, 16384)):  # (2: the memo is full, and cleared, often)
         monkeypatch.setattr(inference, "NODE_MEMO", memo)
         monkeypatch.setattr(inference, "_NODE_MEMO_SIZE", size)
         seen: dict[object, int] = {}
@@ -604,8 +604,8 @@ def test_node_memo_infers_the_same(name: str, model: onnx.ModelProto, monkeypatc
         out[memo, size] = (infer_json_text(a), [d.to_json() for d in a.diagnostics], _inference_facts(a),
                            infer_json_text(bound), _optimized(model, name))
         hits[memo] = sum(n - 1 for n in seen.values())
-    assert out[True, 65536] == out[False, 65536]
-    assert out[True, 2] == out[False, 65536]
+    assert out[True, 16384] == out[False, 16384]
+    assert out[True, 2] == out[False, 16384]
     assert not hits[False]
     if name in ("chain", "mix", "repeated", "gpt2_like"):
         assert hits[True], name  # answers were asked for again: the memo was exercised
