@@ -433,10 +433,98 @@ def declared_symbols(graph: ModelGraph) -> set[str]:
     return names
 
 
-_MISSING = object()
+
+# Whether run_scope answers a node from an earlier node's answer (``_node_key``); the tests compare
+# it with inference that asks every rule (tests/test_fast_paths.py).
+NODE_MEMO = True
+# The standard ops whose rules compute their outputs from nothing but the node's version, its
+# attributes, its input infos (and which of its inputs are given), its scope and the run's domain,
+# and whose other effects (a doubt, a proof, an equated dim) go through ``OpCall`` methods that
+# flag them (``OpCall.effects``): the answer of one such node is the answer of every node with
+# the same key. Models repeat the same few questions (a transformer's layers, an exporter's shape
+# chains) thousands of times. Squeeze and Unsqueeze record facts about the node itself (and memo
+# their own answers); Constant's key is its attributes' bytes (ref_attr_name included).
+_MEMO_OPS = frozenset({
+    "Shape", "Gather", "Slice", "Concat", "Reshape", "Transpose", "Expand", "Cast", "CastLike", "Where",
+    "Add", "Sub", "Mul", "Div", "Mod", "Pow", "Max", "Min", "Equal", "Less", "Greater", "LessOrEqual",
+    "GreaterOrEqual", "And", "Or", "Xor",
+    "ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2",
+    "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare",
+    "Constant",
+})
+# At most this many answers are kept (a few hundred bytes each: some MB): a transformer layer asks
+# a few hundred questions, repeated by the next layer.
+_NODE_MEMO_SIZE = 16384
+_INT = onnx.AttributeProto.INT
+_INTS = onnx.AttributeProto.INTS
+
+
+def _node_key(info: NodeInfo, ins: list[TensorInfo | None], since: int,
+              sid: int) -> tuple[tuple[Any, ...], dict[str, onnx.AttributeProto] | None] | None:
+    """The key of a node of ``_MEMO_OPS`` in the run's memo of answers, and its attributes by name
+    (read for the key, handed to the rule), or None when the node is not one to memoise.
+
+    An input is its element type, its shape by identity (run_scope interns shapes: equal shapes
+    are one object; the memo keeps them alive) and its value; an absent input is ""; an
+    attribute is its name, type and integer(s), or its bytes. Values are compared by equality,
+    which is exact for the ints and symbols values hold (canonical_value: never a bool or float,
+    whose True == 1 and 1.0 == 1 could share an entry): a value with anything else is not keyed."""
+    key: list[Any] = [info.op_type, since, sid]
+    names = info.inputs
+    for k, t in enumerate(ins):
+        if t is None:
+            key.append(None if names[k] else "")
+        else:
+            value = t.value
+            if value is not None:
+                for v in value:
+                    if type(v) is not int and type(v) is not Sym and v is not None:
+                        return None
+            key.append((t.dtype, id(t.shape), value))
+    attrs: dict[str, onnx.AttributeProto] | None = None
+    if info.has_attrs:
+        found = info.peek().attribute[:]
+        attrs = {}
+        if info.op_type == "Constant":
+            for a in found:
+                attrs[a.name] = a
+                key.append(a.SerializeToString())
+        else:
+            # (whole bytes for other types: these rules read only an INT's ``i``, INTS' ``ints``)
+            for a in found:
+                name = a.name
+                attrs[name] = a
+                ty = a.type
+                key.append((name, ty, a.i) if ty == _INT else (name, ty, tuple(a.ints)) if ty == _INTS
+                           else (name, a.SerializeToString()))
+    return tuple(key), attrs
 # Shape rules that read an unresolved ``@attr`` reference as unknown (ops/axes_input.py,
 # ops/constants.py); every other rule would take its empty field for a value.
 _READS_REFERENCES = frozenset({"Squeeze", "Unsqueeze", "Constant"})
+
+
+class _OpRules(dict[str, object]):
+    """One domain's shape rules by op type, each resolved when first asked for (None: outputs
+    unknown)."""
+
+    def __init__(self, domain: str) -> None:
+        super().__init__()
+        self.domain = domain
+
+    def __missing__(self, op_type: str) -> object:
+        rule: object = REGISTRY.get(self.domain, op_type)
+        if rule is None and self.domain == "" and op_type not in fallback.UNTRUSTED:
+            rule = fallback.infer_with_onnx
+        self[op_type] = rule
+        return rule
+
+
+class _Rules(dict[str, _OpRules]):
+    """domain -> op_type -> shape rule: ``rules[domain][op_type]``, two lookups for a node."""
+
+    def __missing__(self, domain: str) -> _OpRules:
+        found = self[domain] = _OpRules(domain)
+        return found
 
 
 class _Runner:
@@ -454,10 +542,12 @@ class _Runner:
         self.max_rank = result.limits.max_rank
         self.max_expr = result.limits.max_expr_size
         # domain -> op_type -> shape rule (None: outputs unknown), resolved once per op type
-        self.rules: dict[str, dict[str, object]] = {}
+        self.rules = _Rules()
         # Every output shape, interned: one tuple per distinct shape, checked against the limits
         # once. Equal shapes become the same object, which also lets rules memoise by identity.
         self.shapes: dict[tuple[Any, ...], tuple[Any, ...]] = {}
+        # the ids of the shapes in ``shapes`` (alive as long as the run: their ids are theirs)
+        self.interned: set[int] = set()
         # Function calls: the attribute values of the call being re-run (None: the generic run,
         # where ``@attr`` references are unknown), its nesting depth, the outputs per call
         # signature, and a budget of body nodes re-run after which calls
@@ -474,16 +564,10 @@ class _Runner:
         self.descendants: dict[int, list[int]] = {}
         # canonical_value's memo for the run (its domain only narrows: the answers kept hold on)
         self.fitting: dict[tuple[int, tuple[Dim, ...]], tuple[Dim, ...]] = {}
-
-    def _rule_for(self, domain: str, op_type: str) -> object:
-        by_op = self.rules.setdefault(domain, {})
-        rule = by_op.get(op_type, _MISSING)
-        if rule is _MISSING:
-            rule = REGISTRY.get(domain, op_type)
-            if rule is None and domain == "" and op_type not in fallback.UNTRUSTED:
-                rule = fallback.infer_with_onnx
-            by_op[op_type] = rule
-        return rule
+        # The answers of the nodes of _MEMO_OPS by _node_key, found in domain ``memo_domain``:
+        # (outputs, the input shapes whose ids the key holds)
+        self.node_memo: dict[tuple[Any, ...], tuple[list[TensorInfo | None], list[Any]]] = {}
+        self.memo_domain: Domain | None = None
 
     def _count_body(self) -> None:
         """One more scope run: a model of many empty bodies has few nodes to count time by."""
@@ -504,11 +588,12 @@ class _Runner:
         lookup = r.lookup
         sid = scope.id
         rules = self.rules
-        rule_for = self._rule_for
-        shapes = self.shapes
+        interned = self.interned
         at_call = in_function and bool(self.callers)  # a body run with one call's inputs
         tainted = r.tainted  # (one set for the run, filled in place)
         refine = self.refine if sid == 0 else None
+        # (a function body's nodes may read the call's attributes: never memoised)
+        memo_ops = _MEMO_OPS if NODE_MEMO and not in_function else None
         for nid in scope.order:
             info = nodes[nid]
             ins: list[TensorInfo | None] = []
@@ -526,16 +611,17 @@ class _Runner:
             if since is not None:  # else a custom domain, an unknown op, or a function call
                 if at_call:
                     self._check_call_types(nid, info, ins)
-                by_op = rules.get(info.domain)
-                rule = by_op.get(info.op_type, _MISSING) if by_op is not None else _MISSING
-                if rule is _MISSING:
-                    rule = rule_for(info.domain, info.op_type)
+                rule = rules[info.domain][info.op_type]
                 proto: onnx.NodeProto | None = None
                 if in_function and info.has_attrs:
                     proto, rule = self._bound_attributes(info, rule)
-                if rule is not None:
+                keyed = None
+                if memo_ops is not None and info.op_type in memo_ops and not info.domain:
+                    keyed, outs = self._recall(info, ins, since, sid)
+                if outs is None and rule is not None:
+                    call = OpCall(proto, since, ins, nid, sid, r, info, None if keyed is None else keyed[1])
                     try:
-                        outs = rule(OpCall(proto, since, ins, nid, sid, r, info))  # type: ignore[operator]
+                        outs = rule(call)  # type: ignore[operator]
                         if type(outs) is not list:
                             outs = list(outs)  # type: ignore[arg-type, unused-ignore]  # a rule that returned a tuple
                     except LimitExceededError:
@@ -543,8 +629,11 @@ class _Runner:
                     except Exception as exc:  # a bug: said, and the outputs unknown (not a crash)
                         rule_crashed(g, nid, info, exc)
                         outs = None
+                        keyed = None
                     if outs and (len(outs) > 1 or (outs[0] is not None and outs[0].value is not None)):
                         self._settle_values(outs, nid, info, ins)  # (only where a value was stated)
+                    if keyed is not None and not call.effects:
+                        self._remember(keyed[0], outs, ins)
             elif functions:
                 fsid = functions.get((info.peek().domain, info.op_type))
                 if fsid is not None:
@@ -558,19 +647,50 @@ class _Runner:
                 if name:
                     if t is not None:
                         shape = t.shape
-                        if shape is not None:
-                            seen = shapes.get(shape)
-                            if seen is None:
-                                self._check_limits(shape, nid)
-                                shapes[shape] = shape
-                            elif seen is not shape:
-                                t.shape = seen
+                        if shape is not None and id(shape) not in interned:  # (a memoised answer's is)
+                            self._intern(t, shape, nid)
                     table[name] = t
             else:
                 self._store_outputs(outputs, outs, table, nid)
             self.done += 1
             if self.done % _CHECK_EVERY == 0:
                 self._tick()
+
+    def _intern(self, t: TensorInfo, shape: tuple[Any, ...], nid: int) -> None:
+        """``t`` with the interned copy of its ``shape`` (``shapes``), checked against the limits
+        when it is a new one."""
+        seen = self.shapes.get(shape)
+        if seen is None:
+            self._check_limits(shape, nid)
+            self.shapes[shape] = shape
+            self.interned.add(id(shape))
+        elif seen is not shape:
+            t.shape = seen
+
+    def _recall(self, info: NodeInfo, ins: list[TensorInfo | None], since: int, sid: int
+                ) -> tuple[tuple[tuple[Any, ...], dict[str, onnx.AttributeProto] | None] | None,
+                           list[TensorInfo | None] | None]:
+        """(the key of a node of _MEMO_OPS and its attributes, or None; the answer of an earlier
+        node with that key, or None)."""
+        if self.r.domain is not self.memo_domain:
+            # answers hold in the domain they were found in: a proof starts a new memo
+            self.node_memo.clear()
+            self.memo_domain = self.r.domain
+        keyed = _node_key(info, ins, since, sid)
+        if keyed is None:
+            return None, None
+        hit = self.node_memo.get(keyed[0])
+        return keyed, None if hit is None else hit[0]
+
+    def _remember(self, key: tuple[Any, ...], outs: list[TensorInfo | None] | None,
+                  ins: list[TensorInfo | None]) -> None:
+        """Keep the answer ``outs`` of a node of _MEMO_OPS whose rule had no other effect."""
+        if outs is not None and self.r.domain is self.memo_domain:
+            memo = self.node_memo
+            if len(memo) >= _NODE_MEMO_SIZE:
+                memo.clear()  # a model that seldom repeats itself: bounded memory, answers asked anew
+            # (the input shapes kept alive: their ids are in the key)
+            memo[key] = (outs, [t.shape for t in ins if t is not None])
 
     def _bound_attributes(self, info: NodeInfo, rule: object) -> tuple[onnx.NodeProto | None, object]:
         """The node of a function body with its ``@attr`` references bound to the call's values,
@@ -605,17 +725,11 @@ class _Runner:
     def _store_outputs(self, outputs: tuple[str, ...], outs: list[TensorInfo | None] | None,
                        table: dict[str, TensorInfo | None], nid: int) -> None:
         """The outputs of a node with several (or none), shapes interned as for one output."""
-        shapes = self.shapes
         for k, name in enumerate(outputs):
             t = outs[k] if outs is not None and k < len(outs) else None
             if name:
                 if t is not None and t.shape is not None:
-                    seen = shapes.get(t.shape)
-                    if seen is None:
-                        self._check_limits(t.shape, nid)
-                        shapes[t.shape] = t.shape
-                    elif seen is not t.shape:
-                        t.shape = seen
+                    self._intern(t, t.shape, nid)
                 table[name] = t
 
     # -- If/Loop/Scan bodies ------------------------------------------------------------------------

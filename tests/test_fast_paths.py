@@ -467,3 +467,160 @@ def test_unknown_fields_read_body_by_body_are_every_node() -> None:
     found = [d.location.node for d in a.diagnostics if d.location.node]
     want = [a.graph.display(nid) for nid, info in enumerate(a.graph.nodes) if UnknownFieldSet(info.peek())]
     assert len(want) == 3 and sorted(found) == sorted(want)
+
+
+# Nodes asked the same question again and again, and nodes whose rules do more than answer: a
+# -1 Reshape that proves a range (the answers found before the proof must not be reused after
+# it), doubts (an axis out of range, ranks that differ), inputs left out (a Slice without axes
+# beside one with unknown axes), an attribute of the wrong type, values of bools, a Constant
+# with an ``@attr`` in a function, and an If whose branches hold the same nodes.
+REPEATED = """
+<ir_version: 8, opset_import: ["" : 13, "local" : 1]>
+g (float[batch, seq, 8] x, int64[2] k, bool c) => (float[?] y, float[?] z, float[?] w, float[?] v, int64[?] u,
+                                                   float[?] q) {
+    s = Shape (x)
+    s2 = Shape (x)
+    b = Gather <axis = 0> (s, i0)
+    b2 = Gather <axis = 0> (s2, i0)
+    bad = Gather <axis = 3> (s, i0)
+    bad2 = Gather <axis = 3> (s2, i0)
+    mistyped = Gather <axis = 0.0> (s, i0)
+    mistyped2 = Gather <axis = 0.0> (s2, i0)
+    n = Mul (b, b2)
+    n2 = Mul (b2, b)
+    bu = Unsqueeze (b, i0v)
+    t = Concat <axis = 0> (bu, minus1)
+    y0 = Reshape (x, t)
+    t2 = Concat <axis = 0> (n2, minus1)
+    y = Reshape (y0, t2)
+    r1 = Concat <axis = 0> (s, x2d)
+    r2 = Concat <axis = 0> (s2, x2d)
+    sl = Slice (s, i0v, big)
+    sl2 = Slice (s2, i0v, big)
+    sk = Slice (s, i0v, big, k)
+    sk2 = Slice (s2, i0v, big, k)
+    e = Equal (s, s2)
+    e2 = Equal (s2, s)
+    ec = Cast <to = 7> (e)
+    ec2 = Cast <to = 7> (e2)
+    u = Add (ec, ec2)
+    z = If (c) <
+        then_branch = t1 () => (float[?] o1) { p1 = Shape (x)  o1 = Reshape (x, p1) },
+        else_branch = t2 () => (float[?] o2) { p2 = Shape (x)  o2 = Reshape (x, p2) }
+    >
+    w = local.F <n = 3> (x)
+    v = local.F <n = 3> (x)
+    q = ReduceSum <keepdims = 0> (x, ax2)
+}
+<domain: "local", opset_import: ["" : 13]>
+F <n> (a) => (o) {
+    c3 = Constant <value_int: int = @n> ()
+    c4 = Constant <value_int = 4> ()
+    c5 = Constant <value_int = 4> ()
+    h = Unsqueeze (c3, zero)
+    h2 = Unsqueeze (c4, zero)
+    zero = Constant <value_ints = [0]> ()
+    sh = Concat <axis = 0> (h, h2)
+    o = Reshape (a, sh)
+}
+"""
+
+
+def _repeated() -> onnx.ModelProto:
+    m = parser.parse_model(REPEATED)
+    inits = {"i0": np.array(0, np.int64), "minus1": np.array([-1], np.int64), "x2d": np.array([[1]], np.int64),
+             "i0v": np.array([0], np.int64), "big": np.array([2], np.int64), "ax2": np.array([2], np.int64),
+             "one": np.array([1], np.int64), "end": np.array([2**63 - 1], np.int64)}
+    m.graph.initializer.extend(numpy_helper.from_array(v, k) for k, v in inits.items())
+    nodes = list(m.graph.node)
+    # x[1:] is max(batch - 1, 0) before the -1 Reshape proves batch >= 1 and batch - 1 after it (in
+    # one pass: ``_run``); a Slice with its axes left out, then one with unknown axes (a custom
+    # op's output)
+    before = [helper.make_node("Slice", ["x", "one", "end", "i0v"], ["pre"]),
+              helper.make_node("Slice", ["s", "i0v", "big", ""], ["gap"]),
+              helper.make_node("Foo", ["x"], ["unk"], domain="custom"),
+              helper.make_node("Slice", ["s", "i0v", "big", "unk"], ["gap2"])]
+    after = [helper.make_node("Slice", ["x", "one", "end", "i0v"], ["post"])]
+    at = next(k for k, n in enumerate(nodes) if n.output[0] == "y0")
+    del m.graph.node[:]
+    m.graph.node.extend(nodes[:2] + before + nodes[2:at + 1] + after + nodes[at + 1:])
+    m.opset_import.append(helper.make_opsetid("custom", 1))
+    m.graph.output.extend(helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in ("pre", "post"))
+    return m
+
+
+def test_node_memo_one_pass_across_a_proof(monkeypatch: pytest.MonkeyPatch) -> None:
+    """One pass of inference (``_run``, whose domain narrows at the -1 Reshape's proof) with and
+    without the memo of answers per node: the answers found before the proof are not reused
+    after it, and an input left out is not an unknown one."""
+    from shapeflow import inference
+    from shapeflow.dims import Domain
+    from shapeflow.limits import DEFAULT_LIMITS
+
+    graph = build_graph(load_model_bytes(_repeated().SerializeToString(), "repeated"))
+    out = {}
+    for memo in (True, False):
+        monkeypatch.setattr(inference, "NODE_MEMO", memo)
+        r = inference._run(graph, None, DEFAULT_LIMITS, None, Domain.from_premises({}))
+        out[memo] = r.tensors, dict(r.ranges), r.load_errors
+    assert out[True] == out[False]
+    pre, post, gap, gap2 = (out[True][0][0][n] for n in ("pre", "post", "gap", "gap2"))
+    assert pre.shape != post.shape and gap.shape != gap2.shape  # (the cases are exercised)
+
+
+def _inference_facts(a: object) -> object:
+    inf = a.inference  # type: ignore[attr-defined]
+    return (inf.tensors, inf.axis_nodes, inf.call_facts, inf.load_errors, inf.call_type_errors,
+            sorted(inf.tainted), inf.refined, dict(inf.ranges), inf.subgraph_out)
+
+
+@pytest.mark.parametrize("name, model", _engine_models() + [("mix", _mixed(660)), ("repeated", _repeated())],
+                         ids=lambda v: v if isinstance(v, str) else "")
+def test_node_memo_infers_the_same(name: str, model: onnx.ModelProto, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Inference with its memo of answers per node (``inference.NODE_MEMO``) and asking every
+    rule: the same tables, facts, doubts and proofs, the same ``infer`` JSON and lint findings,
+    and the same ``optimize`` (which infers with independent inputs)."""
+    from shapeflow import inference
+    from shapeflow.rules import select_rules
+
+    out = {}
+    hits = {}
+    real_key = inference._node_key
+    for memo, size in ((True, 16384), (True, 2), (False, 16384)):  # (2: the memo is full, and cleared, often)
+        monkeypatch.setattr(inference, "NODE_MEMO", memo)
+        monkeypatch.setattr(inference, "_NODE_MEMO_SIZE", size)
+        seen: dict[object, int] = {}
+
+        def counted(*args, _seen=seen):  # type: ignore[no-untyped-def]
+            found = real_key(*args)
+            if found is not None:
+                _seen[found[0]] = _seen.get(found[0], 0) + 1
+            return found
+
+        monkeypatch.setattr(inference, "_node_key", counted)
+        data = model.SerializeToString()
+        a = analyze(load_model_bytes(data, name), rules=select_rules(None))
+        bound = analyze(load_model_bytes(data, name), dims={"batch": 2, "seq": 5})
+        out[memo, size] = (infer_json_text(a), [d.to_json() for d in a.diagnostics], _inference_facts(a),
+                           infer_json_text(bound), _optimized(model, name))
+        hits[memo] = sum(n - 1 for n in seen.values())
+    assert out[True, 16384] == out[False, 16384]
+    assert out[True, 2] == out[False, 16384]
+    assert not hits[False]
+    if name in ("chain", "mix", "repeated", "gpt2_like"):
+        assert hits[True], name  # answers were asked for again: the memo was exercised
+
+
+def test_node_memo_ops_have_the_audited_rules() -> None:
+    """Every op inference memoises answers of runs one of the rules read for it (their answers
+    depend on the key alone, their other effects are flagged on the OpCall): a rule registered
+    anew, or an op added, must be read again before it joins ``inference._MEMO_OPS``."""
+    from shapeflow import inference
+    from shapeflow.ops import REGISTRY
+
+    audited = {"constants.constant", "elementwise.broadcast_op", "elementwise.cast", "elementwise.reduce",
+               "elementwise.where", "shape_ops.concat", "shape_ops.expand", "shape_ops.gather", "shape_ops.reshape",
+               "shape_ops.shape", "shape_ops.slice_", "shape_ops.transpose"}
+    for op in inference._MEMO_OPS:
+        rule = REGISTRY.get("", op)
+        assert rule is not None and f"{rule.__module__.rsplit('.', 1)[-1]}.{rule.__name__}" in audited, op

@@ -38,20 +38,27 @@ class OpCall:
 
     Built once per node of the model, so it is kept cheap: the NodeProto is only fetched when a
     rule asks for it (``node``, ``attrs``), and not at all for a node the index saw without
-    attributes; names and the op type come from the graph index (``info``)."""
+    attributes; names and the op type come from the graph index (``info``).
 
-    __slots__ = ("_node", "since", "inputs", "nid", "scope", "engine", "_attrs", "info")
+    ``effects`` says whether the rule did more than compute its outputs from the node's inputs,
+    attributes and the domain: recorded a fact, doubted, learned or equated dims (what those
+    depend on, the node itself, is not in inference's memo of answers per node: see
+    ``inference._Runner.run_scope``)."""
+
+    __slots__ = ("_node", "since", "inputs", "nid", "scope", "engine", "_attrs", "info", "effects")
 
     def __init__(self, node: onnx.NodeProto | None, since: int, inputs: list[TensorInfo | None],
-                 nid: int, scope: int, engine: "Inference", info: "NodeInfo | None" = None) -> None:
+                 nid: int, scope: int, engine: "Inference", info: "NodeInfo | None" = None,
+                 attrs: dict[str, onnx.AttributeProto] | None = None) -> None:
         self._node = node
         self.since = since
         self.inputs = inputs
         self.nid = nid
         self.scope = scope
         self.engine = engine
-        self._attrs: dict[str, onnx.AttributeProto] | None = None
+        self._attrs = attrs  # (the node's attributes by name, when the caller has read them already)
         self.info = info if info is not None else engine.graph.nodes[nid]
+        self.effects = False
 
     @property
     def node(self) -> onnx.NodeProto:
@@ -144,20 +151,24 @@ class OpCall:
     def learn(self, domain: Domain) -> None:
         """Keep ``domain``: this node proved facts (``domain`` is the run's, narrowed by
         ``Domain.at_least``, ``require_at_least``, ``prove_broadcast``)."""
+        self.effects = True
         self.engine.domain = domain
 
     # -- results -----------------------------------------------------------------------------------
     def record(self, fact: object) -> None:
         """Keep a fact for the lint rules (see infer.AxisNode)."""
+        self.effects = True
         self.engine.record(self, fact)
 
     def subgraph_outputs(self, attr: str) -> list[TensorInfo | None] | None:
+        self.effects = True  # (the node's own bodies)
         return self.engine.subgraph_outputs(self.nid, attr)
 
     def same_dims(self, *positions: tuple[int, int]) -> None:
         """The node's kernel refuses to run unless the dims at ``positions`` ((input, axis); a
         negative axis counts from the end) are all equal: in the main graph, where a node always
         runs, an unknown one among them is the known one (``Inference.equate``)."""
+        self.effects = True
         if self.scope != 0:
             return
         known: Dim = None
@@ -180,6 +191,7 @@ class OpCall:
         """The rule met inputs it finds inconsistent (an axis out of range, two static dims that
         cannot meet): let onnx's shape inference of the node, which onnxruntime runs when it loads
         the model, say whether the model is refused (``Inference.load_errors``, SF015)."""
+        self.effects = True
         self.engine.doubt(self)
 
 
