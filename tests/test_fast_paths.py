@@ -100,6 +100,7 @@ def test_node_proto_is_one_object() -> None:
 
 @pytest.mark.parametrize("rows", [
     [["a", "bb", "c"], ["dddd", "", "e "]],
+    [["a ", "b", ""], ["c", "", "long last cell  "]],  # (the last column is left unpadded)
     [],
     [["x", "y"]],  # shorter than the header: the row-wise path
 ])
@@ -467,3 +468,45 @@ def test_unknown_fields_read_body_by_body_are_every_node() -> None:
     found = [d.location.node for d in a.diagnostics if d.location.node]
     want = [a.graph.display(nid) for nid, info in enumerate(a.graph.nodes) if UnknownFieldSet(info.peek())]
     assert len(want) == 3 and sorted(found) == sorted(want)
+
+
+REPEATED_AXIS_FINDINGS = """
+<ir_version: 8, opset_import: ["" : 13]>
+g (float[1, 3, batch] x) => (float[?] y1, float[?] y2, float[?] y3, float[?] y4, float[?] y5, float[?] y6) {
+    ax = Constant <value = int64[1] {1}> ()
+    bad = Constant <value = int64[2] {0, 5}> ()
+    twice = Constant <value = int64[2] {0, -3}> ()
+    last = Constant <value = int64[1] {2}> ()
+    y1 = Squeeze (x, ax)
+    y2 = Squeeze (x, ax)
+    y3 = Unsqueeze (x, bad)
+    y4 = Unsqueeze (x, bad)
+    y5 = Squeeze (x, twice)
+    y6 = Squeeze (x, last)
+}
+"""
+
+
+def _axis_models() -> list[tuple[str, onnx.ModelProto]]:
+    from lint_fixtures import FIXTURES
+
+    models = _engine_models() + [("repeated", parser.parse_model(REPEATED_AXIS_FINDINGS))]
+    return models + [(f.id, f.model()) for f in FIXTURES if f.code.startswith("SF1")]
+
+
+@pytest.mark.parametrize("name, model", _axis_models(), ids=lambda v: v if isinstance(v, str) else "")
+def test_axis_rules_asked_per_group_find_the_same(name: str, model: onnx.ModelProto,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """The axis rules asked once per group of nodes with the same facts (``rules.base.GROUPED``)
+    report what they report asked node by node, in the same order, call sites included."""
+    from shapeflow.rules import base, select_rules
+
+    out = {}
+    for grouped in (True, False):
+        monkeypatch.setattr(base, "GROUPED", grouped)
+        a = analyze(load_model_bytes(model.SerializeToString(), name), rules=select_rules(select=["SF1"]))
+        out[grouped] = [d.to_json() for d in a.diagnostics]
+    assert out[True] == out[False]
+    if name == "repeated":
+        codes = [d["code"] for d in out[True]]
+        assert codes.count("SF104") == 2 and codes.count("SF101") == 2 and "SF103" in codes, codes

@@ -70,7 +70,9 @@ def _table_columns(headers: Sequence[str], columns: Sequence[Sequence[str]]) -> 
     (one check per column, in C, for the common case where none has)."""
     columns = [col if "".join(col).isprintable() else [display_path(c) for c in col] for col in columns]
     widths = [max(len(h), max(map(len, col), default=0)) for h, col in zip(headers, columns)]
-    fmt = "  ".join(f"{{:<{w}}}" for w in widths).format  # "{:<w}" pads exactly as str.ljust(w)
+    # "{:<w}" pads exactly as str.ljust(w); the last column is not padded at all, since each line
+    # is stripped of its trailing spaces anyway (a fifth fewer characters to format per row)
+    fmt = "  ".join([f"{{:<{w}}}" for w in widths[:-1]] + ["{}"] * (len(widths) > 0)).format
     lines = [fmt(*headers).rstrip(), "  ".join("-" * w for w in widths)]
     lines.extend([fmt(*row).rstrip() for row in zip(*columns)])
     return "\n".join(lines)
