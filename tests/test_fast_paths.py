@@ -510,3 +510,41 @@ def test_axis_rules_asked_per_group_find_the_same(name: str, model: onnx.ModelPr
     if name == "repeated":
         codes = [d["code"] for d in out[True]]
         assert codes.count("SF104") == 2 and codes.count("SF101") == 2 and "SF103" in codes, codes
+
+
+ODD_NAMES = """
+<ir_version: 8, opset_import: ["" : 13]>
+g (float[1, 3, batch] x) => (float[?] y1, float[?] y2, float[?] y3, float[?] y4) {
+    ax = Constant <value = int64[1] {0}> ()
+    y1 = Squeeze (x, ax)
+    y2 = Squeeze (x, ax)
+    y3 = Unsqueeze (x, ax)
+    y4 = Squeeze (x)
+}
+"""
+
+
+def _odd_names(names: list[str]) -> onnx.ModelProto:
+    model = parser.parse_model(ODD_NAMES)
+    for node, name in zip(model.graph.node[1:], names):
+        node.name = name
+    return model
+
+
+@pytest.mark.parametrize("name, model", _engine_models() + [
+    ("odd", _odd_names(["a node ", "", "a very long node name indeed", "#0"])),
+    ("escaped", _odd_names(["tab\there", "ok", "bell\x07", "new\nline"])),
+    ("repeated", parser.parse_model(REPEATED_AXIS_FINDINGS)),
+], ids=lambda v: v if isinstance(v, str) else "")
+def test_axis_table_by_distinct_rests_is_the_column_table(name: str, model: onnx.ModelProto,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """``infer``'s table written a text per distinct (op, shapes, axes) (``render.text.FAST``) is
+    the column-wise table, escapes, subgraph paths and declared dims included."""
+    from shapeflow.render import text
+
+    a = analyze(load_model_bytes(model.SerializeToString(), name))
+    out = {}
+    for fast in (True, False):
+        monkeypatch.setattr(text, "FAST", fast)
+        out[fast] = text.infer_text(a), text.infer_text(a, all_tensors=True)
+    assert out[True] == out[False]

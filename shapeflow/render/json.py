@@ -193,20 +193,30 @@ def _node_entries(a: Analysis) -> Iterator[str]:
         return text
 
     versions: dict[int, str] = {}  # by value: a model has a few
+    # The text between the name and the input, and after the output, by what decides it: a large
+    # model has a few of each (interned shapes and axes, one path object per graph)
+    heads: dict[tuple[int, str, object], str] = {}
+    tails: dict[tuple[int, int, int], str] = {}
     for n in a.inference.axis_nodes:
-        axes = "null" if n.normalized is None else enc(axes_texts, n.normalized, list(n.normalized))
-        since = versions.get(n.since_version) if type(n.since_version) is int else None
-        if since is None:
-            since = _json_indented(n.since_version, inner)
-            if type(n.since_version) is int:
-                versions[n.since_version] = since
-        yield (f"{ind}{{\n{inner}\"name\": {_json_str(n.node)},\n"
-               f"{inner}\"graph\": {enc(paths, n.graph, n.graph)},\n"
-               f"{inner}\"op_type\": {_json_str(n.op_type)},\n"
-               f"{inner}\"since_version\": {since},\n"
-               f"{inner}\"input\": {_json_str(n.input)},\n"
-               f"{inner}\"output\": {_json_str(n.output)},\n"
-               f"{inner}\"axes\": {axes},\n"
-               f"{inner}\"input_shape\": {enc_shape(n.input_shape)},\n"
-               f"{inner}\"output_shape\": {enc_shape(n.output_shape)}\n"
-               f"{ind}}}")
+        key = (id(n.graph), n.op_type, n.since_version)
+        head = heads.get(key)
+        if head is None:
+            since = versions.get(n.since_version) if type(n.since_version) is int else None
+            if since is None:
+                since = _json_indented(n.since_version, inner)
+                if type(n.since_version) is int:
+                    versions[n.since_version] = since
+            head = heads[key] = (f",\n{inner}\"graph\": {enc(paths, n.graph, n.graph)},\n"
+                                 f"{inner}\"op_type\": {_json_str(n.op_type)},\n"
+                                 f"{inner}\"since_version\": {since},\n"
+                                 f"{inner}\"input\": ")
+        tkey = (id(n.normalized), id(n.input_shape), id(n.output_shape))
+        tail = tails.get(tkey)
+        if tail is None:
+            axes = "null" if n.normalized is None else enc(axes_texts, n.normalized, list(n.normalized))
+            tail = tails[tkey] = (f",\n{inner}\"axes\": {axes},\n"
+                                  f"{inner}\"input_shape\": {enc_shape(n.input_shape)},\n"
+                                  f"{inner}\"output_shape\": {enc_shape(n.output_shape)}\n"
+                                  f"{ind}}}")
+        yield (f"{ind}{{\n{inner}\"name\": {_json_str(n.node)}{head}{_json_str(n.input)},\n"
+               f"{inner}\"output\": {_json_str(n.output)}{tail}")

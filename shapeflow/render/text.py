@@ -5,13 +5,14 @@ Results go to stdout; the one-line summary goes to stderr (the CLI decides where
 
 from __future__ import annotations
 
-from typing import Iterable, Sequence
+from typing import Callable, Iterable, Sequence
 
 from ..drivers.analysis import Analysis, dtype_name
 from ..declared import merged_text
 from ..diagnostics import Diagnostic, Severity
 from ..dims import format_shape
 from ..errors import display_path
+from ..facts import AxisNode
 
 
 def format_diagnostic(d: Diagnostic) -> str:
@@ -78,6 +79,53 @@ def _table_columns(headers: Sequence[str], columns: Sequence[Sequence[str]]) -> 
     return "\n".join(lines)
 
 
+# Whether the Squeeze/Unsqueeze table is written a row per node name and a text per distinct rest
+# (``_axis_table``; tests/test_fast_paths.py compares it with the column-wise table)
+FAST = True
+_AXIS_HEADERS = ("node", "op", "input shape", "axes", "output shape")
+
+
+def _axis_table(nodes: Sequence[AxisNode], shape_text: Callable[[object], str]) -> str | None:
+    """The Squeeze/Unsqueeze table of the main graph as ``_table_columns`` writes it, with each
+    distinct rest of a row (op, shapes, axes: a large model has a few) formatted once. None where
+    that table differs: a node in a subgraph (a graph column), a cell to escape, an empty rest."""
+    names: list[str] = []
+    rows: list[int] = []
+    index: dict[tuple[object, ...], int] = {}
+    rests: list[tuple[str, str, str, str]] = []
+    for n in nodes:
+        if n.graph != "main":
+            return None
+        names.append(n.node)
+        ax = n.axes
+        # shapes and axes by identity (inference interns them; the nodes keep them alive)
+        key = (n.op_type, n.since_version, id(n.input_shape), id(ax.values), ax.source, id(n.output_shape))
+        k = index.get(key)
+        if k is None:
+            values = ax.values
+            if values is None:
+                axes_text = "none" if ax.source == "absent" else "?"
+            else:
+                axes_text = "[" + ", ".join(str(x) for x in values) + "]"
+            k = index[key] = len(rests)
+            rests.append((f"{n.op_type}-{n.since_version}", shape_text(n.input_shape), axes_text,
+                          shape_text(n.output_shape)))
+        rows.append(k)
+    if not "".join(names).isprintable() or not "".join("".join(r) for r in rests).isprintable():
+        return None
+    widths = [max(len(h), max((len(r[k]) for r in rests), default=0)) for k, h in enumerate(_AXIS_HEADERS[1:])]
+    name_width = max(len(_AXIS_HEADERS[0]), max(map(len, names)))
+    fmt = ("{:<%d}  {:<%d}  {:<%d}  {}" % tuple(widths[:3])).format
+    texts = ["  " + fmt(*r).rstrip() for r in rests]
+    if any(len(t) == 2 for t in texts):
+        return None
+    all_widths = [name_width, *widths]
+    head = "  ".join([f"{{:<{w}}}" for w in all_widths[:-1]] + ["{}"]).format(*_AXIS_HEADERS).rstrip()
+    lines = [head, "  ".join("-" * w for w in all_widths)]
+    lines.extend([name.ljust(name_width) + texts[k] for name, k in zip(names, rows)])
+    return "\n".join(lines)
+
+
 def infer_text(a: Analysis, *, all_tensors: bool = False) -> str:
     """The ``infer`` report: Squeeze/Unsqueeze table (or every tensor), then the diagnostics."""
     blocks: list[str] = []
@@ -112,7 +160,10 @@ def infer_text(a: Analysis, *, all_tensors: bool = False) -> str:
                              shape_text(t.shape) if written is None else merged_text(t.shape, written)))
         blocks.append(_table(["graph", "tensor", "dtype", "shape"], rows))
     nodes = a.inference.axis_nodes
-    if nodes:
+    fast = _axis_table(nodes, shape_text) if nodes and FAST and not declared else None
+    if fast is not None:
+        blocks.append(fast)
+    elif nodes:
         names, ops, ins, axes, outs = [], [], [], [], []
         op_texts: dict[tuple[str, int], str] = {}
         axes_texts: dict[int, str] = {}
