@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from itertools import islice
 from json.encoder import encode_basestring_ascii as _json_str  # the C encoder when available
 
 from .._version import __version__
@@ -132,19 +133,19 @@ def _json_fallback(obj: object, indent: str) -> str:
 
 def _json_list(entries: Iterable[str], batch: int = 4096) -> Iterator[str]:
     """A list of already indented entries (its items at four spaces) as ``json.dumps`` writes it
-    inside the top-level object, in pieces of ``batch`` entries."""
-    pending: list[str] = []
-    first = True
-    for entry in entries:
-        pending.append(entry)
-        if len(pending) == batch:
-            yield ("[\n" if first else ",\n") + ",\n".join(pending)
-            first = False
-            pending = []
-    if pending:
-        yield ("[\n" if first else ",\n") + ",\n".join(pending)
-        first = False
-    yield "[]" if first else "\n  ]"
+    inside the top-level object, in pieces of ``batch`` entries (each piece taken in one C call)."""
+    it = iter(entries)
+    pending = list(islice(it, batch))
+    if not pending:
+        yield "[]"
+        return
+    yield "[\n" + ",\n".join(pending)
+    while True:
+        pending = list(islice(it, batch))
+        if not pending:
+            break
+        yield ",\n" + ",\n".join(pending)
+    yield "\n  ]"
 
 
 def _tensor_entries(a: Analysis) -> Iterator[str]:
