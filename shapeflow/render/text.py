@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Callable, Iterable, Sequence
 
 from ..drivers.analysis import Analysis, dtype_name
-from ..declared import merged_text
+from ..declared import Written, merged_text
 from ..diagnostics import Diagnostic, Severity
 from ..dims import format_shape
 from ..errors import display_path
@@ -126,6 +126,50 @@ def _axis_table(nodes: Sequence[AxisNode], shape_text: Callable[[object], str]) 
     return "\n".join(lines)
 
 
+def _axis_columns(a: Analysis, nodes: Sequence[AxisNode], declared: dict[tuple[int, str], list[Written]],
+                  shape_texts: dict[int, str], shape_text: Callable[[object], str]) -> str:
+    """The Squeeze/Unsqueeze table column by column: any model (subgraphs, declared dims, escapes)."""
+    names, ops, ins, axes, outs = [], [], [], [], []
+    op_texts: dict[tuple[str, int], str] = {}
+    axes_texts: dict[int, str] = {}
+    get_shape = shape_texts.get
+    graph_nodes = a.graph.nodes
+    for n in nodes:
+        names.append(n.node)
+        op = op_texts.get((n.op_type, n.since_version))
+        if op is None:
+            op = op_texts[(n.op_type, n.since_version)] = f"{n.op_type}-{n.since_version}"
+        ops.append(op)
+        s = n.input_shape
+        text = get_shape(id(s))
+        ins.append(text if text is not None else shape_text(s))
+        values = n.axes.values
+        if values is None:
+            axes.append("none" if n.axes.source == "absent" else "?")
+        else:
+            text = axes_texts.get(id(values))
+            if text is None:
+                text = axes_texts[id(values)] = "[" + ", ".join(str(x) for x in values) + "]"
+            axes.append(text)
+        s = n.output_shape
+        text = get_shape(id(s))
+        outs.append(text if text is not None else shape_text(s))
+        if declared:
+            sid = graph_nodes[n.nid].scope
+            written = declared.get((sid, n.input))
+            if written is not None:
+                ins[-1] = merged_text(n.input_shape, written)
+            written = declared.get((sid, n.output))
+            if written is not None:
+                outs[-1] = merged_text(n.output_shape, written)
+    headers = ["node", "op", "input shape", "axes", "output shape"]
+    columns = [names, ops, ins, axes, outs]
+    if any(n.graph != "main" for n in nodes):
+        headers.insert(0, "graph")
+        columns.insert(0, [n.graph for n in nodes])
+    return _table_columns(headers, columns)
+
+
 def infer_text(a: Analysis, *, all_tensors: bool = False) -> str:
     """The ``infer`` report: Squeeze/Unsqueeze table (or every tensor), then the diagnostics."""
     blocks: list[str] = []
@@ -164,45 +208,7 @@ def infer_text(a: Analysis, *, all_tensors: bool = False) -> str:
     if fast is not None:
         blocks.append(fast)
     elif nodes:
-        names, ops, ins, axes, outs = [], [], [], [], []
-        op_texts: dict[tuple[str, int], str] = {}
-        axes_texts: dict[int, str] = {}
-        get_shape = shape_texts.get
-        graph_nodes = a.graph.nodes
-        for n in nodes:
-            names.append(n.node)
-            op = op_texts.get((n.op_type, n.since_version))
-            if op is None:
-                op = op_texts[(n.op_type, n.since_version)] = f"{n.op_type}-{n.since_version}"
-            ops.append(op)
-            s = n.input_shape
-            text = get_shape(id(s))
-            ins.append(text if text is not None else shape_text(s))
-            values = n.axes.values
-            if values is None:
-                axes.append("none" if n.axes.source == "absent" else "?")
-            else:
-                text = axes_texts.get(id(values))
-                if text is None:
-                    text = axes_texts[id(values)] = "[" + ", ".join(str(x) for x in values) + "]"
-                axes.append(text)
-            s = n.output_shape
-            text = get_shape(id(s))
-            outs.append(text if text is not None else shape_text(s))
-            if declared:
-                sid = graph_nodes[n.nid].scope
-                written = declared.get((sid, n.input))
-                if written is not None:
-                    ins[-1] = merged_text(n.input_shape, written)
-                written = declared.get((sid, n.output))
-                if written is not None:
-                    outs[-1] = merged_text(n.output_shape, written)
-        headers = ["node", "op", "input shape", "axes", "output shape"]
-        columns = [names, ops, ins, axes, outs]
-        if any(n.graph != "main" for n in nodes):
-            headers.insert(0, "graph")
-            columns.insert(0, [n.graph for n in nodes])
-        blocks.append(_table_columns(headers, columns))
+        blocks.append(_axis_columns(a, nodes, declared, shape_texts, shape_text))
     elif not all_tensors:
         blocks.append("no Squeeze or Unsqueeze nodes")
     if a.diagnostics:
