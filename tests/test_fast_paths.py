@@ -100,6 +100,7 @@ def test_node_proto_is_one_object() -> None:
 
 @pytest.mark.parametrize("rows", [
     [["a", "bb", "c"], ["dddd", "", "e "]],
+    [["a ", "b", ""], ["c", "", "long last cell  "]],  # (the last column is left unpadded)
     [],
     [["x", "y"]],  # shorter than the header: the row-wise path
 ])
@@ -624,3 +625,83 @@ def test_node_memo_ops_have_the_audited_rules() -> None:
     for op in inference._MEMO_OPS:
         rule = REGISTRY.get("", op)
         assert rule is not None and f"{rule.__module__.rsplit('.', 1)[-1]}.{rule.__name__}" in audited, op
+
+
+REPEATED_AXIS_FINDINGS = """
+<ir_version: 8, opset_import: ["" : 13]>
+g (float[1, 3, batch] x) => (float[?] y1, float[?] y2, float[?] y3, float[?] y4, float[?] y5, float[?] y6) {
+    ax = Constant <value = int64[1] {1}> ()
+    bad = Constant <value = int64[2] {0, 5}> ()
+    twice = Constant <value = int64[2] {0, -3}> ()
+    last = Constant <value = int64[1] {2}> ()
+    y1 = Squeeze (x, ax)
+    y2 = Squeeze (x, ax)
+    y3 = Unsqueeze (x, bad)
+    y4 = Unsqueeze (x, bad)
+    y5 = Squeeze (x, twice)
+    y6 = Squeeze (x, last)
+}
+"""
+
+
+def _axis_models() -> list[tuple[str, onnx.ModelProto]]:
+    from lint_fixtures import FIXTURES
+
+    models = _engine_models() + [("repeated", parser.parse_model(REPEATED_AXIS_FINDINGS))]
+    return models + [(f.id, f.model()) for f in FIXTURES if f.code.startswith("SF1")]
+
+
+@pytest.mark.parametrize("name, model", _axis_models(), ids=lambda v: v if isinstance(v, str) else "")
+def test_axis_rules_asked_per_group_find_the_same(name: str, model: onnx.ModelProto,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """The axis rules asked once per group of nodes with the same facts (``rules.base.GROUPED``)
+    report what they report asked node by node, in the same order, call sites included."""
+    from shapeflow.rules import base, select_rules
+
+    out = {}
+    for grouped in (True, False):
+        monkeypatch.setattr(base, "GROUPED", grouped)
+        a = analyze(load_model_bytes(model.SerializeToString(), name), rules=select_rules(select=["SF1"]))
+        out[grouped] = [d.to_json() for d in a.diagnostics]
+    assert out[True] == out[False]
+    if name == "repeated":
+        codes = [d["code"] for d in out[True]]
+        assert codes.count("SF104") == 2 and codes.count("SF101") == 2 and "SF103" in codes, codes
+
+
+ODD_NAMES = """
+<ir_version: 8, opset_import: ["" : 13]>
+g (float[1, 3, batch] x) => (float[?] y1, float[?] y2, float[?] y3, float[?] y4) {
+    ax = Constant <value = int64[1] {0}> ()
+    y1 = Squeeze (x, ax)
+    y2 = Squeeze (x, ax)
+    y3 = Unsqueeze (x, ax)
+    y4 = Squeeze (x)
+}
+"""
+
+
+def _odd_names(names: list[str]) -> onnx.ModelProto:
+    model = parser.parse_model(ODD_NAMES)
+    for node, name in zip(model.graph.node[1:], names):
+        node.name = name
+    return model
+
+
+@pytest.mark.parametrize("name, model", _engine_models() + [
+    ("odd", _odd_names(["a node ", "", "a very long node name indeed", "#0"])),
+    ("escaped", _odd_names(["tab\there", "ok", "bell\x07", "new\nline"])),
+    ("repeated", parser.parse_model(REPEATED_AXIS_FINDINGS)),
+], ids=lambda v: v if isinstance(v, str) else "")
+def test_axis_table_by_distinct_rests_is_the_column_table(name: str, model: onnx.ModelProto,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """``infer``'s table written a text per distinct (op, shapes, axes) (``render.text.FAST``) is
+    the column-wise table, escapes, subgraph paths and declared dims included."""
+    from shapeflow.render import text
+
+    a = analyze(load_model_bytes(model.SerializeToString(), name))
+    out = {}
+    for fast in (True, False):
+        monkeypatch.setattr(text, "FAST", fast)
+        out[fast] = text.infer_text(a), text.infer_text(a, all_tensors=True)
+    assert out[True] == out[False]

@@ -143,8 +143,9 @@ def _iter_tensors(model: onnx.ModelProto) -> Iterator[_TensorRef]:
             for attr in attrs[:]:  # (a slice: one call, cheaper than iterating the field)
                 # Most attributes hold a number, a string or a list of them: six presence tests
                 # are cheaper than building the lists below for each (every node is scanned).
-                if not (attr.HasField("t") or attr.tensors or attr.HasField("sparse_tensor")
-                        or attr.sparse_tensors or attr.HasField("g") or attr.graphs):
+                # (``"t" in attr`` is ``attr.HasField("t")`` without a method call: half the time)
+                if not ("t" in attr or "sparse_tensor" in attr or "g" in attr or attr.tensors
+                        or attr.sparse_tensors or attr.graphs):
                     continue
                 node_id = node.name or f"#{idx}"
                 found: list[tuple[str, onnx.TensorProto]] = []

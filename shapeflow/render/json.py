@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from itertools import islice
 from json.encoder import encode_basestring_ascii as _json_str  # the C encoder when available
 
 from .._version import __version__
@@ -132,19 +133,19 @@ def _json_fallback(obj: object, indent: str) -> str:
 
 def _json_list(entries: Iterable[str], batch: int = 4096) -> Iterator[str]:
     """A list of already indented entries (its items at four spaces) as ``json.dumps`` writes it
-    inside the top-level object, in pieces of ``batch`` entries."""
-    pending: list[str] = []
-    first = True
-    for entry in entries:
-        pending.append(entry)
-        if len(pending) == batch:
-            yield ("[\n" if first else ",\n") + ",\n".join(pending)
-            first = False
-            pending = []
-    if pending:
-        yield ("[\n" if first else ",\n") + ",\n".join(pending)
-        first = False
-    yield "[]" if first else "\n  ]"
+    inside the top-level object, in pieces of ``batch`` entries (each piece taken in one C call)."""
+    it = iter(entries)
+    pending = list(islice(it, batch))
+    if not pending:
+        yield "[]"
+        return
+    yield "[\n" + ",\n".join(pending)
+    while True:
+        pending = list(islice(it, batch))
+        if not pending:
+            break
+        yield ",\n" + ",\n".join(pending)
+    yield "\n  ]"
 
 
 def _tensor_entries(a: Analysis) -> Iterator[str]:
@@ -193,20 +194,30 @@ def _node_entries(a: Analysis) -> Iterator[str]:
         return text
 
     versions: dict[int, str] = {}  # by value: a model has a few
+    # The text between the name and the input, and after the output, by what decides it: a large
+    # model has a few of each (interned shapes and axes, one path object per graph)
+    heads: dict[tuple[int, str, object], str] = {}
+    tails: dict[tuple[int, int, int], str] = {}
     for n in a.inference.axis_nodes:
-        axes = "null" if n.normalized is None else enc(axes_texts, n.normalized, list(n.normalized))
-        since = versions.get(n.since_version) if type(n.since_version) is int else None
-        if since is None:
-            since = _json_indented(n.since_version, inner)
-            if type(n.since_version) is int:
-                versions[n.since_version] = since
-        yield (f"{ind}{{\n{inner}\"name\": {_json_str(n.node)},\n"
-               f"{inner}\"graph\": {enc(paths, n.graph, n.graph)},\n"
-               f"{inner}\"op_type\": {_json_str(n.op_type)},\n"
-               f"{inner}\"since_version\": {since},\n"
-               f"{inner}\"input\": {_json_str(n.input)},\n"
-               f"{inner}\"output\": {_json_str(n.output)},\n"
-               f"{inner}\"axes\": {axes},\n"
-               f"{inner}\"input_shape\": {enc_shape(n.input_shape)},\n"
-               f"{inner}\"output_shape\": {enc_shape(n.output_shape)}\n"
-               f"{ind}}}")
+        key = (id(n.graph), n.op_type, n.since_version)
+        head = heads.get(key)
+        if head is None:
+            since = versions.get(n.since_version) if type(n.since_version) is int else None
+            if since is None:
+                since = _json_indented(n.since_version, inner)
+                if type(n.since_version) is int:
+                    versions[n.since_version] = since
+            head = heads[key] = (f",\n{inner}\"graph\": {enc(paths, n.graph, n.graph)},\n"
+                                 f"{inner}\"op_type\": {_json_str(n.op_type)},\n"
+                                 f"{inner}\"since_version\": {since},\n"
+                                 f"{inner}\"input\": ")
+        tkey = (id(n.normalized), id(n.input_shape), id(n.output_shape))
+        tail = tails.get(tkey)
+        if tail is None:
+            axes = "null" if n.normalized is None else enc(axes_texts, n.normalized, list(n.normalized))
+            tail = tails[tkey] = (f",\n{inner}\"axes\": {axes},\n"
+                                  f"{inner}\"input_shape\": {enc_shape(n.input_shape)},\n"
+                                  f"{inner}\"output_shape\": {enc_shape(n.output_shape)}\n"
+                                  f"{ind}}}")
+        yield (f"{ind}{{\n{inner}\"name\": {_json_str(n.node)}{head}{_json_str(n.input)},\n"
+               f"{inner}\"output\": {_json_str(n.output)}{tail}")

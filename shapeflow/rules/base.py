@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import inspect
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, ClassVar, Iterable, Iterator
+from typing import TYPE_CHECKING, Callable, ClassVar, Iterable, Iterator
 
 from .. import codes
 from ..diagnostics import Diagnostic, Location, Severity
 from ..facts import AxisNode, axes_rank
 
 __all__ = [
-    "Finding", "LintContext", "Rule", "axes_rank", "describe_repeat", "in_range", "repeated_axes",
+    "Finding", "LintContext", "Rule", "axes_rank", "describe_repeat", "in_range", "judge_axis_nodes", "repeated_axes",
 ]
 
 if TYPE_CHECKING:
@@ -37,6 +37,7 @@ class LintContext:
     cache: dict[str, object] = field(default_factory=dict)
     # axis nodes by op type, filtered once: a dozen rules each walk every Squeeze or Unsqueeze
     _by_op: dict[str, list[AxisNode]] = field(default_factory=dict, repr=False)
+    _groups: tuple[list[AxisNode], list[int], list[AxisNode]] | None = field(default=None, repr=False)
 
     def axis_nodes(self, op_type: str | None = None) -> Iterator[AxisNode]:
         if op_type is None:
@@ -46,11 +47,39 @@ class LintContext:
             found = self._by_op[op_type] = [a for a in self.inference.axis_nodes if a.op_type == op_type]
         return iter(found)
 
+    def axis_groups(self) -> tuple[list[AxisNode], list[int], list[AxisNode]]:
+        """The axis nodes, the group of each, and the first node of each group: nodes whose facts
+        are the same objects, all but their names and place, are one group (a chain of thousands
+        of Squeezes makes a few: inference interns shapes and shares the axes of one tensor)."""
+        found = self._groups
+        if found is None:
+            nodes = list(self.inference.axis_nodes)
+            index: dict[tuple[object, ...], int] = {}
+            groups: list[int] = []
+            firsts: list[AxisNode] = []
+            for a in nodes:
+                ax = a.axes
+                # tuples by identity (the nodes keep them alive, so one id is one object), the
+                # rest by value; built field by field (cheaper than attrgetter and map(id, ...))
+                key = (a.op_type, a.since_version, id(a.input_shape), id(a.output_shape), id(a.normalized),
+                       ax.source, id(ax.values), ax.attr_present, ax.input_present, ax.dtype, ax.rank, ax.count)
+                gid = index.get(key)
+                if gid is None:
+                    gid = index[key] = len(firsts)
+                    firsts.append(a)
+                groups.append(gid)
+            found = self._groups = (nodes, groups, firsts)
+        return found
+
     def location_of(self, nid: int) -> Location:
         info = self.graph.nodes[nid]
         # op_type from the index: ``info.proto`` would keep a proto per finding (SF2xx: thousands)
         return Location(self.graph.scopes[info.scope].path, self.graph.display(nid), info.op_type,
                         info.since_version)
+
+
+# Whether judge_axis_nodes asks once per group (tests/test_fast_paths.py compares with node by node)
+GROUPED = True
 
 
 @dataclass(frozen=True)
@@ -139,3 +168,23 @@ def describe_repeat(position: int, raws: list[int]) -> str:
         return f"axis {position} repeated"
     names = " and ".join(str(r) for r in dict.fromkeys(raws))
     return f"axis {position} repeated ({names} both map to {position})"
+
+
+def judge_axis_nodes(ctx: LintContext, judge: Callable[[AxisNode], Iterable[Finding]],
+                     op_type: str | None = None) -> Iterator[Finding]:
+    """What ``judge`` finds on each axis node of ``op_type`` (all when None), in node order:
+    ``for a in ctx.axis_nodes(op_type): yield from judge(a)``. Whether ``judge`` finds anything must
+    depend on nothing of a node but its facts (``LintContext.axis_groups``): it is asked once per
+    group, then node by node in the groups where it finds something (a chain of clean nodes costs
+    a few questions, not a walk per rule)."""
+    if not GROUPED:  # (the plain twin)
+        for a in ctx.axis_nodes(op_type):
+            yield from judge(a)
+        return
+    nodes, groups, firsts = ctx.axis_groups()
+    dirty = [(op_type is None or a.op_type == op_type) and next(iter(judge(a)), None) is not None for a in firsts]
+    if not any(dirty):
+        return
+    for a, gid in zip(nodes, groups):
+        if dirty[gid]:
+            yield from judge(a)

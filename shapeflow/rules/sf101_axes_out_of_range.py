@@ -2,7 +2,8 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from .base import Finding, LintContext, Rule, axes_rank
+from ..facts import AxisNode
+from .base import Finding, LintContext, Rule, axes_rank, judge_axis_nodes
 
 
 class AxesOutOfRange(Rule):
@@ -28,14 +29,16 @@ class AxesOutOfRange(Rule):
     per_call = True
 
     def check(self, ctx: LintContext) -> Iterator[Finding]:
-        for a in ctx.axis_nodes():
-            r = axes_rank(a)
-            if a.axes.values is None or r is None:
-                continue
-            bad = [ax for ax in a.axes.values if not -r <= ax < r]
-            if bad:
-                lo, hi = -r, r - 1
-                listed = ", ".join(str(b) for b in bad[:5]) + (", ..." if len(bad) > 5 else "")
-                what = "axis" if len(bad) == 1 else "axes"
-                yield Finding(self.at(a), f"{what} {listed} out of range [{lo}, {hi}] (rank {r})",
-                              f"use axes in [{lo}, {hi}]; -1 names the last position")
+        return judge_axis_nodes(ctx, lambda a: self._judge(ctx, a))
+
+    def _judge(self, ctx: LintContext, a: AxisNode) -> Iterator[Finding]:
+        r = axes_rank(a)
+        if a.axes.values is None or r is None:
+            return
+        bad = [ax for ax in a.axes.values if not -r <= ax < r]
+        if bad:
+            lo, hi = -r, r - 1
+            listed = ", ".join(str(b) for b in bad[:5]) + (", ..." if len(bad) > 5 else "")
+            what = "axis" if len(bad) == 1 else "axes"
+            yield Finding(self.at(a), f"{what} {listed} out of range [{lo}, {hi}] (rank {r})",
+                          f"use axes in [{lo}, {hi}]; -1 names the last position")

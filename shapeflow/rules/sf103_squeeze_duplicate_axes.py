@@ -2,7 +2,8 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from .base import Finding, LintContext, Rule, axes_rank, describe_repeat, repeated_axes
+from ..facts import AxisNode
+from .base import Finding, LintContext, Rule, axes_rank, describe_repeat, judge_axis_nodes, repeated_axes
 
 
 class SqueezeDuplicateAxes(Rule):
@@ -26,9 +27,11 @@ class SqueezeDuplicateAxes(Rule):
     per_call = True
 
     def check(self, ctx: LintContext) -> Iterator[Finding]:
-        for a in ctx.axis_nodes("Squeeze"):
-            r = axes_rank(a)
-            if a.axes.values is None or r is None:
-                continue
-            for position, raws in repeated_axes(a.axes.values, r):
-                yield Finding(self.at(a), describe_repeat(position, raws), "list each squeezed position once")
+        return judge_axis_nodes(ctx, lambda a: self._judge(ctx, a), "Squeeze")
+
+    def _judge(self, ctx: LintContext, a: AxisNode) -> Iterator[Finding]:
+        r = axes_rank(a)
+        if a.axes.values is None or r is None:
+            return
+        for position, raws in repeated_axes(a.axes.values, r):
+            yield Finding(self.at(a), describe_repeat(position, raws), "list each squeezed position once")

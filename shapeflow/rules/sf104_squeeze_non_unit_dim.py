@@ -3,8 +3,8 @@ from __future__ import annotations
 from typing import Iterator
 
 from ..dims import Dim
-from ..facts import kept_axes, non_unit_axes
-from .base import Finding, LintContext, Rule
+from ..facts import AxisNode, kept_axes, non_unit_axes
+from .base import Finding, LintContext, Rule, judge_axis_nodes
 
 __all__ = ["SqueezeNonUnitDim", "kept_axes", "non_unit_axes"]
 
@@ -44,22 +44,24 @@ class SqueezeNonUnitDim(Rule):
     per_call = True
 
     def check(self, ctx: LintContext) -> Iterator[Finding]:
-        for a in ctx.axis_nodes("Squeeze"):
-            bad = non_unit_axes(a, ctx.inference.domain)
-            if not bad:
-                continue
-            if len(bad) == 1:
-                ax, _, d = bad[0]
-                what = f"axis {ax} has dim {_shown(d)}"
-            else:
-                what = "axes " + ", ".join(f"{ax} (dim {d if type(d) is int else repr(str(d))})"
-                                           for ax, _, d in bad) + " are not 1"
-            keep = kept_axes(a, ctx.inference.domain)
-            dropped = ("axis " if len(bad) == 1 else "axes ") + ", ".join(str(ax) for ax, _, _ in bad)
-            if keep:
-                fix = f"drop {dropped} (axes=[{', '.join(str(k) for k in keep)}]) for Paddle's result"
-            else:
-                fix = f"drop {dropped}; with no axis left, remove the node (Paddle's result)"
-            yield Finding(self.at(a),
-                          f"{what}: ONNX Squeeze raises (Paddle's squeeze would keep the dim)",
-                          f"{fix}; `shapeflow lint --fix` does it")
+        return judge_axis_nodes(ctx, lambda a: self._judge(ctx, a), "Squeeze")
+
+    def _judge(self, ctx: LintContext, a: AxisNode) -> Iterator[Finding]:
+        bad = non_unit_axes(a, ctx.inference.domain)
+        if not bad:
+            return
+        if len(bad) == 1:
+            ax, _, d = bad[0]
+            what = f"axis {ax} has dim {_shown(d)}"
+        else:
+            what = "axes " + ", ".join(f"{ax} (dim {d if type(d) is int else repr(str(d))})"
+                                       for ax, _, d in bad) + " are not 1"
+        keep = kept_axes(a, ctx.inference.domain)
+        dropped = ("axis " if len(bad) == 1 else "axes ") + ", ".join(str(ax) for ax, _, _ in bad)
+        if keep:
+            fix = f"drop {dropped} (axes=[{', '.join(str(k) for k in keep)}]) for Paddle's result"
+        else:
+            fix = f"drop {dropped}; with no axis left, remove the node (Paddle's result)"
+        yield Finding(self.at(a),
+                      f"{what}: ONNX Squeeze raises (Paddle's squeeze would keep the dim)",
+                      f"{fix}; `shapeflow lint --fix` does it")

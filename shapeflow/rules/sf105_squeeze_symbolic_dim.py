@@ -4,7 +4,8 @@ from typing import Iterator
 
 from ..diagnostics import Severity
 from ..dims import Dim, Domain, Sym, dim_is_one, dim_resolve, dim_to_json
-from .base import Finding, LintContext, Rule, axes_rank, in_range
+from ..facts import AxisNode
+from .base import Finding, LintContext, Rule, axes_rank, in_range, judge_axis_nodes
 
 
 def one_unless_empty(d: Dim, dom: Domain) -> list[str] | None:
@@ -48,25 +49,27 @@ class SqueezeSymbolicDim(Rule):
     per_call = True
 
     def check(self, ctx: LintContext) -> Iterator[Finding]:
-        for a in ctx.axis_nodes("Squeeze"):
-            r = axes_rank(a)
-            if a.axes.values is None or r is None or a.input_shape is None:
-                continue
-            shown: set[int] = set()
-            for ax in in_range(a.axes.values, r):
-                p = ax % r
-                d = a.input_shape[p]
-                if type(d) is not int and dim_is_one(d, ctx.inference.domain) is not False and p not in shown:  # else SF104's
-                    shown.add(p)
-                    what = f"dim '{dim_to_json(d)}'" if d is not None else "an unknown dim"
-                    empty = one_unless_empty(d, ctx.inference.domain)
-                    if empty:
-                        names = " or ".join(empty)
-                        assume = " ".join(f"--assume '{n}>=1'" for n in empty)
-                        yield Finding(self.at(a), f"axis {ax} is {what}, which is 1 unless {names} is 0: "
-                                      f"fails at run time only when {names} is 0 (an empty input)",
-                                      f"if {names} is never 0, {assume} states it (and this goes away)",
-                                      severity=Severity.INFO)
-                        continue
-                    yield Finding(self.at(a), f"axis {ax} is {what}: fails at run time unless it is 1",
-                                  "declare the dim as 1 if it always is, or squeeze a different axis")
+        return judge_axis_nodes(ctx, lambda a: self._judge(ctx, a), "Squeeze")
+
+    def _judge(self, ctx: LintContext, a: AxisNode) -> Iterator[Finding]:
+        r = axes_rank(a)
+        if a.axes.values is None or r is None or a.input_shape is None:
+            return
+        shown: set[int] = set()
+        for ax in in_range(a.axes.values, r):
+            p = ax % r
+            d = a.input_shape[p]
+            if type(d) is not int and dim_is_one(d, ctx.inference.domain) is not False and p not in shown:  # else SF104's
+                shown.add(p)
+                what = f"dim '{dim_to_json(d)}'" if d is not None else "an unknown dim"
+                empty = one_unless_empty(d, ctx.inference.domain)
+                if empty:
+                    names = " or ".join(empty)
+                    assume = " ".join(f"--assume '{n}>=1'" for n in empty)
+                    yield Finding(self.at(a), f"axis {ax} is {what}, which is 1 unless {names} is 0: "
+                                  f"fails at run time only when {names} is 0 (an empty input)",
+                                  f"if {names} is never 0, {assume} states it (and this goes away)",
+                                  severity=Severity.INFO)
+                    continue
+                yield Finding(self.at(a), f"axis {ax} is {what}: fails at run time unless it is 1",
+                              "declare the dim as 1 if it always is, or squeeze a different axis")

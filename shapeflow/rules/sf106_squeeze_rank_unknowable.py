@@ -3,8 +3,8 @@ from __future__ import annotations
 from typing import Iterator
 
 from ..dims import format_shape
-from ..facts import AXES_ABSENT
-from .base import Finding, LintContext, Rule
+from ..facts import AXES_ABSENT, AxisNode
+from .base import Finding, LintContext, Rule, judge_axis_nodes
 
 
 class SqueezeRankUnknowable(Rule):
@@ -31,15 +31,17 @@ class SqueezeRankUnknowable(Rule):
     per_call = True
 
     def check(self, ctx: LintContext) -> Iterator[Finding]:
-        for a in ctx.axis_nodes("Squeeze"):
-            no_axes = a.axes.source == AXES_ABSENT
-            empty = a.axes.values is not None and len(a.axes.values) == 0
-            if not (no_axes or empty):
-                continue
-            shape = a.input_shape
-            # An input whose rank inference lost is an unknown fact, not a finding.
-            if shape is None or all(type(d) is int for d in shape):
-                continue
-            what = "no axes" if no_axes else "empty axes"
-            msg = f"{what}: the output rank depends on which dims of {format_shape(shape)} are 1 at run time"
-            yield Finding(self.at(a), msg, "list the axes to remove explicitly")
+        return judge_axis_nodes(ctx, lambda a: self._judge(ctx, a), "Squeeze")
+
+    def _judge(self, ctx: LintContext, a: AxisNode) -> Iterator[Finding]:
+        no_axes = a.axes.source == AXES_ABSENT
+        empty = a.axes.values is not None and len(a.axes.values) == 0
+        if not (no_axes or empty):
+            return
+        shape = a.input_shape
+        # An input whose rank inference lost is an unknown fact, not a finding.
+        if shape is None or all(type(d) is int for d in shape):
+            return
+        what = "no axes" if no_axes else "empty axes"
+        msg = f"{what}: the output rank depends on which dims of {format_shape(shape)} are 1 at run time"
+        yield Finding(self.at(a), msg, "list the axes to remove explicitly")

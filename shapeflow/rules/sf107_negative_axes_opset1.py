@@ -2,7 +2,8 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from .base import Finding, LintContext, Rule
+from ..facts import AxisNode
+from .base import Finding, LintContext, Rule, judge_axis_nodes
 
 
 class NegativeAxesOpset1(Rule):
@@ -28,11 +29,13 @@ class NegativeAxesOpset1(Rule):
     per_call = True
 
     def check(self, ctx: LintContext) -> Iterator[Finding]:
-        for a in ctx.axis_nodes():
-            if a.since_version != 1 or a.axes.values is None:
-                continue
-            neg = [ax for ax in a.axes.values if ax < 0]
-            if neg:
-                listed = ", ".join(str(n) for n in neg)
-                yield Finding(self.at(a), f"negative axes {listed} are not allowed before opset 11",
-                              "write non-negative axes, or upgrade the model to opset 11+")
+        return judge_axis_nodes(ctx, lambda a: self._judge(ctx, a))
+
+    def _judge(self, ctx: LintContext, a: AxisNode) -> Iterator[Finding]:
+        if a.since_version != 1 or a.axes.values is None:
+            return
+        neg = [ax for ax in a.axes.values if ax < 0]
+        if neg:
+            listed = ", ".join(str(n) for n in neg)
+            yield Finding(self.at(a), f"negative axes {listed} are not allowed before opset 11",
+                          "write non-negative axes, or upgrade the model to opset 11+")

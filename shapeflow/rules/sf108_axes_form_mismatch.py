@@ -2,9 +2,9 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from ..facts import AXES_ABSENT
+from ..facts import AXES_ABSENT, AxisNode
 from ..opsets import AXES_INPUT_SINCE
-from .base import Finding, LintContext, Rule
+from .base import Finding, LintContext, Rule, judge_axis_nodes
 
 
 class AxesFormMismatch(Rule):
@@ -32,16 +32,18 @@ class AxesFormMismatch(Rule):
     per_call = True
 
     def check(self, ctx: LintContext) -> Iterator[Finding]:
-        for a in ctx.axis_nodes():
-            op = f"{a.op_type}-{a.since_version}"
-            if a.since_version >= AXES_INPUT_SINCE:
-                if a.axes.attr_present:
-                    yield Finding(self.at(a), f"{op} takes axes as an input, not an attribute",
-                                  "move the axes into an int64 initializer passed as input 2")
-                    continue
-            elif a.axes.input_present:
-                yield Finding(self.at(a), f"{op} takes axes as an attribute, not an input",
-                              "write the axes as the node's `axes` attribute")
-                continue
-            if a.op_type == "Unsqueeze" and a.axes.source == AXES_ABSENT:
-                yield Finding(self.at(a), f"{op} has no axes", "Unsqueeze requires axes: add them")
+        return judge_axis_nodes(ctx, lambda a: self._judge(ctx, a))
+
+    def _judge(self, ctx: LintContext, a: AxisNode) -> Iterator[Finding]:
+        op = f"{a.op_type}-{a.since_version}"
+        if a.since_version >= AXES_INPUT_SINCE:
+            if a.axes.attr_present:
+                yield Finding(self.at(a), f"{op} takes axes as an input, not an attribute",
+                              "move the axes into an int64 initializer passed as input 2")
+                return
+        elif a.axes.input_present:
+            yield Finding(self.at(a), f"{op} takes axes as an attribute, not an input",
+                          "write the axes as the node's `axes` attribute")
+            return
+        if a.op_type == "Unsqueeze" and a.axes.source == AXES_ABSENT:
+            yield Finding(self.at(a), f"{op} has no axes", "Unsqueeze requires axes: add them")

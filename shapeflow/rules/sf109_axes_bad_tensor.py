@@ -5,7 +5,8 @@ from typing import Iterator
 from .._onnx import onnx
 
 from ..diagnostics import Severity
-from .base import Finding, LintContext, Rule
+from ..facts import AxisNode
+from .base import Finding, LintContext, Rule, judge_axis_nodes
 
 TensorProto = onnx.TensorProto
 
@@ -35,22 +36,24 @@ class AxesBadTensor(Rule):
     per_call = True
 
     def check(self, ctx: LintContext) -> Iterator[Finding]:
-        for a in ctx.axis_nodes():
-            if not a.axes.input_present:
-                continue
-            dtype, rank = a.axes.dtype, a.axes.rank
-            if dtype and dtype != TensorProto.INT64:
-                try:
-                    name = TensorProto.DataType.Name(dtype).lower()
-                except ValueError:  # a type number this onnx does not define (a fuzzed or future file)
-                    name = f"dtype {dtype}"
-                yield Finding(self.at(a), f"axes must be int64 (got {name})",
-                              "store the axes as an int64 tensor")
-            elif rank is not None and rank != 1:
-                if rank == 0 and a.op_type == "Unsqueeze":
-                    yield Finding(self.at(a), "axes should be 1-D (got a scalar; accepted by onnxruntime)",
-                                  "store the axes as a 1-D tensor", severity=Severity.WARNING)
-                else:
-                    what = "a scalar" if rank == 0 else f"rank {rank}"
-                    yield Finding(self.at(a), f"axes must be 1-D (got {what}; onnxruntime fails at run time)",
-                                  "store the axes as a 1-D tensor")
+        return judge_axis_nodes(ctx, lambda a: self._judge(ctx, a))
+
+    def _judge(self, ctx: LintContext, a: AxisNode) -> Iterator[Finding]:
+        if not a.axes.input_present:
+            return
+        dtype, rank = a.axes.dtype, a.axes.rank
+        if dtype and dtype != TensorProto.INT64:
+            try:
+                name = TensorProto.DataType.Name(dtype).lower()
+            except ValueError:  # a type number this onnx does not define (a fuzzed or future file)
+                name = f"dtype {dtype}"
+            yield Finding(self.at(a), f"axes must be int64 (got {name})",
+                          "store the axes as an int64 tensor")
+        elif rank is not None and rank != 1:
+            if rank == 0 and a.op_type == "Unsqueeze":
+                yield Finding(self.at(a), "axes should be 1-D (got a scalar; accepted by onnxruntime)",
+                              "store the axes as a 1-D tensor", severity=Severity.WARNING)
+            else:
+                what = "a scalar" if rank == 0 else f"rank {rank}"
+                yield Finding(self.at(a), f"axes must be 1-D (got {what}; onnxruntime fails at run time)",
+                              "store the axes as a 1-D tensor")

@@ -2,8 +2,8 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from ..facts import AXES_EXTERNAL, AXES_RUNTIME
-from .base import Finding, LintContext, Rule
+from ..facts import AXES_EXTERNAL, AXES_RUNTIME, AxisNode
+from .base import Finding, LintContext, Rule, judge_axis_nodes
 
 
 class AxesNotConstant(Rule):
@@ -29,10 +29,12 @@ class AxesNotConstant(Rule):
     per_call = True
 
     def check(self, ctx: LintContext) -> Iterator[Finding]:
-        for a in ctx.axis_nodes():
-            if a.axes.source == AXES_RUNTIME:
-                yield Finding(self.at(a), "axes are computed at run time; the node cannot be checked statically",
-                              "make the axes an initializer if they are fixed")
-            elif a.axes.source == AXES_EXTERNAL:
-                yield Finding(self.at(a), "axes are stored as external data, which shapeflow does not read",
-                              "store small tensors such as axes inside the model")
+        return judge_axis_nodes(ctx, lambda a: self._judge(ctx, a))
+
+    def _judge(self, ctx: LintContext, a: AxisNode) -> Iterator[Finding]:
+        if a.axes.source == AXES_RUNTIME:
+            yield Finding(self.at(a), "axes are computed at run time; the node cannot be checked statically",
+                          "make the axes an initializer if they are fixed")
+        elif a.axes.source == AXES_EXTERNAL:
+            yield Finding(self.at(a), "axes are stored as external data, which shapeflow does not read",
+                          "store small tensors such as axes inside the model")

@@ -2,7 +2,8 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from .base import Finding, LintContext, Rule
+from ..facts import AxisNode
+from .base import Finding, LintContext, Rule, judge_axis_nodes
 
 
 class UnsqueezeEmptyAxes(Rule):
@@ -26,7 +27,9 @@ class UnsqueezeEmptyAxes(Rule):
     per_call = True
 
     def check(self, ctx: LintContext) -> Iterator[Finding]:
-        for a in ctx.axis_nodes("Unsqueeze"):
-            if a.axes.values is not None and len(a.axes.values) == 0:
-                yield Finding(self.at(a), "no axes listed: the node is a no-op",
-                              "remove the node or list the positions to insert")
+        return judge_axis_nodes(ctx, lambda a: self._judge(ctx, a), "Unsqueeze")
+
+    def _judge(self, ctx: LintContext, a: AxisNode) -> Iterator[Finding]:
+        if a.axes.values is not None and len(a.axes.values) == 0:
+            yield Finding(self.at(a), "no axes listed: the node is a no-op",
+                          "remove the node or list the positions to insert")

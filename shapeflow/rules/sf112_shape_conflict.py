@@ -7,6 +7,7 @@ from .._onnx import onnx
 from ..declared import DimReader, conflict, written_shape
 from ..diagnostics import Location
 from ..dims import Dim, Shape, format_shape
+from . import base
 from .base import Finding, LintContext, Rule
 from .sf104_squeeze_non_unit_dim import non_unit_axes
 
@@ -139,7 +140,13 @@ class ShapeConflict(Rule):
         """Nodes downstream of a Squeeze that fails at run time (SF104): inference keeps the shape the
         author meant there, which is no evidence against a declaration. Conservative: everything
         reachable, bodies of reached nodes, and owners of bodies that contain a reached node."""
-        start = [a.nid for a in ctx.axis_nodes("Squeeze") if non_unit_axes(a, ctx.inference.domain)]
+        dom = ctx.inference.domain
+        if base.GROUPED:  # (non_unit_axes reads the facts alone: asked once per group of nodes)
+            nodes, groups, firsts = ctx.axis_groups()
+            failing = [a.op_type == "Squeeze" and bool(non_unit_axes(a, dom)) for a in firsts]
+            start = [a.nid for a, gid in zip(nodes, groups) if failing[gid]] if any(failing) else []
+        else:
+            start = [a.nid for a in ctx.axis_nodes("Squeeze") if non_unit_axes(a, dom)]
         if not start:
             return set()
         g = ctx.graph

@@ -2,8 +2,8 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from ..facts import AXES_ATTRIBUTE
-from .base import Finding, LintContext, Rule
+from ..facts import AXES_ATTRIBUTE, AxisNode
+from .base import Finding, LintContext, Rule, judge_axis_nodes
 
 
 class SqueezeEmptyAxes(Rule):
@@ -30,9 +30,11 @@ class SqueezeEmptyAxes(Rule):
     per_call = True
 
     def check(self, ctx: LintContext) -> Iterator[Finding]:
-        for a in ctx.axis_nodes("Squeeze"):
-            if a.axes.values is not None and len(a.axes.values) == 0:
-                form = "attribute" if a.axes.source == AXES_ATTRIBUTE else "tensor"
-                yield Finding(self.at(a), f"empty axes {form}: onnxruntime removes every 1-dim, "
-                              "onnx's shape inference keeps the shape",
-                              "list the axes to remove explicitly")
+        return judge_axis_nodes(ctx, lambda a: self._judge(ctx, a), "Squeeze")
+
+    def _judge(self, ctx: LintContext, a: AxisNode) -> Iterator[Finding]:
+        if a.axes.values is not None and len(a.axes.values) == 0:
+            form = "attribute" if a.axes.source == AXES_ATTRIBUTE else "tensor"
+            yield Finding(self.at(a), f"empty axes {form}: onnxruntime removes every 1-dim, "
+                          "onnx's shape inference keeps the shape",
+                          "list the axes to remove explicitly")

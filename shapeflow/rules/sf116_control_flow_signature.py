@@ -36,7 +36,9 @@ class ControlFlowSignature(Rule):
 
     def check(self, ctx: LintContext) -> Iterator[Finding]:
         g = ctx.graph
-        for nid, info in enumerate(g.nodes):
+        # the nodes that own a body, in node order (not a walk over every node: few own one)
+        for nid in sorted({s.owner for s in g.scopes if s.owner is not None}):
+            info = g.nodes[nid]
             if info.domain != "" or info.op_type not in ("If", "Loop", "Scan") or not info.subscopes:
                 continue
             if info.op_type == "If":
