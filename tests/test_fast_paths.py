@@ -705,3 +705,23 @@ def test_axis_table_by_distinct_rests_is_the_column_table(name: str, model: onnx
         monkeypatch.setattr(text, "FAST", fast)
         out[fast] = text.infer_text(a), text.infer_text(a, all_tensors=True)
     assert out[True] == out[False]
+
+
+@pytest.mark.parametrize("name, model", _engine_models() + [("mix", _mixed(660))],
+                         ids=lambda v: v if isinstance(v, str) else "")
+def test_exclusive_cone_is_its_plain_twin(name: str, model: onnx.ModelProto) -> None:
+    from shapeflow.passes.context import RoundContext
+    from shapeflow.passes.pattern import exclusive_cone, exclusive_cone_plain
+
+    a = analyze(load_model_bytes(model.SerializeToString(), name), rules=[])
+    ctx = RoundContext.build(a.graph, a.inference)
+    walked = 0
+    for nid, info in enumerate(a.graph.nodes):
+        for names in (None, info.inputs[1:], info.inputs[:1]):
+            plain = exclusive_cone_plain(ctx, nid, names)
+            assert exclusive_cone(ctx, nid, names) == plain, (nid, names)
+            walked += len(plain)
+    if name in ("chain", "mix", "attention.onnx"):
+        assert walked  # cones were compared, not only empty answers
+    ctx.claims = False
+    assert exclusive_cone(ctx, 0) == exclusive_cone_plain(ctx, 0) == ()

@@ -87,3 +87,55 @@ def plan(dispatch: "Dispatch", ctx: "RoundContext", roots: list[int]) -> list[tu
         if found:
             out.append((nid, found))
     return out
+
+
+def exclusive_cone(ctx: "RoundContext", nid: int, names: "tuple[str, ...] | None", limit: int) -> tuple[int, ...]:
+    """``pattern.exclusive_cone_plain`` (at most ``limit`` nodes, ``MAX_CONE``) with ``_only_inside``
+    written out, and empty names skipped when popped instead of filtered when pushed."""
+    if not ctx.claims:
+        return ()
+    graph = ctx.graph
+    nodes = graph.nodes
+    info = nodes[nid]
+    sid = info.scope
+    scope = graph.scopes[sid]
+    producer, consumers = scope.producer, scope.consumers
+    outputs = ctx._outputs.get(sid)
+    if outputs is None:
+        outputs = ctx.outputs(sid)
+    inside = {nid}
+    # what ``nid`` goes on reading: a producer it reads through them is no member
+    kept = frozenset() if names is None else frozenset(info.inputs).difference(names)
+    out: list[int] = []
+    stack = list(info.inputs if names is None else names)
+    while stack and len(out) < limit:
+        name = stack.pop()
+        if not name:
+            continue
+        p = producer.get(name)
+        if p is None or p < 0 or p in inside:
+            continue
+        pinfo = nodes[p]
+        if pinfo.domain != "" or pinfo.since_version is None or pinfo.subscopes:
+            continue
+        alone = True
+        for o in pinfo.outputs:
+            if not o:
+                continue
+            if o in outputs or o in kept:
+                alone = False
+                break
+            readers = consumers.get(o)
+            if readers is not None:
+                for r in readers:
+                    if r not in inside:
+                        alone = False
+                        break
+                if not alone:
+                    break
+        if alone:
+            inside.add(p)
+            out.append(p)
+            stack.extend(pinfo.inputs)
+        # (else it may qualify later, when its other readers join: it is pushed again)
+    return tuple(out)

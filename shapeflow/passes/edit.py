@@ -334,17 +334,27 @@ class Editor:
         if info.subscopes:  # never: rules and the sweep only delete nodes without bodies
             raise AssertionError(f"refusing to delete {self.ctx.display(nid)}: it owns subgraphs")
         sid = info.scope
-        # in input order (not a set): the sweep then visits and logs in the same order every run
-        names = [n for n in dict.fromkeys(self.current_inputs(nid)) if n]  # type: ignore[call-overload]
+        # (``current_inputs`` and ``current_outputs`` written out: the sweep deletes most nodes)
+        edited = nid in self._modified
+        proto = info.proto if edited else None
+        ins = proto.input if proto is not None else info.inputs
         if dead:
             self.dead_count += 1
             if self.explain:
                 self.dead.append(self.ctx.display(nid))  # now: after the compaction names move
         self.deleted.add(nid)
-        for n in names:
-            self._drop_read(sid, n)
-        gone = self._gone.setdefault(sid, set())
-        for o in self.current_outputs(nid):  # type: ignore[attr-defined]
+        # in input order (not a set): the sweep then visits and logs in the same order every run
+        if len(ins) == 1:
+            if ins[0]:
+                self._drop_read(sid, ins[0])
+        else:
+            for n in dict.fromkeys(ins):
+                if n:
+                    self._drop_read(sid, n)
+        gone = self._gone.get(sid)
+        if gone is None:
+            gone = self._gone[sid] = set()
+        for o in (proto.output if proto is not None else info.outputs):
             if o:
                 gone.add(o)
         self.changed = True

@@ -31,6 +31,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Callable, Iterable, NamedTuple, cast
 
 from ..graph import INITIALIZER
+from . import _fast
 from .context import ANY_OP, RoundContext
 from .match import Match, Message, NoMatch, Result, not_applicable
 
@@ -429,7 +430,15 @@ def exclusive_cone(ctx: RoundContext, nid: int, names: "tuple[str, ...] | None" 
     """The standard nodes of ``nid``'s scope that only ``nid`` needs through its inputs ``names``
     (default all), directly or through each other: every output read only by nodes of the set,
     none a graph output. What the sweep deletes once ``nid`` stops reading ``names``: a rewrite's
-    ``sweeps``. Empty when the matches are only listed, never applied (``ctx.claims``)."""
+    ``sweeps``. Empty when the matches are only listed, never applied (``ctx.claims``).
+
+    ``exclusive_cone_plain`` with its helpers written out (``_fast.exclusive_cone``): a no-op
+    Reshape's target computation is a dozen nodes, walked once per Reshape of a model."""
+    return _fast.exclusive_cone(ctx, nid, names, MAX_CONE)
+
+
+def exclusive_cone_plain(ctx: RoundContext, nid: int, names: "tuple[str, ...] | None" = None) -> tuple[int, ...]:
+    """What ``exclusive_cone`` returns, computed step by step."""
     if not ctx.claims:
         return ()
     info = ctx.graph.nodes[nid]
@@ -558,7 +567,7 @@ def rename_region(ctx: RoundContext, edit: Editor, sid: int, members: Iterable[i
 
 
 __all__ = [
-    "AnyNode", "Bound", "bound", "Bypass", "BypassPlan", "DATA_INPUT", "DataInput", "Guard", "ReadBy", "data_readers", "KnownInput", "KnownValue", "MAX_CONE", "NEIGHBOURHOOD",
+    "AnyNode", "Bound", "bound", "Bypass", "BypassPlan", "DATA_INPUT", "DataInput", "Guard", "ReadBy", "data_readers", "KnownInput", "KnownValue", "MAX_CONE", "NEIGHBOURHOOD", "exclusive_cone_plain",
     "NoFunctionAttributes", "Op", "Pattern", "Region", "SAME_KEY", "exclusive_cone", "must_keep_name",
     "one_element_constant", "outside_readers", "overridable_problem", "region", "rename_region", "tensor_of", "ALLOWZERO_SINCE",
     "RESHAPE_INPUT_SINCE", "allowzero", "target_value",

@@ -264,19 +264,33 @@ def keyed_collision(ctx: RoundContext, edit: Editor) -> bool:
     deletes)."""
     nodes = ctx.graph.nodes
     deleted = edit.deleted
-    changed: dict[tuple[int, str, tuple[str, ...]], list[bytes]] = {}
     fresh = [(nodes[nid].scope, ctx.proto(nid)) for nid in edit.modified if nid not in deleted]
     fresh += edit.new_nodes()
+    # the changed nodes by op and inputs; their attributes are serialized only when another node
+    # has the same op and inputs (almost never: most of a round's edits rewire a single input)
+    members: dict[tuple[int, str, tuple[str, ...]], list[onnx.NodeProto]] = {}
     for sid, node in fresh:
         key = (sid, node.op_type, _canonical(tuple(node.input), same_constants(ctx, sid)))
-        attrs = serialized_attributes(node)
-        seen = changed.setdefault(key, [])
-        if attrs in seen:
-            return True
-        seen.append(attrs)
+        found = members.get(key)
+        if found is None:
+            members[key] = [node]
+        else:
+            found.append(node)
+    changed: dict[tuple[int, str, tuple[str, ...]], list[bytes] | None] = {}
+    for key, group in members.items():
+        if len(group) == 1:
+            changed[key] = None  # (serialized when an unchanged node shares its key)
+            continue
+        seen: list[bytes] = []
+        for node in group:
+            attrs = serialized_attributes(node)
+            if attrs in seen:
+                return True
+            seen.append(attrs)
+        changed[key] = seen
     modified = edit.modified
     scopes = ctx.graph.scopes
-    for (sid, op, inputs), seen in changed.items():
+    for (sid, op, inputs), known in changed.items():
         # An unchanged node with these inputs reads the first one, or a constant equal to it (or,
         # without inputs, is one of the scope's nodes)
         canon = same_constants(ctx, sid)
@@ -292,7 +306,9 @@ def keyed_collision(ctx: RoundContext, edit: Editor) -> bool:
             if (info.op_type != op or _canonical(info.inputs, canon) != inputs or info.scope != sid
                     or nid in deleted or nid in modified):
                 continue
-            if (serialized_attributes(info.peek()) if info.has_attrs else b"") in seen:
+            if known is None:
+                known = [serialized_attributes(members[sid, op, inputs][0])]
+            if (serialized_attributes(info.peek()) if info.has_attrs else b"") in known:
                 return True
     return False
 

@@ -8,7 +8,7 @@ from ..codes import INFO, Code
 from ..passes.context import INT_RANGES, RoundContext
 from ..passes.edit import Editor
 from ..passes.match import Match, NoMatch, Result, not_applicable
-from ..passes.pattern import Bound, Bypass, Guard, Op, exclusive_cone, overridable_problem
+from ..passes.pattern import Bound, Bypass, Guard, Op, exclusive_cone, overridable_problem, tensor_of
 from ..passes.spec import Rewrite
 
 # op -> (identity element, whether the constant may be either input)
@@ -28,7 +28,7 @@ def identity_operand(ctx: RoundContext, nid: int) -> int | None:
         return None
     unit, either = _IDENTITY[info.op_type]
     for k in ((1, 0) if either else (1,)):
-        t = ctx.tensor(info.scope, names[k])
+        t = tensor_of(ctx, info.scope, names[k])  # (asked for every Add, Sub, Mul, Div... of a model)
         if t is None or t.value is None or not t.value:
             continue
         if all(type(v) is int and v == unit for v in t.value):

@@ -29,7 +29,7 @@ def perm_of(ctx: RoundContext, nid: int) -> tuple[int, ...] | NoMatch:
     if ctx.info(nid).has_attrs:
         for a in ctx.peek(nid).attribute:
             if a.name == "perm":
-                perm = tuple(int(v) for v in a.ints)
+                perm = tuple(a.ints)  # (int64 elements: Python ints already)
                 if sorted(perm) != list(range(len(perm))):
                     return NoMatch(f"{ctx.display(nid)}: perm {fmt_axes(list(perm))} is not a permutation")
                 return perm
@@ -108,20 +108,23 @@ class MergeTranspose(Rewrite):
         sid = ctx.sid(nid)
         x = ctx.inputs(inner)[0]
         exclusive = ctx.only_reader(sid, ctx.output(inner), nid)
-        pair = f"{ctx.display(inner)} then {ctx.display(nid)}"
+
+        def pair() -> str:  # (only when the message is shown: most runs log nothing)
+            return f"{ctx.display(inner)} then {ctx.display(nid)}"
+
         if _identity(composed):
             if not must_keep_name(ctx, sid, ctx.output(nid)):
                 return self.replacement.plan(ctx, nid, x, sweeps=(inner,) if exclusive else (),
-                                             message=lambda: f"{pair} is the identity on '{x}'")
+                                             message=lambda: f"{pair()} is the identity on '{x}'")
             if not exclusive:
                 return NoMatch(f"{ctx.display(nid)}: the pair is the identity, but the output must keep "
                                f"its name and {ctx.display(inner)} has other readers")
-            return Match(nid, writes=(nid, inner), message=lambda: f"{pair} is the identity on '{x}'",
+            return Match(nid, writes=(nid, inner), message=lambda: f"{pair()} is the identity on '{x}'",
                          payload=_Plan(x, None, inner, True))
         if not exclusive:
             return NoMatch(f"{ctx.display(inner)} has other readers or is a graph output")
         return Match(nid, writes=(nid, inner),
-                     message=lambda: f"{pair} is one Transpose with perm {fmt_axes(list(composed))}",
+                     message=lambda: f"{pair()} is one Transpose with perm {fmt_axes(list(composed))}",
                      payload=_Plan(x, composed, inner, False))
 
     def apply(self, ctx: RoundContext, edit: Editor, m: Match[Any]) -> None:
