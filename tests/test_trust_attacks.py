@@ -451,6 +451,8 @@ def test_a_cached_result_does_not_skip_an_excluded_model(tmp_path: Path, monkeyp
 
 _SIGNALLED = """
 import os, signal, sys
+# as at a terminal: a shell starts background jobs with SIGINT ignored, and Python then keeps it so
+signal.signal(signal.SIGINT, signal.default_int_handler)
 real = os.fsync
 def fsync(fd):  # the signal arrives while the temporary file is being written
     os.kill(os.getpid(), getattr(signal, sys.argv[1]))
