@@ -37,11 +37,12 @@ class Dispatch:
         self.keyed = [r for r in self.rules if r.pattern.depends == SAME_KEY]
         self.neighbourhood_ops: frozenset[str] = frozenset(
             op for r in self.rules if r.pattern.depends != SAME_KEY for op in r.roots)
+        self._neighbourhood_rules: dict[str, list[Rewrite]] = {}  # (``unsettled``: by op type)
 
     def unsettled(self, ctx: RoundContext, roots: list[int]) -> list[int]:
         """The ``roots`` some rewrite may still fire on in a later round (``Rewrite.settled``):
         only their neighbourhoods decide whether another round is worth running."""
-        by_op: dict[str, list[Rewrite]] = {}
+        by_op = self._neighbourhood_rules
         nodes = ctx.graph.nodes
         out = []
         for nid in roots:

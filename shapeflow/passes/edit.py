@@ -130,6 +130,9 @@ class Editor:
     _int_index: dict[int, dict[tuple[int, ...], str]] = field(default_factory=dict)
     _modified: set[int] = field(default_factory=set)  # nodes whose proto an edit changed
     _added_inits: set[tuple[int, str]] = field(default_factory=set)  # initializers this round added
+    # Readers an edit gave a tensor this round, which the index does not list: original nodes by
+    # id, created nodes by entry (``replace_uses`` forwards a later rewrite's rewiring to them).
+    _late: dict[tuple[int, str], list["int | _NewNode"]] = field(default_factory=dict)
 
     g: ModelGraph = field(init=False, repr=False)
     _bodies: bool = field(init=False, repr=False, default=False)
@@ -179,7 +182,10 @@ class Editor:
     def needed(self, sid: int, name: str) -> bool:
         """Whether anything still reads ``name`` in scope ``sid``: a node, the scope's outputs, or a
         subgraph of a live node that reads it by name."""
-        if self.count(sid, name) > 0 or name in self.ctx.outputs(sid):
+        c = self._counts.get((sid, name))
+        if c is None:
+            c = self.count(sid, name)
+        if c > 0 or name in self.ctx.outputs(sid):
             return True
         if not self._bodies:  # (the loop below looks for subgraphs of its readers: there are none)
             return False
@@ -220,6 +226,19 @@ class Editor:
             out.update((sid, n) for n in names)
         return out
 
+    def revalued_any(self) -> bool:
+        """Whether this round gave a tensor a new value (``forget_value_info``: a region renamed by
+        a rewrite, a repair): what inference knew of it no longer holds."""
+        return any(self._stale_info.values())
+
+    def touched(self, sid: int, name: str) -> bool:
+        """Whether ``(sid, name)`` is in ``touched_tensors()`` (without building the set)."""
+        key = (sid, name)
+        if key in self._counts or key in self._made:
+            return True
+        gone = self._gone.get(sid)
+        return gone is not None and name in gone
+
     @property
     def made(self) -> set[tuple[int, str]]:
         """(scope id, name) of the tensors this round's edits produce in a new way."""
@@ -258,6 +277,7 @@ class Editor:
             self._drop_read(sid, old)
         if name and not had_new:
             self._add_read(sid, name)
+            self._late_reader(sid, name, nid)
         self.changed = True
 
     def append_input(self, nid: int, name: str) -> None:
@@ -268,6 +288,7 @@ class Editor:
         node.input.append(name)
         if not had:
             self._add_read(sid, name)
+            self._late_reader(sid, name, nid)
         self.changed = True
 
     def set_inputs(self, nid: int, names: "tuple[str, ...] | list[str]") -> None:
@@ -315,17 +336,54 @@ class Editor:
         self._made.add((sid, name))
         self.changed = True
 
-    def replace_uses(self, sid: int, old: str, new: str) -> list[int]:
-        """Rewire every direct reader of ``old`` in ``sid`` to ``new``; returns the rewired nodes."""
-        done = []
+    def _late_reader(self, sid: int, name: str, reader: "int | _NewNode") -> None:
+        late = self._late.get((sid, name))
+        if late is None:
+            self._late[sid, name] = [reader]
+        else:
+            late.append(reader)
+
+    def replace_uses(self, sid: int, old: str, new: str, *, forward: bool = True) -> list[int]:
+        """Rewire every direct reader of ``old`` in ``sid`` to ``new``: the index's readers and,
+        with ``forward``, those an earlier edit of the round gave it (``rounds.Claims``: a rewrite
+        may rewire the reader of a tensor that an earlier rewrite deleted and replaced; both
+        renames keep the value, so the two compose). Returns the rewired original nodes."""
+        done: list[int] = []
         for r in list(self.g.scopes[sid].consumers.get(old, ())):
-            if r in self.deleted or old not in self.current_inputs(r):  # type: ignore[operator]
-                continue
-            for i, n in enumerate(list(self.current_inputs(r))):  # type: ignore[call-overload]
-                if n == old:
-                    self.set_input(r, i, new)
-            done.append(r)
+            self._rename_input(r, old, new, done)
+        late = self._late.get((sid, old)) if forward else None
+        if late:
+            for reader in list(late):
+                if isinstance(reader, int):
+                    self._rename_input(reader, old, new, done)
+                elif old in reader.proto.input:
+                    self._rename_new_input(reader, old, new)
         return done
+
+    def _rename_input(self, nid: int, old: str, new: str, done: list[int]) -> None:
+        """Read ``new`` where original node ``nid`` (unless deleted) reads ``old``."""
+        if nid in self.deleted or old not in self.current_inputs(nid):  # type: ignore[operator]
+            return
+        for i, n in enumerate(list(self.current_inputs(nid))):  # type: ignore[call-overload]
+            if n == old:
+                self.set_input(nid, i, new)
+        done.append(nid)
+
+    def _rename_new_input(self, entry: "_NewNode", old: str, new: str) -> None:
+        """Read ``new`` where created node ``entry`` reads ``old`` (the reader counts follow)."""
+        node, sid = entry.proto, entry.sid
+        self.count(sid, old)
+        if new:
+            self.count(sid, new)
+        had_new = new in node.input
+        for i, n in enumerate(list(node.input)):
+            if n == old:
+                node.input[i] = new
+        self._drop_read(sid, old)
+        if new and not had_new:
+            self._add_read(sid, new)
+            self._late_reader(sid, new, entry)
+        self.changed = True
 
     def delete_node(self, nid: int, *, dead: bool = False) -> None:
         if nid in self.deleted:
@@ -364,13 +422,15 @@ class Editor:
         """Create a node placed right before original node ``anchor`` of scope ``sid``."""
         body = self.g.scopes[sid].proto
         node = onnx.helper.make_node(op_type, inputs, outputs, name=name or None, **attrs)
-        for n in dict.fromkeys(inputs):
-            if n:
-                self._add_read(sid, n)
         body.node.append(node)  # a copy; the entry in the list is the one to keep
         index = len(body.node) - 1
         entry: onnx.NodeProto = body.node[index]
-        self._new.append(_NewNode(sid, entry, anchor, len(self._new), index))
+        made = _NewNode(sid, entry, anchor, len(self._new), index)
+        self._new.append(made)
+        for n in dict.fromkeys(inputs):
+            if n:
+                self._add_read(sid, n)
+                self._late_reader(sid, n, made)
         for o in outputs:
             if o:
                 self._made.add((sid, o))
@@ -543,22 +603,25 @@ class Editor:
         new_by_scope: dict[int, list[_NewNode]] = {}
         for n in self._new:
             new_by_scope.setdefault(n.sid, []).append(n)
-        deleted_by_scope: dict[int, int] = {}
-        for nid in self.deleted:
-            sid = g.nodes[nid].scope
-            deleted_by_scope[sid] = deleted_by_scope.get(sid, 0) + 1
+        if len(g.scopes) == 1:
+            deleted_in = {0} if self.deleted else set()
+        else:
+            nodes = g.nodes
+            deleted_in = {nodes[nid].scope for nid in self.deleted}
         for scope in g.scopes:
             sid = scope.id
             reorder = not scope.sorted_in_file and self.changed  # RELIABILITY row 19: emit sorted
-            if sid in new_by_scope or sid in deleted_by_scope or reorder:
+            if sid in new_by_scope or sid in deleted_in or reorder:
                 self._compact_nodes(sid, new_by_scope.get(sid, []))
             body = scope.proto
             dropped = self._dropped_inits.get(sid)
             if dropped and isinstance(body, onnx.GraphProto):
                 _drop_entries(body.initializer, dropped)
+            if not getattr(body, "value_info", None):
+                continue  # (no value_info to drop: most large exports have none)
             gone = {n for n in self._gone.get(sid, ()) if (sid, n) not in self._made}
             gone |= self._stale_info.get(sid, set())
-            if gone and hasattr(body, "value_info"):
+            if gone:
                 _drop_entries(body.value_info, gone)
 
     def _compact_nodes(self, sid: int, new: list[_NewNode]) -> None:

@@ -192,7 +192,11 @@ def _finish_round(run: _Run, ctx: RoundContext, edit: Editor, result: RoundResul
     bodies = rewrote_function_bodies(ctx.graph, edit, result.written)
     # A fold that gives a tensor a value inference did not know (``Rewrite.reveals``): what reads
     # it is inferred again, by a whole inference, in a next round.
-    whole = bodies or any(r.reveals and r.name in result.fired for r in dispatch.rules)
+    # A tensor given a new value (a region renamed around a cancelled pair or a round trip, a
+    # repair): carried inference knows nothing of the region's new names, and a repaired tensor's
+    # old facts are wrong; the next round infers the whole model.
+    whole = (bodies or any(r.reveals and r.name in result.fired for r in dispatch.rules)
+             or edit.revalued_any())
     last = not (run.full_inference or whole or keyed or another_round(ctx, edit, dispatch, result))
     run.changed = True
     for name, n in result.fired.items():

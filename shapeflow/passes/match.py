@@ -26,8 +26,10 @@ class Match(Generic[P]):
     * ``reads``: nodes whose content it relies on without changing them; others may read them too,
       but not write them.
     * ``rewires``: nodes that only get one input renamed (the readers of a tensor the rewrite
-      replaces): two rewrites may rename different inputs of one node in the same round; nothing
-      else may write or read a renamed node.
+      replaces with one of the same value, through ``Editor.replace_uses``): two rewrites may
+      rename different inputs of one node in the same round; nothing else may write or read a
+      renamed node. A reader that an earlier rewrite of the round deleted is no obstacle:
+      ``replace_uses`` renames the readers that rewrite gave the tensor in its place.
     * ``sweeps``: the nodes that only fed what the rewrite removes, which the dead-node sweep
       deletes after it (claimed like ``writes``). When the rewrite has to wait for the next round,
       the engine keeps the round's other rewrites off them: they would only be work for the sweep.

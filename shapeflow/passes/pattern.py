@@ -562,7 +562,8 @@ def rename_region(ctx: RoundContext, edit: Editor, sid: int, members: Iterable[i
         else:
             new = edit.names.fresh(ctx.graph, old, suffix)
             edit.set_output(p, 0, new)
-            edit.replace_uses(sid, old, new)
+            # (a new value under a new name: not a rename that keeps the value, never forwarded)
+            edit.replace_uses(sid, old, new, forward=False)
         edit.forget_value_info(sid, old)
 
 

@@ -31,29 +31,34 @@ READS, WRITES = "reads", "writes"
 
 class Claims:
     """The nodes the round's rewrites took: written, read, rewired, and reserved for the sweeps of
-    deferred rewrites."""
+    deferred rewrites. ``deleted`` is the editor's set of the nodes deleted so far."""
 
-    __slots__ = ("written", "read", "rewired", "reserved")
+    __slots__ = ("written", "read", "rewired", "reserved", "deleted")
 
-    def __init__(self) -> None:
+    def __init__(self, deleted: set[int] | None = None) -> None:
         self.written: set[int] = set()
         self.read: set[int] = set()
         self.rewired: set[int] = set()
         self.reserved: set[int] = set()
+        self.deleted: set[int] = deleted if deleted is not None else set()
 
     def conflict(self, m: Match[object]) -> str | None:
         """Whether ``m`` touches a node an earlier rewrite of the round wrote, writes one that an
-        earlier rewrite relies on, or touches one a deferred rewrite will sweep. Renaming
-        different inputs of one node is the one overlap allowed. The answer says which claim of
-        ``m`` stands in the way: ``"reads"`` when only what it reads was taken (what it matched on
-        changed), ``"writes"`` otherwise."""
+        earlier rewrite relies on, or touches one a deferred rewrite will sweep. Two overlaps are
+        allowed: renaming different inputs of one node, and rewiring a reader that an earlier
+        rewrite deleted (nothing relied on it): every rewire renames a tensor's readers to a tensor
+        of the same value (``Editor.replace_uses``), and the editor forwards the rename to the
+        readers the earlier rewrite gave the tensor in its place (a no-op Reshape whose only
+        reader began a cancelled pair is bypassed in the round that cancelled the pair). The
+        answer says which claim of ``m`` stands in the way: ``"reads"`` when only what it reads
+        was taken (what it matched on changed), ``"writes"`` otherwise."""
         written, read, rewired = self.written, self.read, self.rewired
         for group in (m.writes, m.sweeps):
             for n in group:
                 if n in written or n in read or n in rewired:
                     return WRITES
         for n in m.rewires:
-            if n in written or n in read:
+            if n in read or (n in written and n not in self.deleted):
                 return WRITES
         reserved = self.reserved
         if reserved:
@@ -105,7 +110,7 @@ def run_round(ctx: RoundContext, edit: Editor, dispatch: Dispatch, explain: bool
               blocked: set[int] | None = None) -> RoundResult:
     """Apply the round's rewrites through ``edit`` (the sweep and the write-back come after)."""
     out = RoundResult()
-    claims = Claims()
+    claims = Claims(edit.deleted)
     out.written = claims.written
     facts = ctx.facts
     taken = claims.written if SKIP_TAKEN else ()
@@ -158,11 +163,15 @@ def another_round(ctx: RoundContext, edit: Editor, dispatch: Dispatch, result: R
     workable = frozenset(op for r in dispatch.rules for op in r.creates) & ops
     if workable and any(domain in ("", "ai.onnx") and op in workable for domain, op in edit.created_ops()):
         return True  # a node no round has matched yet (a fan-out merge turns a Squeeze into an Unsqueeze)
-    seen = [] if not ops else None if ops <= AXIS_OPS else dispatch.unsettled(ctx, roots(ctx, ops))
-    return neighbourhood_changed(ctx, edit, seen)
+    if not ops:
+        return False
+    if ops <= AXIS_OPS:
+        return neighbourhood_changed(ctx, edit)
+    return neighbourhood_changed(ctx, edit, roots(ctx, ops), dispatch)
 
 
-def neighbourhood_changed(ctx: RoundContext, edit: Editor, candidates: Iterable[int] | None = None) -> bool:
+def neighbourhood_changed(ctx: RoundContext, edit: Editor, candidates: Iterable[int] | None = None,
+                          dispatch: Dispatch | None = None) -> bool:
     """Whether a surviving root's match could differ in the next round.
 
     What a match looks at is its root node, the tensors the root reads and writes, their producers
@@ -171,25 +180,32 @@ def neighbourhood_changed(ctx: RoundContext, edit: Editor, candidates: Iterable[
     writes a tensor whose producer or readers changed (every such tensor got a reader count or a
     new producer in the editor). If no surviving root did, the next round would find what this
     round found not to fire: nothing. ``candidates`` are the roots to look at (by default the
-    round's Squeeze/Unsqueeze). ``full_inference`` runs that round anyway, and the tests check
-    that both ways give the same model."""
-    dirty = edit.touched_tensors()
+    round's Squeeze/Unsqueeze); with ``dispatch``, a changed root counts only when some rewrite
+    rooted there is not settled (``Dispatch.unsettled``; a round that gave a tensor a new value
+    is followed by a whole inference and a next round whatever this says: ``fixpoint``). ``full_inference`` runs that round
+    anyway, and the tests check that both ways give the same model."""
+    touched = edit.touched
     deleted = edit.deleted
     modified = edit.modified
     nodes = ctx.graph.nodes
     for nid in (ctx.facts if candidates is None else candidates):
         if nid in deleted:
             continue
-        if nid in modified:
+        changed = nid in modified
+        if not changed:
+            info = nodes[nid]
+            sid = info.scope
+            for name in info.inputs:
+                if name and touched(sid, name):
+                    changed = True
+                    break
+            else:
+                for name in info.outputs:
+                    if name and touched(sid, name):
+                        changed = True
+                        break
+        if changed and (dispatch is None or dispatch.unsettled(ctx, [nid])):
             return True
-        info = nodes[nid]
-        sid = info.scope
-        for name in info.inputs:
-            if name and (sid, name) in dirty:
-                return True
-        for name in info.outputs:
-            if name and (sid, name) in dirty:
-                return True
     return False
 
 

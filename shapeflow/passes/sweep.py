@@ -94,6 +94,9 @@ def sweep(edit: "Editor") -> None:
         info = g.nodes[p]
         if info.domain != "" or info.since_version is None or info.subscopes:
             continue
-        if any(o and edit.needed(sid, o) for o in edit.current_outputs(p)):  # type: ignore[attr-defined]
+        outs = edit.current_outputs(p)
+        # (``name`` itself was just found unread: a producer of it alone needs no second look)
+        if not (len(outs) == 1 and outs[0] == name) and any(  # type: ignore[arg-type,index]
+                o and edit.needed(sid, o) for o in outs):  # type: ignore[attr-defined]
             continue
         edit.delete_node(p, dead=True)

@@ -193,7 +193,9 @@ class ReshapeRoundTrip(Rewrite):
             edit.replace_uses(sid, plan.r2_out, plan.x)
             edit.delete_node(plan.r1)
             return
-        edit.replace_uses(sid, plan.r1_out, plan.x)
+        # (the region's readers of r1_out read x's shape from now on: a new value, never forwarded
+        # to readers another rewrite gave r1_out)
+        edit.replace_uses(sid, plan.r1_out, plan.x, forward=False)
         edit.delete_node(plan.r1)
         # The region's tensors now have x's shape, so they take new names, and its output takes
         # R2's, whose value it now is.

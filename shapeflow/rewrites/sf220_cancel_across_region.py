@@ -140,7 +140,9 @@ class CancelAcrossRegion(Rewrite):
     def apply(self, ctx: RoundContext, edit: Editor, m: Match[Any]) -> None:
         sid, plan = ctx.sid(m.nid), m.payload
         edit.delete_node(m.nid)
-        edit.replace_uses(sid, plan.u_out, plan.x)
+        # (the region reads x without the unit axes: a new value, never forwarded to readers
+        # another rewrite gave u_out)
+        edit.replace_uses(sid, plan.u_out, plan.x, forward=False)
         edit.delete_node(plan.u)
         # The region's tensors lose the unit axes: they take new names, and its last tensor takes
         # the Squeeze's output name, whose value (shape and elements) it now is.

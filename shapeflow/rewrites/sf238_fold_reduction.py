@@ -10,7 +10,7 @@ from ..codes import INFO, Code
 from ..passes.context import INT_RANGES, RoundContext, fmt_axes
 from ..passes.edit import Editor
 from ..passes.match import Match, NoMatch, Result, not_applicable
-from ..passes.pattern import DATA_INPUT, Bound, NoFunctionAttributes, Op, exclusive_cone, tensor_of
+from ..passes.pattern import DATA_INPUT, Bound, KnownInput, NoFunctionAttributes, Op, exclusive_cone, tensor_of
 from ..passes.spec import Rewrite
 from .sf218_fold_known_value import MAX_FOLD_ELEMS, write_constant
 
@@ -170,7 +170,9 @@ class FoldReduction(Rewrite):
 
     code = Code("SF238", "fold-reduction", INFO, fixable=True)
     order = 130
-    pattern = Op(tuple(KERNEL_TYPES), guards=(DATA_INPUT, NoFunctionAttributes()))
+    # (KnownInput is stable: a reduction of a computed tensor is settled, and a round that only
+    # modified one, as unsqueeze-into-reduce does, needs no confirming round for it)
+    pattern = Op(tuple(KERNEL_TYPES), guards=(DATA_INPUT, KnownInput(0), NoFunctionAttributes()))
     # inference does not evaluate reductions: the folded value is new to it, and what reads it
     # (the Cast/Unsqueeze/Concat of a Reshape target) folds in a round that infers it again
     reveals = True

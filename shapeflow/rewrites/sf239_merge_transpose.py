@@ -114,7 +114,10 @@ class MergeTranspose(Rewrite):
 
         if _identity(composed):
             if not must_keep_name(ctx, sid, ctx.output(nid)):
+                # (the inner stays for its other readers: read, so that no later rewrite of the
+                # round deletes it on the index's word that the root was its only reader)
                 return self.replacement.plan(ctx, nid, x, sweeps=(inner,) if exclusive else (),
+                                             reads=() if exclusive else (inner,),
                                              message=lambda: f"{pair()} is the identity on '{x}'")
             if not exclusive:
                 return NoMatch(f"{ctx.display(nid)}: the pair is the identity, but the output must keep "
