@@ -217,22 +217,14 @@ class Editor:
         Squeeze/Unsqueeze in place of another)."""
         return [(n.proto.domain, n.proto.op_type) for n in self._new]
 
-    def touched_tensors(self) -> set[tuple[int, str]]:
-        """(scope id, name) of every tensor whose readers or producer this round changed (or that
-        it looked at while sweeping): a superset of what a next round's matches could see differ."""
-        out = set(self._counts)
-        out |= self._made
-        for sid, names in self._gone.items():
-            out.update((sid, n) for n in names)
-        return out
-
     def revalued_any(self) -> bool:
         """Whether this round gave a tensor a new value (``forget_value_info``: a region renamed by
         a rewrite, a repair): what inference knew of it no longer holds."""
         return any(self._stale_info.values())
 
     def touched(self, sid: int, name: str) -> bool:
-        """Whether ``(sid, name)`` is in ``touched_tensors()`` (without building the set)."""
+        """Whether this round changed the readers or producer of tensor ``name`` of ``sid`` (or
+        looked at it while sweeping): the tensors whose readers' next-round matches could differ."""
         key = (sid, name)
         if key in self._counts or key in self._made:
             return True
@@ -262,8 +254,12 @@ class Editor:
         return info.proto.output if nid in self._modified else info.outputs
 
     def set_input(self, nid: int, index: int, name: str) -> None:
-        node = self._edit(nid)
-        sid = self.g.nodes[nid].scope
+        self._set_input_of(self.g.nodes[nid].scope, self._edit(nid), index, name, nid)
+
+    def _set_input_of(self, sid: int, node: onnx.NodeProto, index: int, name: str,
+                      reader: "int | _NewNode") -> None:
+        """Input ``index`` of ``node`` (original node ``reader`` or created one) reads ``name``;
+        the reader counts follow."""
         old = node.input[index]
         if old == name:
             return
@@ -277,7 +273,7 @@ class Editor:
             self._drop_read(sid, old)
         if name and not had_new:
             self._add_read(sid, name)
-            self._late_reader(sid, name, nid)
+            self._late_reader(sid, name, reader)
         self.changed = True
 
     def append_input(self, nid: int, name: str) -> None:
@@ -370,20 +366,11 @@ class Editor:
         done.append(nid)
 
     def _rename_new_input(self, entry: "_NewNode", old: str, new: str) -> None:
-        """Read ``new`` where created node ``entry`` reads ``old`` (the reader counts follow)."""
-        node, sid = entry.proto, entry.sid
-        self.count(sid, old)
-        if new:
-            self.count(sid, new)
-        had_new = new in node.input
+        """Read ``new`` where created node ``entry`` reads ``old``."""
+        node = entry.proto
         for i, n in enumerate(list(node.input)):
             if n == old:
-                node.input[i] = new
-        self._drop_read(sid, old)
-        if new and not had_new:
-            self._add_read(sid, new)
-            self._late_reader(sid, new, entry)
-        self.changed = True
+                self._set_input_of(entry.sid, node, i, new, entry)
 
     def delete_node(self, nid: int, *, dead: bool = False) -> None:
         if nid in self.deleted:

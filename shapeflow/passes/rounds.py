@@ -182,8 +182,9 @@ def neighbourhood_changed(ctx: RoundContext, edit: Editor, candidates: Iterable[
     round found not to fire: nothing. ``candidates`` are the roots to look at (by default the
     round's Squeeze/Unsqueeze); with ``dispatch``, a changed root counts only when some rewrite
     rooted there is not settled (``Dispatch.unsettled``; a round that gave a tensor a new value
-    is followed by a whole inference and a next round whatever this says: ``fixpoint``). ``full_inference`` runs that round
-    anyway, and the tests check that both ways give the same model."""
+    is followed by a whole inference and a next round whatever this says: ``fixpoint``).
+    ``full_inference`` runs that round anyway, and the tests check that both ways give the same
+    model."""
     touched = edit.touched
     deleted = edit.deleted
     modified = edit.modified
