@@ -82,6 +82,12 @@ class Inference:
     # The facts of function bodies re-run at their call sites, one entry per distinct call
     # signature that recorded any (the lint rules that judge facts alone also judge these).
     call_facts: list[CallFacts] = field(default_factory=list)
+    # node id -> its key in inference's memo of answers (``_node_key``: its op, version, scope,
+    # input types, shapes and values, and the bytes of each of its attributes), for the nodes of
+    # _MEMO_OPS whose attributes take at most MEMO_KEY_BYTES_MAX bytes in all. Nodes answered
+    # from one entry share its key object: the lint rules judge one of them for all (SF011's
+    # attributes, SF013's input types). Kept alive here, so their ids are not reused.
+    memo_keys: dict[int, tuple[Any, ...]] = field(default_factory=dict, repr=False)
     # owner node id -> {attribute: [output infos of that body]}
     subgraph_out: dict[int, dict[str, list[TensorInfo | None]]] = field(default_factory=dict)
     # decoded constant tensors (axes) by (scope id, name), so shared initializers are read once
@@ -444,6 +450,10 @@ NODE_MEMO = True
 # the same key. Models repeat the same few questions (a transformer's layers, an exporter's shape
 # chains) thousands of times. Squeeze and Unsqueeze record facts about the node itself (and memo
 # their own answers); Constant's key is its attributes' bytes (ref_attr_name included).
+# Inference.memo_keys keeps the keys of nodes whose attributes take at most this many bytes in all,
+# and at most this many distinct keys (a few hundred bytes each; the rules read the others again).
+MEMO_KEY_BYTES_MAX = 256
+MEMO_KEYS_KEPT = 65536
 _MEMO_OPS = frozenset({
     "Shape", "Gather", "Slice", "Concat", "Reshape", "Transpose", "Expand", "Cast", "CastLike", "Where",
     "Add", "Sub", "Mul", "Div", "Mod", "Pow", "Max", "Min", "Equal", "Less", "Greater", "LessOrEqual",
@@ -455,18 +465,17 @@ _MEMO_OPS = frozenset({
 # At most this many answers are kept (a few hundred bytes each: some MB): a transformer layer asks
 # a few hundred questions, repeated by the next layer.
 _NODE_MEMO_SIZE = 16384
-_INT = onnx.AttributeProto.INT
-_INTS = onnx.AttributeProto.INTS
 
 
 def _node_key(info: NodeInfo, ins: list[TensorInfo | None], since: int,
-              sid: int) -> tuple[tuple[Any, ...], dict[str, onnx.AttributeProto] | None] | None:
-    """The key of a node of ``_MEMO_OPS`` in the run's memo of answers, and its attributes by name
-    (read for the key, handed to the rule), or None when the node is not one to memoise.
+              sid: int) -> tuple[tuple[Any, ...], dict[str, onnx.AttributeProto] | None, int] | None:
+    """The key of a node of ``_MEMO_OPS`` in the run's memo of answers, its attributes by name
+    (read for the key, handed to the rule) and their number (the key ends with each one's bytes),
+    or None when the node is not one to memoise.
 
     An input is its element type, its shape by identity (run_scope interns shapes: equal shapes
     are one object; the memo keeps them alive) and its value; an absent input is ""; an
-    attribute is its name, type and integer(s), or its bytes. Values are compared by equality,
+    attribute is its serialized bytes. Values are compared by equality,
     which is exact for the ints and symbols values hold (canonical_value: never a bool or float,
     whose True == 1 and 1.0 == 1 could share an entry): a value with anything else is not keyed."""
     key: list[Any] = [info.op_type, since, sid]
@@ -482,22 +491,17 @@ def _node_key(info: NodeInfo, ins: list[TensorInfo | None], since: int,
                         return None
             key.append((t.dtype, id(t.shape), value))
     attrs: dict[str, onnx.AttributeProto] | None = None
+    count = 0
     if info.has_attrs:
-        found = info.peek().attribute[:]
         attrs = {}
-        if info.op_type == "Constant":
-            for a in found:
-                attrs[a.name] = a
-                key.append(a.SerializeToString())
-        else:
-            # (whole bytes for other types: these rules read only an INT's ``i``, INTS' ``ints``)
-            for a in found:
-                name = a.name
-                attrs[name] = a
-                ty = a.type
-                key.append((name, ty, a.i) if ty == _INT else (name, ty, tuple(a.ints)) if ty == _INTS
-                           else (name, a.SerializeToString()))
-    return tuple(key), attrs
+        # Each attribute by its bytes, which say all of it (its name, type and value): the lint
+        # rules judge a node by them again (``Inference.memo_keys``).
+        found = info.peek().attribute[:]
+        count = len(found)
+        for a in found:
+            attrs[a.name] = a
+            key.append(a.SerializeToString())
+    return tuple(key), attrs, count
 # Shape rules that read an unresolved ``@attr`` reference as unknown (ops/axes_input.py,
 # ops/constants.py); every other rule would take its empty field for a value.
 _READS_REFERENCES = frozenset({"Squeeze", "Unsqueeze", "Constant"})
@@ -566,8 +570,11 @@ class _Runner:
         self.fitting: dict[tuple[int, tuple[Dim, ...]], tuple[Dim, ...]] = {}
         # The answers of the nodes of _MEMO_OPS by _node_key, found in domain ``memo_domain``:
         # (outputs, the input shapes whose ids the key holds)
-        self.node_memo: dict[tuple[Any, ...], tuple[list[TensorInfo | None], list[Any]]] = {}
+        # (outputs, the input shapes whose ids the key holds, the key itself when it is kept in
+        # Inference.memo_keys)
+        self.node_memo: dict[tuple[Any, ...], tuple[list[TensorInfo | None], list[Any], tuple[Any, ...] | None]] = {}
         self.memo_domain: Domain | None = None
+        self.keys_kept = 0  # distinct keys in Inference.memo_keys
 
     def _count_body(self) -> None:
         """One more scope run: a model of many empty bodies has few nodes to count time by."""
@@ -617,7 +624,7 @@ class _Runner:
                     proto, rule = self._bound_attributes(info, rule)
                 keyed = None
                 if memo_ops is not None and info.op_type in memo_ops and not info.domain:
-                    keyed, outs = self._recall(info, ins, since, sid)
+                    keyed, outs = self._recall(nid, info, ins, since, sid)
                 if outs is None and rule is not None:
                     call = OpCall(proto, since, ins, nid, sid, r, info, None if keyed is None else keyed[1])
                     try:
@@ -633,7 +640,7 @@ class _Runner:
                     if outs and (len(outs) > 1 or (outs[0] is not None and outs[0].value is not None)):
                         self._settle_values(outs, nid, info, ins)  # (only where a value was stated)
                     if keyed is not None and not call.effects:
-                        self._remember(keyed[0], outs, ins)
+                        self._remember(nid, keyed[0], outs, ins)
             elif functions:
                 fsid = functions.get((info.peek().domain, info.op_type))
                 if fsid is not None:
@@ -667,11 +674,11 @@ class _Runner:
         elif seen is not shape:
             t.shape = seen
 
-    def _recall(self, info: NodeInfo, ins: list[TensorInfo | None], since: int, sid: int
-                ) -> tuple[tuple[tuple[Any, ...], dict[str, onnx.AttributeProto] | None] | None,
+    def _recall(self, nid: int, info: NodeInfo, ins: list[TensorInfo | None], since: int, sid: int
+                ) -> tuple[tuple[tuple[Any, ...], dict[str, onnx.AttributeProto] | None, int] | None,
                            list[TensorInfo | None] | None]:
-        """(the key of a node of _MEMO_OPS and its attributes, or None; the answer of an earlier
-        node with that key, or None)."""
+        """(the key of a node of _MEMO_OPS, its attributes and their number, or None; the answer of
+        an earlier node with that key, or None)."""
         if self.r.domain is not self.memo_domain:
             # answers hold in the domain they were found in: a proof starts a new memo
             self.node_memo.clear()
@@ -680,9 +687,17 @@ class _Runner:
         if keyed is None:
             return None, None
         hit = self.node_memo.get(keyed[0])
-        return keyed, None if hit is None else hit[0]
+        if hit is None:
+            count = keyed[2]
+            if self.keys_kept < MEMO_KEYS_KEPT and (not count or sum(map(len, keyed[0][-count:])) <= MEMO_KEY_BYTES_MAX):
+                self.keys_kept += 1
+                self.r.memo_keys[nid] = keyed[0]
+            return keyed, None
+        if hit[2]:  # (the key the memo holds, shared by every node it answers: no copy kept)
+            self.r.memo_keys[nid] = hit[2]
+        return keyed, hit[0]
 
-    def _remember(self, key: tuple[Any, ...], outs: list[TensorInfo | None] | None,
+    def _remember(self, nid: int, key: tuple[Any, ...], outs: list[TensorInfo | None] | None,
                   ins: list[TensorInfo | None]) -> None:
         """Keep the answer ``outs`` of a node of _MEMO_OPS whose rule had no other effect."""
         if outs is not None and self.r.domain is self.memo_domain:
@@ -690,7 +705,7 @@ class _Runner:
             if len(memo) >= _NODE_MEMO_SIZE:
                 memo.clear()  # a model that seldom repeats itself: bounded memory, answers asked anew
             # (the input shapes kept alive: their ids are in the key)
-            memo[key] = (outs, [t.shape for t in ins if t is not None])
+            memo[key] = (outs, [t.shape for t in ins if t is not None], self.r.memo_keys.get(nid))
 
     def _bound_attributes(self, info: NodeInfo, rule: object) -> tuple[onnx.NodeProto | None, object]:
         """The node of a function body with its ``@attr`` references bound to the call's values,

@@ -422,8 +422,11 @@ g (float[2, 3] x, int64[2] idx) => (float[2, 3] y, float[?] z, float[?] w, float
     f = Gather <axis = 0> (x, idx)
     h = Gather <axis = 0> (x, idx)
     k = Gather <axis = "0"> (x, idx)
+    k2 = Gather <axis = "0"> (x, idx)
+    c2 = Concat <axis = 1.0> (x, x)
     y = Cast <to = 1> (x)
     z = Add (x, idx)
+    z2 = Add (x, idx)
     w = Concat <axis = 1> (x, idx)
     v = Softmax <axis = 1, extra = 2> (x)
 }
@@ -434,20 +437,25 @@ g (float[2, 3] x, int64[2] idx) => (float[2, 3] y, float[?] z, float[?] w, float
                          ids=lambda v: v if isinstance(v, str) else "")
 def test_attribute_memo_finds_the_same(name: str, model: onnx.ModelProto,
                                                  monkeypatch: pytest.MonkeyPatch) -> None:
-    """SF011 (with its memo of the attributes found fine) reports the same findings, in the same
-    order, as without it (SF007 and SF013 beside it)."""
-    from shapeflow.rules import select_rules, sf011_attribute_mismatch
+    """SF011 (with its memos of the attributes and the nodes found fine) and SF013 (with its verdict
+    per memo key) report the same findings, in the same order, as without them (SF007 beside)."""
+    from shapeflow.rules import select_rules, sf011_attribute_mismatch, sf013_type_mismatch
 
     rules = select_rules(select=["SF007", "SF011", "SF013"])
     out = {}
     for fast in (True, False):
         monkeypatch.setattr(sf011_attribute_mismatch, "MEMO", fast)
+        monkeypatch.setattr(sf013_type_mismatch, "MEMO", fast)
         a = analyze(load_model_bytes(model.SerializeToString(), name), rules=rules)
         out[fast] = [d.to_json() for d in a.diagnostics]
     assert out[True] == out[False]
     if name == "bad":
         codes = [d["code"] for d in out[True]]
-        assert codes.count("SF011") >= 4 and "SF013" in codes, codes
+        assert codes.count("SF011") >= 6 and "SF013" in codes, codes
+        # a bad node repeated is reported each time (the memo of nodes found fine keeps no bad one)
+        nodes = [d["node"] for d in out[True] if d["code"] == "SF011"]
+        assert {"#2", "#7", "#8", "#9"} <= set(nodes), nodes  # c, k, k2, c2 (unnamed: by index)
+        assert {"#11", "#12"} <= {d["node"] for d in out[True] if d["code"] == "SF013"}, out[True]  # z, z2
 
 
 def test_unknown_fields_read_body_by_body_are_every_node() -> None:
@@ -725,3 +733,22 @@ def test_exclusive_cone_is_its_plain_twin(name: str, model: onnx.ModelProto) -> 
         assert walked  # cones were compared, not only empty answers
     ctx.claims = False
     assert exclusive_cone(ctx, 0) == exclusive_cone_plain(ctx, 0) == ()
+
+
+@pytest.mark.parametrize("name, model", _engine_models()[:6] + [("bad", parser.parse_model(BAD_ATTRIBUTES))],
+                         ids=lambda v: v if isinstance(v, str) else "")
+def test_index_sets_every_field_init_sets(name: str, model: onnx.ModelProto) -> None:
+    """The index fills its NodeInfo records field by field, not through ``NodeInfo.__init__``: each
+    record has every field set, to what ``__init__`` sets from the same values."""
+    from shapeflow.graph import NodeInfo
+
+    g = build_graph(load_model_bytes(model.SerializeToString(), name))
+    assert g.nodes
+    for info in g.nodes:
+        assert all(hasattr(info, slot) for slot in NodeInfo.__slots__), info
+        twin = NodeInfo(None, info.scope, info.index, info.domain, info.since_version, info.op_type,
+                        info.inputs, info.outputs, info.subscopes, info.has_attrs, info._src)
+        assert [getattr(info, s) for s in NodeInfo.__slots__ if s != "_proto"] == \
+            [getattr(twin, s) for s in NodeInfo.__slots__ if s != "_proto"]
+        assert info.has_attrs == (len(info.peek().attribute) > 0)
+        assert info.proto is info.peek() and info.proto.op_type == info.op_type

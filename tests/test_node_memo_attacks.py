@@ -611,8 +611,8 @@ def test_memo_keys_name_live_shapes(monkeypatch: pytest.MonkeyPatch) -> None:
     remember = inference._Runner._remember
     checked = [0]
 
-    def spy(self: Any, key: tuple[Any, ...], outs: Any, ins: Any) -> None:
-        remember(self, key, outs, ins)
+    def spy(self: Any, nid: int, key: tuple[Any, ...], outs: Any, ins: Any) -> None:
+        remember(self, nid, key, outs, ins)
         entry = self.node_memo.get(key)
         if entry is not None:
             kept = {id(shape) for shape in entry[1]}

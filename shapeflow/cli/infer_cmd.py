@@ -15,6 +15,7 @@ from ..render.pictures import DEFAULT_DEPTH, DEFAULT_MAX_DRAW, FORMATS, PictureO
 from ..render import count_by_severity, infer_text, summary_line
 from ..render.json import infer_json_chunks
 from ..drivers.infer_settings import infer_with_settings, unknown_symbols
+from . import keep_until_exit
 from .options import (
     assume_option, check_stdout_output, clear_progress, debug_option, dim_option, limit_options, limits_from,
     parse_dims, progress_printer,
@@ -156,6 +157,7 @@ def infer(model: str, all_tensors: bool, fmt: str, around: tuple[str, ...], dept
     if annotated is not None and output is not None:
         _report_written(output, annotated, premises, quiet=quiet)
     code = EXIT_FINDINGS if counts["error"] else EXIT_CLEAN
+    keep_until_exit(loaded, result, annotated)
     click.get_current_context().exit(code)
     return code
 

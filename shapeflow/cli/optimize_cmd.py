@@ -22,6 +22,7 @@ from ..results import header
 from ..render import format_diagnostic
 from ..assume import parse_assumptions
 from ..dims import Bound
+from . import keep_until_exit
 from .options import (
     assume_option, check_stdout_output, clear_progress, debug_option, limit_options, limits_from, parse_dims,
     progress_printer, show_status,
@@ -150,6 +151,7 @@ def _one(model: str, output: str | None, in_place: bool, force: bool, check: boo
          quiet: bool, limits: Limits, writes: bool, show_diff: bool = False,
          assumptions: dict[str, Bound] | None = None, sizes: dict[str, int] | None = None) -> int:
     """Optimize one file; its exit code."""
+    keep_until_exit()  # (the previous file's objects are not needed any more)
     to_stdout = writes and output == STDOUT
     if to_stdout:
         check_stdout_output(model, in_place)
@@ -204,6 +206,7 @@ def _one(model: str, output: str | None, in_place: bool, force: bool, check: boo
 
     _report(model, target if writes else None, result, fmt, verbose, verified, report, check, dry_run,
             rewrites, err=to_stdout, verify=verify)
+    keep_until_exit(loaded, result, report)
     elapsed = time.perf_counter() - started
     if fmt == "text" and not quiet:
         b, a = result.before, result.after

@@ -223,11 +223,11 @@ def premise_hints(a: Analysis, limit: int = HINT_CANDIDATES) -> list[tuple[str, 
     ``HINT_NODE_BUDGET`` over the model's size). A premise that contradicts a fact the model
     proves, or a run past the time limit, is left out."""
     inference = a.inference
-    if not _worth_hinting(inference):
+    # (the budget first: a model too large for one more inference needs no scan of its tensors)
+    limit = min(limit, HINT_NODE_BUDGET // max(len(a.graph.nodes), 1))
+    if limit < 1 or not _worth_hinting(inference):
         return []
     base = dim_weights(inference)
-    nodes = max(len(a.graph.nodes), 1)
-    limit = min(limit, HINT_NODE_BUDGET // nodes)
     symbols = [s for s in _input_symbol_order(a.graph) if s not in inference.bindings
                and s not in inference.aliases]
     weak = [s for s in symbols if (inference.ranges.get(s, (None, None))[0] or 0) < 1]
@@ -342,6 +342,9 @@ def _judge(loaded: LoadedModel, graph: ModelGraph, inference: Inference,
     # Sorted inside the pause: a sort key per diagnostic (hundreds of thousands of info
     # findings on a large model) is enough allocation to start a full collection otherwise.
     result.diagnostics = sorted(diags, key=Diagnostic.sort_key)
+    # the rules' shortcut is not needed any more (rules asked later read the nodes again): its
+    # memory goes back before the report is rendered (10 MB on a 500k-node model)
+    inference.memo_keys = {}
     return result
 
 

@@ -22,8 +22,8 @@ def type_label(kind: int) -> str:
         return f"type {kind}"
 
 
-# Whether SF011 keeps its memo of the attributes found fine (tests/test_fast_paths.py compares the
-# findings with and without it), and the largest attribute it keeps: a tensor attribute's bytes
+# Whether SF011 keeps its memos of the attributes and of the nodes found fine (tests/test_fast_paths.py
+# compares the findings with and without them), and the largest attribute it keeps: a tensor attribute's bytes
 # are asked for only when the tensor is at most this large, the others are numbers and short lists.
 MEMO = True
 MEMO_MAX_BYTES = 256
@@ -79,12 +79,24 @@ class AttributeMismatch(Rule):
         # common case below: a model repeats a few (``axis=0``, ``to=7``) thousands of times, and
         # their bytes cost less to read than their fields. Small ones only (MEMO_MAX_BYTES).
         fine: dict[tuple[int, bytes], str] = {}
+        # A node's findings follow from its signature and its attributes' bytes alone. Inference
+        # read the bytes of most attributed nodes already, and gave nodes with the same ones one
+        # key object (``Inference.memo_keys``): a node whose signature and key are those of
+        # a node found fine is fine, without a look at it.
+        keys = ctx.inference.memo_keys if MEMO else {}
+        fine_nodes: set[tuple[int, int] | None] = set()
         for nid, info in enumerate(g.nodes):
             sig = sigs[nid]
             if sig is None or (not info.has_attrs and not sig.required):
                 continue  # (most nodes: no attribute to read, none required)
             if not live[info.scope] or sig.deprecated or (info.domain == "" and info.op_type in AXIS_OPS):
                 continue
+            key_object = keys.get(nid) if info.has_attrs else None
+            node_key = None if key_object is None else (id(sig), id(key_object))
+            if node_key is not None:
+                if node_key in fine_nodes:
+                    continue
+                fine_nodes.add(node_key)  # (taken back below if the node has a finding)
             seen: set[str] = set()
             if info.has_attrs:
                 spec = sig.attributes
@@ -110,9 +122,11 @@ class AttributeMismatch(Rule):
                     problem = self._problem(attr, fields, expected, check_type,
                                             sig.unchecked_attributes or name.startswith("__"), sig.label)
                     if problem is not None:
+                        fine_nodes.discard(node_key)
                         yield Finding(ctx.location_of(nid), *problem)
             for name, kind in sig.required:
                 if name not in seen:
+                    fine_nodes.discard(node_key)
                     yield Finding(ctx.location_of(nid), f"{sig.label} requires attribute '{name}' "
                                   f"({type_label(kind)}), which the node does not have",
                                   f"add the '{name}' attribute")

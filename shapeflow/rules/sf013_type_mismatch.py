@@ -1,12 +1,18 @@
 from __future__ import annotations
 
-from typing import Iterator
+from typing import Any, Iterator
 
 from .._onnx import onnx
 from ..graph import GRAPH_INPUT, INITIALIZER
 from ..signatures import DTYPES, input_type_error, type_name
 from .base import Finding, LintContext, Rule
 from .loadtime import AXIS_OPS, live_scopes, node_signatures
+
+
+# Whether SF013 judges the nodes of one memo key once (tests/test_fast_paths.py compares the
+# findings with and without it).
+MEMO = True
+_UNSEEN: Any = object()
 
 
 class TypeMismatch(Rule):
@@ -48,6 +54,10 @@ class TypeMismatch(Rule):
         refused: set[int] = set()
         # Verdicts per (signature, input types): a model has few distinct ones.
         verdicts: dict[tuple[int, tuple[int, ...]], tuple[int, str] | None] = {}
+        # ... and per (signature, key object of inference's memo): nodes answered from one memo
+        # entry have the same input types (``Inference.memo_keys``), which need no reading again.
+        keys = inference.memo_keys if MEMO else {}
+        by_key: dict[tuple[int, int], tuple[int, str] | None] = {}
         # Which signatures to check at all, decided once each: a Squeeze's or Unsqueeze's data takes
         # any type (its axes are SF109's), and so do the inputs of Shape, Identity...
         wanted: dict[int, bool] = {}
@@ -65,17 +75,22 @@ class TypeMismatch(Rule):
             scope = info.scope
             if not live[scope]:
                 continue
-            table = tables[scope]
-            dtypes = []
-            for name in info.inputs:
-                t = table.get(name) if name in table else (lookup(scope, name) if name else None)
-                dtypes.append(t.dtype if t is not None else 0)
-            key = (id(sig), tuple(dtypes))
-            try:
-                problem = verdicts[key]
-            except KeyError:
-                known = [d if d in DTYPES else 0 for d in dtypes]
-                problem = verdicts[key] = input_type_error(sig, known) if any(known) else None
+            key_object = keys.get(nid)
+            node_key = (id(sig), id(key_object))
+            if key_object is None or (problem := by_key.get(node_key, _UNSEEN)) is _UNSEEN:
+                table = tables[scope]
+                dtypes = []
+                for name in info.inputs:
+                    t = table.get(name) if name in table else (lookup(scope, name) if name else None)
+                    dtypes.append(t.dtype if t is not None else 0)
+                key = (id(sig), tuple(dtypes))
+                try:
+                    problem = verdicts[key]
+                except KeyError:
+                    known = [d if d in DTYPES else 0 for d in dtypes]
+                    problem = verdicts[key] = input_type_error(sig, known) if any(known) else None
+                if key_object is not None:
+                    by_key[node_key] = problem
             if problem is not None:
                 refused.add(nid)
                 yield Finding(ctx.location_of(nid), problem[1],
