@@ -684,17 +684,23 @@ class _Runner:
             self.node_memo.clear()
             self.memo_domain = self.r.domain
         keyed = _node_key(info, ins, since, sid)
+        keys = self.r.memo_keys
         if keyed is None:
+            keys.pop(nid, None)  # (a body run again: no key left from an earlier run)
             return None, None
         hit = self.node_memo.get(keyed[0])
         if hit is None:
             count = keyed[2]
             if self.keys_kept < MEMO_KEYS_KEPT and (not count or sum(map(len, keyed[0][-count:])) <= MEMO_KEY_BYTES_MAX):
                 self.keys_kept += 1
-                self.r.memo_keys[nid] = keyed[0]
+                keys[nid] = keyed[0]
+            else:
+                keys.pop(nid, None)
             return keyed, None
         if hit[2]:  # (the key the memo holds, shared by every node it answers: no copy kept)
-            self.r.memo_keys[nid] = hit[2]
+            keys[nid] = hit[2]
+        else:
+            keys.pop(nid, None)
         return keyed, hit[0]
 
     def _remember(self, nid: int, key: tuple[Any, ...], outs: list[TensorInfo | None] | None,
