@@ -74,3 +74,25 @@ def test_the_cli_says_it_in_one_line(crashing_neg: None, monkeypatch: pytest.Mon
     err = capsys.readouterr().err
     lines = [line for line in err.splitlines() if "shape rule raised" in line]
     assert len(lines) == 1 and lines[0].startswith("shapeflow: warning: ") and "(a bug, please report it)" in lines[0]
+
+
+@pytest.mark.parametrize("node", ["Where (c, f, x)", "Add (x, f4)", "Where (c, x, f)"])
+def test_known_values_whose_shapes_do_not_broadcast_are_no_crash(node: str) -> None:
+    """Known input values of shapes that do not broadcast ([4] against [2] and [3, 2]): the rule
+    doubts the node (onnxruntime refuses it: SF015) and leaves the value unknown; it used to raise
+    numpy's broadcast error (found by the red team of the memo keys)."""
+    from shapeflow.drivers.analysis import analyze
+
+    model = parser.parse_model(f"""
+<ir_version: 8, opset_import: ["" : 17]>
+g (float[3, 2] x) => (float[?] y) <int64[2] idx = {{0, 1}}, float[2] f = {{1.0, 2.0}}> {{
+    t = Concat <axis = 0> (idx, idx)
+    c = Cast <to = 9> (t)
+    f4 = Cast <to = 1> (t)
+    y = {node}
+}}
+""")
+    a = analyze(load_model_bytes(model.SerializeToString(), "m"))  # (a rule crash raises in the tests)
+    assert any(d.code == "SF015" and "Incompatible dimensions" in d.message for d in a.diagnostics), \
+        [d.to_json() for d in a.diagnostics]
+    assert a.inference.tensors[0]["y"] is None or a.inference.tensors[0]["y"].value is None

@@ -225,7 +225,10 @@ def _broadcast_values(infos: list[TensorInfo], out: Shape) -> list[list[Dim]] | 
 
             arr = np.empty(len(t.value), dtype=object)
             arr[:] = list(t.value)
-            result.append(np.broadcast_to(arr.reshape(t.shape), out).reshape(-1).tolist())  # type: ignore[arg-type]
+            try:
+                result.append(np.broadcast_to(arr.reshape(t.shape), out).reshape(-1).tolist())  # type: ignore[arg-type]
+            except ValueError:  # shapes that do not broadcast (the rule doubted the node): no value
+                return None
     return result
 
 
