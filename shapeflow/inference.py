@@ -569,7 +569,6 @@ class _Runner:
         # canonical_value's memo for the run (its domain only narrows: the answers kept hold on)
         self.fitting: dict[tuple[int, tuple[Dim, ...]], tuple[Dim, ...]] = {}
         # The answers of the nodes of _MEMO_OPS by _node_key, found in domain ``memo_domain``:
-        # (outputs, the input shapes whose ids the key holds)
         # (outputs, the input shapes whose ids the key holds, the key itself when it is kept in
         # Inference.memo_keys)
         self.node_memo: dict[tuple[Any, ...], tuple[list[TensorInfo | None], list[Any], tuple[Any, ...] | None]] = {}

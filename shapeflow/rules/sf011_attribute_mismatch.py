@@ -22,9 +22,10 @@ def type_label(kind: int) -> str:
         return f"type {kind}"
 
 
-# Whether SF011 keeps its memos of the attributes and of the nodes found fine (tests/test_fast_paths.py
-# compares the findings with and without them), and the largest attribute it keeps: a tensor attribute's bytes
-# are asked for only when the tensor is at most this large, the others are numbers and short lists.
+# Whether SF011 keeps its memos of the attributes and of the nodes found fine
+# (tests/test_fast_paths.py compares the findings with and without them), and the largest
+# attribute it keeps: a tensor attribute's bytes are asked for only when the tensor is at most
+# this large, the others are numbers and short lists.
 MEMO = True
 MEMO_MAX_BYTES = 256
 _BULKY = frozenset({_A.GRAPH, _A.GRAPHS, _A.TENSORS, _A.SPARSE_TENSOR, _A.SPARSE_TENSORS, _A.TYPE_PROTO,
@@ -80,9 +81,9 @@ class AttributeMismatch(Rule):
         # their bytes cost less to read than their fields. Small ones only (MEMO_MAX_BYTES).
         fine: dict[tuple[int, bytes], str] = {}
         # A node's findings follow from its signature and its attributes' bytes alone. Inference
-        # read the bytes of most attributed nodes already, and gave nodes with the same ones one
-        # key object (``Inference.memo_keys``): a node whose signature and key are those of
-        # a node found fine is fine, without a look at it.
+        # read the bytes of most attributed nodes already: its memo key ends with them, and the
+        # nodes answered from one memo entry share one key object (``Inference.memo_keys``). A
+        # node whose signature and key object are those of a node found fine is fine, unread.
         keys = ctx.inference.memo_keys if MEMO else {}
         fine_nodes: set[tuple[int, int] | None] = set()
         for nid, info in enumerate(g.nodes):
