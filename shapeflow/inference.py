@@ -683,24 +683,22 @@ class _Runner:
             self.node_memo.clear()
             self.memo_domain = self.r.domain
         keyed = _node_key(info, ins, since, sid)
-        keys = self.r.memo_keys
-        if keyed is None:
-            keys.pop(nid, None)  # (a body run again: no key left from an earlier run)
-            return None, None
-        hit = self.node_memo.get(keyed[0])
-        if hit is None:
+        hit = None if keyed is None else self.node_memo.get(keyed[0])
+        # The key kept for the rules: the memo entry's own (shared by every node it answers: no
+        # copy kept), or a new one small enough; none is left from an earlier run of a body.
+        kept: tuple[Any, ...] | None = None
+        if hit is not None:
+            kept = hit[2]
+        elif keyed is not None and self.keys_kept < MEMO_KEYS_KEPT:
             count = keyed[2]
-            if self.keys_kept < MEMO_KEYS_KEPT and (not count or sum(map(len, keyed[0][-count:])) <= MEMO_KEY_BYTES_MAX):
+            if not count or sum(map(len, keyed[0][-count:])) <= MEMO_KEY_BYTES_MAX:
+                kept = keyed[0]
                 self.keys_kept += 1
-                keys[nid] = keyed[0]
-            else:
-                keys.pop(nid, None)
-            return keyed, None
-        if hit[2]:  # (the key the memo holds, shared by every node it answers: no copy kept)
-            keys[nid] = hit[2]
+        if kept is None:
+            self.r.memo_keys.pop(nid, None)
         else:
-            keys.pop(nid, None)
-        return keyed, hit[0]
+            self.r.memo_keys[nid] = kept
+        return keyed, None if hit is None else hit[0]
 
     def _remember(self, nid: int, key: tuple[Any, ...], outs: list[TensorInfo | None] | None,
                   ins: list[TensorInfo | None]) -> None:
